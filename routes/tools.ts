@@ -1,0 +1,32 @@
+/** The effective tool list of an agent: what its turns may see, and which need approval. */
+import type { FastifyInstance } from 'fastify'
+import { Problem } from '../schemas/common.js'
+import { ToolList, ToolsQuery } from '../schemas/tools.js'
+import { ApprovalManager } from '../src/approval/manager.js'
+import { authenticate } from '../src/auth/http.js'
+import { resolveAgent } from '../src/turn/context.js'
+import { assembleScopedRegistry } from '../src/tools/scoped.js'
+
+export default async function toolRoutes (app: FastifyInstance): Promise<void> {
+  const { config, auth, turns } = app.gateway
+  app.get('/v1/tools', {
+    onRequest: authenticate(auth, 'turns:read'),
+    schema: { summary: 'List the effective tools of an agent', querystring: ToolsQuery, response: { 200: ToolList, 400: Problem, 401: Problem } }
+  }, async (request) => {
+    const name = (request.query as { agent?: string }).agent ?? config.default_agent
+    const { agent, risk } = resolveAgent(config, name)
+    const registry = assembleScopedRegistry({ catalog: turns.catalog, agent, risk })
+    const approval = new ApprovalManager(risk, new Set())
+    return {
+      agent: name,
+      tools: registry.list().map((t) => ({
+        name: t.name,
+        description: t.description,
+        parameters: t.parameters,
+        provenance: t.attribution.provenance,
+        source: t.attribution.source,
+        approval: approval.requirement(t.name)
+      }))
+    }
+  })
+}

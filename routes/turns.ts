@@ -1,0 +1,126 @@
+/**
+ * /v1/turns: start (202, SSE stream, or ?wait=true), read, replay events, cancel.
+ * Behaviour lives in TurnService; this file only adapts HTTP.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import { Problem, TurnIdParams } from '../schemas/common.js'
+import { CancelResult, EventsPage, EventsQuery, Turn, TurnAccepted, TurnRequest, TurnStartQuery } from '../schemas/turn.js'
+import { authenticate, principalOf } from '../src/auth/http.js'
+import { principalKey } from '../src/auth/principal.js'
+import { TollgateError } from '../src/errors.js'
+import { followTurn } from '../src/gateway/follow.js'
+import type { TurnRecord } from '../src/store/store.js'
+
+/** A client that goes away before the response finished: `request.signal` is unreliable here. */
+function onClientGone (reply: FastifyReply, fn: () => void): void {
+  reply.raw.on('close', () => { if (!reply.raw.writableFinished) fn() })
+}
+
+export function publicTurn (turn: TurnRecord): Omit<TurnRecord, 'owner'> {
+  const { owner: _owner, ...rest } = turn
+  return rest
+}
+
+export default async function turnRoutes (app: FastifyInstance): Promise<void> {
+  const { turns, connections, bus, auth } = app.gateway
+
+  app.post('/v1/turns', {
+    onRequest: authenticate(auth, 'turns:write'),
+    schema: {
+      summary: 'Start a turn',
+      body: TurnRequest,
+      querystring: TurnStartQuery,
+      response: { 200: Turn, 202: TurnAccepted, 400: Problem, 401: Problem, 403: Problem, 409: Problem, 429: Problem }
+    }
+  }, async (request, reply) => {
+    const principal = principalOf(request)
+    const body = request.body as TurnRequest
+    const { wait } = request.query as { wait?: boolean }
+    const sse = String(request.headers.accept ?? '').includes('text/event-stream')
+    if ((sse || wait === true) && body.owner_connection !== undefined) {
+      throw new TollgateError('INVALID_REQUEST', 'owner_connection cannot be combined with an SSE stream or ?wait=true: the request itself owns the turn')
+    }
+
+    if (!sse && wait !== true) {
+      // A repeated idempotency_key answers with the same turn, whatever its status now.
+      const { turn } = await turns.start(principal, body, { ownerConnection: body.owner_connection ?? null, channel: 'http' })
+      return await reply.code(202).send({ turn_id: turn.turn_id, session_id: turn.session_id, status: turn.status, events_url: `/v1/turns/${turn.turn_id}/events` })
+    }
+
+    const connection = connections.open(sse ? 'sse' : 'http', principalKey(principal))
+    onClientGone(reply, () => { connections.close(connection.id) })
+    let started
+    try {
+      started = await turns.start(principal, body, { ownerConnection: connection.id, channel: sse ? 'sse' : 'http' })
+    } catch (err) {
+      connections.close(connection.id)
+      throw err
+    }
+    const { turn } = started
+    connection.turns.add(turn.turn_id)
+
+    if (!sse) {
+      const done = await turns.waitFor(principal, turn.turn_id)
+      connections.close(connection.id)
+      return await reply.code(200).send(publicTurn(done))
+    }
+
+    reply.hijack()
+    const raw = reply.raw
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'x-turn-id': turn.turn_id
+    })
+    const end = (): void => {
+      connections.close(connection.id)
+      if (!raw.writableEnded) raw.end()
+    }
+    const followed = await followTurn({
+      bus,
+      turnId: turn.turn_id,
+      afterSeq: 0,
+      knownLastSeq: 0,
+      deliver: (envelope) => {
+        const { session_id: _s, ...wire } = envelope
+        raw.write(`id: ${envelope.seq}\nevent: ${envelope.event.kind}\ndata: ${JSON.stringify(wire)}\n\n`)
+      },
+      onEnd: end
+    })
+    if (followed.kind === 'following') raw.on('close', followed.unsubscribe)
+    else end()
+  })
+
+  app.get('/v1/turns/:id', {
+    onRequest: authenticate(auth, 'turns:read'),
+    schema: { summary: 'Get a turn', params: TurnIdParams, response: { 200: Turn, 401: Problem, 404: Problem } }
+  }, async (request) => {
+    const { id } = request.params as { id: string }
+    return publicTurn(await turns.get(principalOf(request), id))
+  })
+
+  app.get('/v1/turns/:id/events', {
+    onRequest: authenticate(auth, 'turns:read'),
+    schema: { summary: 'Replay a turn\'s events after a seq', params: TurnIdParams, querystring: EventsQuery, response: { 200: EventsPage, 401: Problem, 404: Problem, 410: Problem } }
+  }, async (request) => {
+    const { id } = request.params as { id: string }
+    const afterSeq = (request.query as { after_seq?: number }).after_seq ?? 0
+    const { turn, replay } = await turns.replay(principalOf(request), id, afterSeq)
+    if (replay.kind === 'gap' || (replay.kind === 'unknown' && turn.last_seq > afterSeq)) {
+      throw new TollgateError('REPLAY_GAP', 'these events are no longer retained; refetch the turn')
+    }
+    const events = replay.kind === 'events' ? replay.events.map(({ session_id: _s, ...e }) => e) : []
+    return { turn_id: turn.turn_id, status: turn.status, events }
+  })
+
+  app.delete('/v1/turns/:id', {
+    onRequest: authenticate(auth, 'turns:write'),
+    schema: { summary: 'Cancel a turn', params: TurnIdParams, response: { 200: CancelResult, 401: Problem, 404: Problem } }
+  }, async (request) => {
+    const { id } = request.params as { id: string }
+    const turn = await turns.cancel(principalOf(request), id, 'cancelled by client')
+    return { turn_id: turn.turn_id, status: turn.status }
+  })
+}

@@ -1,0 +1,240 @@
+/**
+ * WebSocket /v1/ws: one socket multiplexes many turns. It subscribes (with replay), starts turns
+ * it then owns, answers approvals and cancels. Closing the socket cancels the turns it owns
+ * unless they were started with detach:true.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { WebSocket } from 'ws'
+import type { ServerFrame } from '../schemas/ws.js'
+import { authenticate, principalOf } from '../src/auth/http.js'
+import { principalKey, type Principal } from '../src/auth/principal.js'
+import type { Unsubscribe } from '../src/bus/bus.js'
+import { TollgateError } from '../src/errors.js'
+import type { Connection } from '../src/gateway/connections.js'
+import { followTurn } from '../src/gateway/follow.js'
+import { frameRef, parseClientFrame } from '../src/gateway/frames.js'
+import type { Gateway } from '../src/server.js'
+import type { ClientFrame } from '../schemas/ws.js'
+
+type Send = (frame: ServerFrame) => void
+
+/**
+ * Cross-site WebSocket hijacking defence: a browser always sends Origin, so a page of another
+ * site cannot ride on the user's cookies or on a loopback gateway without auth.
+ */
+function originAllowed (request: FastifyRequest, allowed: readonly string[]): boolean {
+  const origin = request.headers.origin
+  if (origin === undefined) return true
+  if (allowed.includes('*') || allowed.includes(origin)) return true
+  const host = request.headers.host
+  return host !== undefined && (origin === `http://${host}` || origin === `https://${host}`)
+}
+
+class SocketSession {
+  private readonly subscriptions = new Map<string, Unsubscribe>()
+
+  constructor (
+    private readonly gateway: Gateway,
+    private readonly socket: WebSocket,
+    private readonly principal: Principal,
+    private readonly connection: Connection,
+    readonly send: Send
+  ) {}
+
+  private key (frame: { turn_id?: string, session_id?: string }): string {
+    if (frame.turn_id !== undefined && frame.session_id !== undefined) throw new TollgateError('INVALID_FRAME', 'give turn_id or session_id, not both')
+    if (frame.turn_id !== undefined) return `turn:${frame.turn_id}`
+    if (frame.session_id !== undefined) return `session:${frame.session_id}`
+    throw new TollgateError('INVALID_FRAME', 'turn_id or session_id is required')
+  }
+
+  private reserve (key: string): void {
+    this.subscriptions.get(key)?.()
+    this.subscriptions.delete(key)
+    if (this.subscriptions.size >= this.gateway.config.ws.max_subscriptions) {
+      throw new TollgateError('TOO_MANY_SUBSCRIPTIONS', `at most ${this.gateway.config.ws.max_subscriptions} subscriptions per socket`)
+    }
+  }
+
+  async followTurn (turnId: string, afterSeq: number, ref: string | undefined, ack: boolean): Promise<void> {
+    const key = `turn:${turnId}`
+    const turn = await this.gateway.turns.get(this.principal, turnId)
+    this.reserve(key)
+    // Placeholder until the follow is live, so a racing unsubscribe or close still cleans up.
+    this.subscriptions.set(key, () => {})
+    this.connection.turns.add(turnId)
+    if (ack) this.send({ type: 'subscribed', ...(ref === undefined ? {} : { ref }), turn_id: turnId, status: turn.status, last_seq: turn.last_seq })
+    const done = (): void => {
+      this.subscriptions.get(key)?.()
+      this.subscriptions.delete(key)
+      this.connection.turns.delete(turnId)
+    }
+    const result = await followTurn({
+      bus: this.gateway.bus,
+      turnId,
+      afterSeq,
+      knownLastSeq: turn.last_seq,
+      deliver: (e) => { this.send({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event }) },
+      onEnd: () => { queueMicrotask(done) }
+    })
+    if (result.kind === 'gap') {
+      done()
+      throw new TollgateError('REPLAY_GAP', `events after seq ${afterSeq} are no longer retained (oldest kept: ${result.firstSeq}); refetch the turn`)
+    }
+    if (!this.subscriptions.has(key) || this.connection.closed) {
+      result.unsubscribe()
+      return
+    }
+    this.subscriptions.set(key, result.unsubscribe)
+  }
+
+  private async subscribe (frame: ClientFrame & { type: 'subscribe' }): Promise<void> {
+    const key = this.key(frame)
+    if (frame.turn_id !== undefined) {
+      await this.followTurn(frame.turn_id, frame.after_seq ?? 0, frame.ref, true)
+      return
+    }
+    const sessionId = frame.session_id as string
+    await this.gateway.turns.session(this.principal, sessionId)
+    this.reserve(key)
+    this.connection.sessions.add(sessionId)
+    const unsubscribe = this.gateway.bus.subscribeSession(sessionId, (e) => {
+      this.send({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event })
+    })
+    this.subscriptions.set(key, () => {
+      unsubscribe()
+      this.connection.sessions.delete(sessionId)
+    })
+    this.send({ type: 'subscribed', ...(frame.ref === undefined ? {} : { ref: frame.ref }), session_id: sessionId })
+  }
+
+  async handle (frame: ClientFrame): Promise<void> {
+    const ref = frame.ref === undefined ? {} : { ref: frame.ref }
+    switch (frame.type) {
+      case 'hello':
+        this.send({ type: 'welcome', ...ref, connection_id: this.connection.id, heartbeat_ms: this.gateway.config.ws.heartbeat_ms })
+        return
+      case 'ping':
+        this.send({ type: 'pong', ...ref })
+        return
+      case 'subscribe':
+        await this.subscribe(frame)
+        return
+      case 'unsubscribe': {
+        const key = this.key(frame)
+        this.subscriptions.get(key)?.()
+        this.subscriptions.delete(key)
+        if (frame.turn_id !== undefined) this.connection.turns.delete(frame.turn_id)
+        this.send({ type: 'unsubscribed', ...ref, ...(frame.turn_id === undefined ? {} : { turn_id: frame.turn_id }), ...(frame.session_id === undefined ? {} : { session_id: frame.session_id }) })
+        return
+      }
+      case 'turn.start': {
+        const { type: _t, ref: _r, ...body } = frame
+        if (body.owner_connection !== undefined && body.owner_connection !== this.connection.id) {
+          throw new TollgateError('INVALID_FRAME', 'turn.start makes this socket the owner; owner_connection must be omitted or equal its connection_id')
+        }
+        const { turn } = await this.gateway.turns.start(this.principal, { ...body, owner_connection: this.connection.id }, { ownerConnection: this.connection.id, channel: 'websocket' })
+        this.send({ type: 'turn.accepted', ...ref, turn_id: turn.turn_id, session_id: turn.session_id, status: turn.status })
+        return
+      }
+      case 'approval.respond': {
+        const { turnId } = this.gateway.turns.answerApproval(this.principal, frame.request_id, {
+          decision: frame.decision,
+          ...(frame.replacement === undefined ? {} : { replacement: frame.replacement }),
+          decidedBy: `ws:${this.connection.id}`,
+          channel: 'websocket'
+        })
+        this.send({ type: 'approval.accepted', ...ref, request_id: frame.request_id, turn_id: turnId, decision: frame.decision })
+        return
+      }
+      case 'cancel': {
+        const turn = await this.gateway.turns.cancel(this.principal, frame.turn_id, 'cancelled by client')
+        this.send({ type: 'cancel.accepted', ...ref, turn_id: turn.turn_id, status: turn.status })
+      }
+    }
+  }
+
+  close (): void {
+    for (const unsubscribe of this.subscriptions.values()) unsubscribe()
+    this.subscriptions.clear()
+  }
+}
+
+export default async function wsRoutes (app: FastifyInstance): Promise<void> {
+  const gateway = app.gateway
+  const { config, connections } = gateway
+
+  app.get('/v1/ws', {
+    onRequest: [
+      async (request) => {
+        if (!originAllowed(request, config.ws.allowed_origins)) {
+          gateway.log.warn({ audit: 'ws_origin_refused', origin: request.headers.origin }, 'refused a WebSocket from a foreign origin')
+          throw new TollgateError('ORIGIN_NOT_ALLOWED', 'this Origin may not open a WebSocket here')
+        }
+      },
+      authenticate(gateway.auth, null, { allowQueryToken: true })
+    ],
+    websocket: true
+  }, (socket, request) => {
+    const principal = principalOf(request)
+    const connection = connections.open('ws', principalKey(principal))
+    let alive = true
+    const send: Send = (frame) => {
+      if (socket.readyState !== socket.OPEN) return
+      if (socket.bufferedAmount > config.ws.max_buffered_bytes) {
+        gateway.log.warn({ connection_id: connection.id, buffered: socket.bufferedAmount }, 'closing a slow WebSocket consumer')
+        socket.close(1008, 'slow consumer: too many unsent bytes')
+        return
+      }
+      socket.send(JSON.stringify(frame))
+    }
+    const session = new SocketSession(gateway, socket, principal, connection, send)
+    connection.follow = (turnId) => {
+      session.followTurn(turnId, 0, undefined, false).catch((err: unknown) => { reportError(err, undefined) })
+    }
+
+    const reportError = (err: unknown, ref: string | undefined): void => {
+      if (err instanceof TollgateError) {
+        send({ type: 'error', code: err.code, message: err.detail === undefined ? err.message : `${err.message}: ${err.detail}`, ...(ref === undefined ? {} : { ref }) })
+        return
+      }
+      gateway.log.error({ err, connection_id: connection.id }, 'WebSocket frame handler failed')
+      send({ type: 'error', code: 'INTERNAL', message: 'internal error', ...(ref === undefined ? {} : { ref }) })
+    }
+
+    socket.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
+      const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8')
+      let frame: ClientFrame
+      try {
+        frame = parseClientFrame(text)
+      } catch (err) {
+        reportError(err, frameRef(text))
+        return
+      }
+      session.handle(frame).catch((err: unknown) => { reportError(err, frame.ref) })
+    })
+    socket.on('pong', () => { alive = true })
+    let heartbeat: NodeJS.Timeout | undefined
+    if (config.ws.heartbeat_ms > 0) {
+      heartbeat = setInterval(() => {
+        if (!alive) {
+          socket.terminate()
+          return
+        }
+        alive = false
+        socket.ping()
+      }, config.ws.heartbeat_ms)
+      heartbeat.unref()
+    }
+    socket.on('close', () => {
+      clearInterval(heartbeat)
+      session.close()
+      connections.close(connection.id)
+    })
+    socket.on('error', (err) => { gateway.log.debug({ err, connection_id: connection.id }, 'WebSocket error') })
+  })
+
+  app.addHook('onClose', async () => {
+    for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
+  })
+}

@@ -1,0 +1,129 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { OpaqueId, Timestamp, ToolName } from './common.js'
+
+/**
+ * Terminal status of one model tool call. `cancelled`: never ran (hook cancel, or the turn was
+ * cancelled before it started); `interrupted`: started, then cut off by cancellation.
+ */
+export const ToolCallStatus = Type.Union([
+  Type.Literal('ok'),
+  Type.Literal('error'),
+  Type.Literal('denied'),
+  Type.Literal('replaced'),
+  Type.Literal('deduplicated'),
+  Type.Literal('cancelled'),
+  Type.Literal('interrupted')
+])
+export type ToolCallStatus = Static<typeof ToolCallStatus>
+
+export const ApprovalDecision = Type.Union([
+  Type.Literal('yes'),
+  Type.Literal('no'),
+  Type.Literal('always'),
+  Type.Literal('edit'),
+  Type.Literal('auto-deny'),
+  Type.Literal('expired'),
+  Type.Literal('cancelled')
+])
+export type ApprovalDecision = Static<typeof ApprovalDecision>
+
+const Arguments = Type.Record(Type.String(), Type.Unknown(), { description: 'Tool arguments, secrets scrubbed' })
+
+export const TurnStartedEvent = Type.Object({
+  kind: Type.Literal('turn.started'),
+  session_id: Type.String(),
+  agent: Type.String()
+})
+
+export const TextDeltaEvent = Type.Object({
+  kind: Type.Literal('text.delta'),
+  text: Type.String()
+})
+
+export const ToolCallEvent = Type.Object({
+  kind: Type.Literal('tool_call'),
+  call_id: OpaqueId,
+  provider_call_id: Type.Optional(Type.String()),
+  name: ToolName,
+  arguments: Arguments,
+  status: Type.Literal('pending')
+})
+
+export const ToolResultEvent = Type.Object({
+  kind: Type.Literal('tool_result'),
+  call_id: OpaqueId,
+  name: ToolName,
+  success: Type.Boolean(),
+  status: ToolCallStatus,
+  output: Type.String({ description: 'Model-visible result, bounded and secrets scrubbed' }),
+  error: Type.Optional(Type.String()),
+  duration_ms: Type.Integer({ minimum: 0 }),
+  receipt: Type.Optional(Type.String()),
+  truncated: Type.Optional(Type.Boolean())
+})
+
+export const ApprovalRequestedEvent = Type.Object({
+  kind: Type.Literal('approval.requested'),
+  request_id: OpaqueId,
+  call_id: OpaqueId,
+  name: ToolName,
+  arguments: Arguments,
+  summary: Type.String(),
+  expires_at: Timestamp
+})
+
+export const ApprovalResolvedEvent = Type.Object({
+  kind: Type.Literal('approval.resolved'),
+  request_id: OpaqueId,
+  call_id: OpaqueId,
+  decision: ApprovalDecision,
+  decided_by: Type.String()
+})
+
+export const IterationEvent = Type.Object({
+  kind: Type.Literal('iteration'),
+  n: Type.Integer({ minimum: 1 })
+})
+
+export const TurnCompletedEvent = Type.Object({
+  kind: Type.Literal('turn.completed'),
+  final_text: Type.String()
+})
+
+export const TurnCancelledEvent = Type.Object({
+  kind: Type.Literal('turn.cancelled'),
+  reason: Type.String()
+})
+
+export const TurnFailedEvent = Type.Object({
+  kind: Type.Literal('turn.failed'),
+  code: Type.String(),
+  message: Type.String()
+})
+
+export const TurnEvent = Type.Union([
+  TurnStartedEvent,
+  TextDeltaEvent,
+  ToolCallEvent,
+  ToolResultEvent,
+  ApprovalRequestedEvent,
+  ApprovalResolvedEvent,
+  IterationEvent,
+  TurnCompletedEvent,
+  TurnCancelledEvent,
+  TurnFailedEvent
+], { title: 'TurnEvent' })
+export type TurnEvent = Static<typeof TurnEvent>
+export type TurnEventKind = TurnEvent['kind']
+export type TerminalTurnEvent = Static<typeof TurnCompletedEvent> | Static<typeof TurnCancelledEvent> | Static<typeof TurnFailedEvent>
+
+export const TERMINAL_EVENT_KINDS: ReadonlySet<TurnEventKind> = new Set(['turn.completed', 'turn.cancelled', 'turn.failed'])
+
+/** One event as stored in a turn's log and sent to clients. */
+export const EventEnvelope = Type.Object({
+  turn_id: OpaqueId,
+  seq: Type.Integer({ minimum: 1 }),
+  ts: Timestamp,
+  event: TurnEvent
+}, { title: 'EventEnvelope' })
+export type EventEnvelope = Static<typeof EventEnvelope>

@@ -1,0 +1,108 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { ClientId, OpaqueId, Timestamp, ToolName } from './common.js'
+import { ApprovalDecision, EventEnvelope, ToolCallStatus } from './events.js'
+
+export const MAX_MESSAGE_CHARS = 100_000
+
+export const ToolNarrowing = Type.Object({
+  allow: Type.Optional(Type.Array(ToolName, { maxItems: 256, description: 'Only these tools (must already be admitted for the agent)' })),
+  exclude: Type.Optional(Type.Array(ToolName, { maxItems: 256, description: 'Hide these tools for this turn' }))
+}, { additionalProperties: false })
+
+export const TurnRequestProperties = {
+  session_id: Type.Optional(ClientId),
+  agent: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' })),
+  message: Type.String({ minLength: 1, maxLength: MAX_MESSAGE_CHARS }),
+  tools: Type.Optional(ToolNarrowing),
+  interactive: Type.Optional(Type.Boolean({ default: true, description: 'false: prompt-required tools are auto-denied' })),
+  detach: Type.Optional(Type.Boolean({ default: false, description: 'true: the turn survives its owner connection closing' })),
+  owner_connection: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'WebSocket connection_id that owns the turn and answers its approvals' })),
+  idempotency_key: Type.Optional(ClientId)
+}
+
+export const TurnRequest = Type.Object(TurnRequestProperties, { additionalProperties: false, title: 'TurnRequest' })
+export type TurnRequest = Static<typeof TurnRequest>
+
+export const TurnStartQuery = Type.Object({
+  wait: Type.Optional(Type.Boolean({ description: 'Hold the request until the turn ends; closing it cancels the turn' }))
+}, { additionalProperties: false })
+
+export const TurnStatus = Type.Union([
+  Type.Literal('running'),
+  Type.Literal('completed'),
+  Type.Literal('cancelled'),
+  Type.Literal('failed'),
+  Type.Literal('interrupted')
+])
+export type TurnStatus = Static<typeof TurnStatus>
+
+export const TurnAccepted = Type.Object({
+  turn_id: OpaqueId,
+  session_id: Type.String(),
+  status: TurnStatus,
+  events_url: Type.String()
+}, { title: 'TurnAccepted' })
+export type TurnAccepted = Static<typeof TurnAccepted>
+
+export const ToolCallRecord = Type.Object({
+  call_id: OpaqueId,
+  provider_call_id: Type.Optional(Type.String()),
+  iteration: Type.Integer({ minimum: 1 }),
+  name: ToolName,
+  arguments: Type.Record(Type.String(), Type.Unknown()),
+  status: ToolCallStatus,
+  success: Type.Boolean(),
+  output: Type.String(),
+  error: Type.Optional(Type.String()),
+  duration_ms: Type.Integer({ minimum: 0 }),
+  receipt: Type.Optional(Type.String()),
+  truncated: Type.Optional(Type.Boolean())
+})
+export type ToolCallRecord = Static<typeof ToolCallRecord>
+
+export const ApprovalAuditEntry = Type.Object({
+  request_id: OpaqueId,
+  call_id: OpaqueId,
+  tool: ToolName,
+  arguments_summary: Type.String(),
+  decision: ApprovalDecision,
+  decided_by: Type.String({ description: 'ws:<connection>, rest:<sub>, or runtime' }),
+  channel: Type.String({ description: 'websocket | rest | sse | runtime' }),
+  principal: Type.Optional(Type.String()),
+  timestamp: Timestamp
+})
+export type ApprovalAuditEntry = Static<typeof ApprovalAuditEntry>
+
+export const TurnError = Type.Object({ code: Type.String(), message: Type.String() })
+
+export const Turn = Type.Object({
+  turn_id: OpaqueId,
+  session_id: Type.String(),
+  agent: Type.String(),
+  status: TurnStatus,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  final_text: Type.Optional(Type.String()),
+  error: Type.Optional(TurnError),
+  iterations: Type.Integer({ minimum: 0 }),
+  tool_calls: Type.Array(ToolCallRecord),
+  approvals: Type.Array(ApprovalAuditEntry),
+  last_seq: Type.Integer({ minimum: 0 })
+}, { title: 'Turn' })
+export type Turn = Static<typeof Turn>
+
+export const EventsQuery = Type.Object({
+  after_seq: Type.Optional(Type.Integer({ minimum: 0 }))
+}, { additionalProperties: false })
+
+export const EventsPage = Type.Object({
+  turn_id: OpaqueId,
+  status: TurnStatus,
+  events: Type.Array(EventEnvelope)
+}, { title: 'EventsPage' })
+export type EventsPage = Static<typeof EventsPage>
+
+export const CancelResult = Type.Object({
+  turn_id: OpaqueId,
+  status: TurnStatus
+}, { title: 'CancelResult' })

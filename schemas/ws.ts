@@ -1,0 +1,141 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { ClientId, OpaqueId } from './common.js'
+import { TurnEvent } from './events.js'
+import { TurnRequestProperties, TurnStatus } from './turn.js'
+import { OperatorDecision, MAX_REPLACEMENT_CHARS } from './approval.js'
+
+/** Optional client-chosen correlation id, echoed on the direct answer or error for that frame. */
+const Ref = Type.Optional(Type.String({ minLength: 1, maxLength: 64 }))
+
+export const HelloFrame = Type.Object({
+  type: Type.Literal('hello'),
+  ref: Ref,
+  client: Type.Optional(Type.String({ maxLength: 128 }))
+}, { additionalProperties: false })
+
+const SubscribeTarget = {
+  turn_id: Type.Optional(OpaqueId),
+  session_id: Type.Optional(ClientId)
+}
+
+export const SubscribeFrame = Type.Object({
+  type: Type.Literal('subscribe'),
+  ref: Ref,
+  ...SubscribeTarget,
+  after_seq: Type.Optional(Type.Integer({ minimum: 0 }))
+}, { additionalProperties: false })
+
+export const UnsubscribeFrame = Type.Object({
+  type: Type.Literal('unsubscribe'),
+  ref: Ref,
+  ...SubscribeTarget
+}, { additionalProperties: false })
+
+export const TurnStartFrame = Type.Object({
+  type: Type.Literal('turn.start'),
+  ref: Ref,
+  ...TurnRequestProperties
+}, { additionalProperties: false })
+
+export const ApprovalRespondFrame = Type.Object({
+  type: Type.Literal('approval.respond'),
+  ref: Ref,
+  request_id: OpaqueId,
+  decision: OperatorDecision,
+  replacement: Type.Optional(Type.String({ maxLength: MAX_REPLACEMENT_CHARS }))
+}, { additionalProperties: false })
+
+export const CancelFrame = Type.Object({
+  type: Type.Literal('cancel'),
+  ref: Ref,
+  turn_id: OpaqueId
+}, { additionalProperties: false })
+
+export const PingFrame = Type.Object({
+  type: Type.Literal('ping'),
+  ref: Ref
+}, { additionalProperties: false })
+
+export const ClientFrameSchemas = {
+  hello: HelloFrame,
+  subscribe: SubscribeFrame,
+  unsubscribe: UnsubscribeFrame,
+  'turn.start': TurnStartFrame,
+  'approval.respond': ApprovalRespondFrame,
+  cancel: CancelFrame,
+  ping: PingFrame
+} as const
+
+export const ClientFrame = Type.Union(Object.values(ClientFrameSchemas), { title: 'ClientFrame' })
+export type ClientFrame = Static<typeof ClientFrame>
+export type ClientFrameType = keyof typeof ClientFrameSchemas
+export type ClientFrameOf<T extends ClientFrameType> = Static<typeof ClientFrameSchemas[T]>
+
+export const WelcomeFrame = Type.Object({
+  type: Type.Literal('welcome'),
+  ref: Ref,
+  connection_id: Type.String(),
+  heartbeat_ms: Type.Integer()
+})
+
+export const EventFrame = Type.Object({
+  type: Type.Literal('event'),
+  turn_id: Type.String(),
+  seq: Type.Integer({ minimum: 1 }),
+  ts: Type.String(),
+  event: TurnEvent
+})
+
+export const SubscribedFrame = Type.Object({
+  type: Type.Literal('subscribed'),
+  ref: Ref,
+  turn_id: Type.Optional(Type.String()),
+  session_id: Type.Optional(Type.String()),
+  status: Type.Optional(TurnStatus),
+  last_seq: Type.Optional(Type.Integer({ minimum: 0 }))
+})
+
+export const UnsubscribedFrame = Type.Object({
+  type: Type.Literal('unsubscribed'),
+  ref: Ref,
+  turn_id: Type.Optional(Type.String()),
+  session_id: Type.Optional(Type.String())
+})
+
+export const TurnAcceptedFrame = Type.Object({
+  type: Type.Literal('turn.accepted'),
+  ref: Ref,
+  turn_id: Type.String(),
+  session_id: Type.String(),
+  status: TurnStatus
+})
+
+export const ApprovalAckFrame = Type.Object({
+  type: Type.Literal('approval.accepted'),
+  ref: Ref,
+  request_id: Type.String(),
+  turn_id: Type.String(),
+  decision: OperatorDecision
+})
+
+export const CancelAckFrame = Type.Object({
+  type: Type.Literal('cancel.accepted'),
+  ref: Ref,
+  turn_id: Type.String(),
+  status: TurnStatus
+})
+
+export const PongFrame = Type.Object({ type: Type.Literal('pong'), ref: Ref })
+
+export const ErrorFrame = Type.Object({
+  type: Type.Literal('error'),
+  code: Type.String(),
+  message: Type.String(),
+  ref: Ref
+})
+
+export const ServerFrame = Type.Union([
+  WelcomeFrame, EventFrame, SubscribedFrame, UnsubscribedFrame, TurnAcceptedFrame, ApprovalAckFrame,
+  CancelAckFrame, PongFrame, ErrorFrame
+], { title: 'ServerFrame' })
+export type ServerFrame = Static<typeof ServerFrame>

@@ -1,0 +1,121 @@
+/**
+ * Approval gate for one prepared call. Approval is a pre-execution control: it decides whether a
+ * call may run, it is never evidence that it ran. Every decision is audited with who decided
+ * and through which channel; runtime fail-closed denials are never blamed on the user.
+ */
+import type { ApprovalDecision } from '../../schemas/events.js'
+import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
+import { scrubValue } from '../security/redact.js'
+import { sanitizeReplacement, summarizeArgs } from './summary.js'
+
+export interface ApprovalQuestion {
+  callId: string
+  tool: string
+  arguments: Record<string, unknown>
+  summary: string
+  timeoutMs: number
+}
+
+/** `operator`: a person answered. Anything else is the runtime failing closed. */
+export type ApprovalSource = 'operator' | 'unavailable' | 'timed_out' | 'cancelled'
+
+export interface ApprovalReply {
+  decision: 'yes' | 'no' | 'always' | 'edit'
+  replacement?: string
+  source: ApprovalSource
+  requestId: string | null
+  decidedBy: string
+  channel: string
+  principal?: string
+}
+
+/** The turn's approval backchannel (WebSocket owner/subscribers, SSE + REST). */
+export interface ApprovalChannel {
+  ask (question: ApprovalQuestion, signal: AbortSignal): Promise<ApprovalReply>
+}
+
+export const NO_BACKCHANNEL: ApprovalChannel = {
+  async ask () {
+    return { decision: 'no', source: 'unavailable', requestId: null, decidedBy: 'runtime', channel: 'runtime' }
+  }
+}
+
+export const USER_DENIED_TEXT = 'Denied by user.'
+
+export function runtimeDeniedText (tool: string): string {
+  return `Tool call not executed: '${tool}' requires approval and no operator decision was available, so the runtime denied it by policy. This was not a user's decision.`
+}
+
+export type GateOutcome =
+  | { kind: 'proceed', approved: boolean }
+  | { kind: 'deny', text: string }
+  | { kind: 'replace', text: string }
+
+function auditDecision (reply: ApprovalReply): ApprovalDecision {
+  if (reply.source === 'unavailable') return 'auto-deny'
+  if (reply.source === 'timed_out') return 'expired'
+  if (reply.source === 'cancelled') return 'cancelled'
+  return reply.decision
+}
+
+export async function gateToolApproval (
+  exec: ResolvedAgentExecution,
+  state: TurnState,
+  call: { callId: string, name: string, arguments: Record<string, unknown> }
+): Promise<GateOutcome> {
+  const requirement = exec.approval.requirement(call.name)
+  if (requirement !== 'prompt') return { kind: 'proceed', approved: requirement === 'approved' }
+
+  const summary = summarizeArgs(call.arguments)
+  const reply = state.interactive
+    ? await state.approvals.ask({
+      callId: call.callId,
+      tool: call.name,
+      arguments: scrubValue(call.arguments) as Record<string, unknown>,
+      summary,
+      timeoutMs: exec.knobs.approvalTimeoutMs
+    }, state.signal)
+    : await NO_BACKCHANNEL.ask({ callId: call.callId, tool: call.name, arguments: {}, summary, timeoutMs: 0 }, state.signal)
+
+  const decision = auditDecision(reply)
+  if (reply.requestId !== null) {
+    state.emit({ kind: 'approval.resolved', request_id: reply.requestId, call_id: call.callId, decision, decided_by: reply.decidedBy })
+  }
+  const entry = {
+    request_id: reply.requestId ?? `auto-${call.callId}`,
+    call_id: call.callId,
+    tool: call.name,
+    arguments_summary: summary,
+    decision,
+    decided_by: reply.decidedBy,
+    channel: reply.channel,
+    timestamp: new Date().toISOString()
+  }
+  state.recordApproval(reply.principal === undefined ? entry : { ...entry, principal: reply.principal })
+  exec.observer.record({
+    kind: 'approval',
+    tool: call.name,
+    call_id: call.callId,
+    request_id: reply.requestId,
+    decision,
+    decided_by: reply.decidedBy,
+    approval_channel: reply.channel,
+    turn_id: state.turnId,
+    session_id: state.sessionId,
+    agent: exec.agent,
+    channel: exec.channel
+  })
+
+  if (reply.source !== 'operator') return { kind: 'deny', text: runtimeDeniedText(call.name) }
+  switch (reply.decision) {
+    case 'no':
+      return { kind: 'deny', text: USER_DENIED_TEXT }
+    case 'edit':
+      return { kind: 'replace', text: sanitizeReplacement(reply.replacement ?? '') }
+    case 'always':
+      exec.approval.grantAlways(call.name)
+      return { kind: 'proceed', approved: true }
+    case 'yes':
+      return { kind: 'proceed', approved: true }
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * In-process event bus: a bounded ring of envelopes per turn (oldest dropped first; a replay
+ * that reaches past the ring answers `gap`) and synchronous fan-out to listeners.
+ */
+import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
+
+interface TurnLog {
+  events: BusEnvelope[]
+  /** seq of events[0]; events are contiguous. */
+  firstSeq: number
+}
+
+function addListener<T> (map: Map<string, Set<T>>, key: string, listener: T): Unsubscribe {
+  let set = map.get(key)
+  if (set === undefined) {
+    set = new Set()
+    map.set(key, set)
+  }
+  set.add(listener)
+  return () => {
+    const current = map.get(key)
+    if (current === undefined) return
+    current.delete(listener)
+    if (current.size === 0) map.delete(key)
+  }
+}
+
+export class MemoryEventBus implements EventBus {
+  private readonly logs = new Map<string, TurnLog>()
+  private readonly turnListeners = new Map<string, Set<EnvelopeListener>>()
+  private readonly sessionListeners = new Map<string, Set<EnvelopeListener>>()
+  private readonly controlListeners = new Set<(message: ControlMessage) => void>()
+  private readonly maxEventsPerTurn: number
+  private readonly onListenerError: (err: unknown) => void
+
+  constructor (options: { maxEventsPerTurn: number, onListenerError: (err: unknown) => void }) {
+    this.maxEventsPerTurn = options.maxEventsPerTurn
+    this.onListenerError = options.onListenerError
+  }
+
+  publish (envelope: BusEnvelope): void {
+    let log = this.logs.get(envelope.turn_id)
+    if (log === undefined) {
+      log = { events: [], firstSeq: envelope.seq }
+      this.logs.set(envelope.turn_id, log)
+    }
+    log.events.push(envelope)
+    if (log.events.length > this.maxEventsPerTurn) {
+      log.events.shift()
+      log.firstSeq += 1
+    }
+    this.fanOut(this.turnListeners.get(envelope.turn_id), envelope)
+    this.fanOut(this.sessionListeners.get(envelope.session_id), envelope)
+  }
+
+  private fanOut (listeners: Set<EnvelopeListener> | undefined, envelope: BusEnvelope): void {
+    if (listeners === undefined) return
+    for (const listener of [...listeners]) {
+      try {
+        listener(envelope)
+      } catch (err) {
+        this.onListenerError(err)
+      }
+    }
+  }
+
+  subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe {
+    return addListener(this.turnListeners, turnId, listener)
+  }
+
+  subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe {
+    return addListener(this.sessionListeners, sessionId, listener)
+  }
+
+  async replay (turnId: string, afterSeq: number): Promise<ReplayResult> {
+    const log = this.logs.get(turnId)
+    if (log === undefined) return { kind: 'unknown' }
+    if (afterSeq + 1 < log.firstSeq) return { kind: 'gap', firstSeq: log.firstSeq }
+    return { kind: 'events', events: log.events.slice(Math.max(0, afterSeq + 1 - log.firstSeq)) }
+  }
+
+  drop (turnId: string): void {
+    this.logs.delete(turnId)
+  }
+
+  publishControl (message: ControlMessage): void {
+    for (const listener of [...this.controlListeners]) {
+      try {
+        listener(message)
+      } catch (err) {
+        this.onListenerError(err)
+      }
+    }
+  }
+
+  onControl (listener: (message: ControlMessage) => void): Unsubscribe {
+    this.controlListeners.add(listener)
+    return () => { this.controlListeners.delete(listener) }
+  }
+
+  async close (): Promise<void> {
+    this.logs.clear()
+    this.turnListeners.clear()
+    this.sessionListeners.clear()
+    this.controlListeners.clear()
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * Following a turn's events: replay what the client missed after `afterSeq`, then live events,
+ * in seq order with no gap and no duplicate. Live events that arrive during the replay are held
+ * back and released after it. Every transport (WS, SSE, long-poll) uses this one function.
+ */
+import { TERMINAL_EVENT_KINDS } from '../../schemas/events.js'
+import type { BusEnvelope, EventBus, Unsubscribe } from '../bus/bus.js'
+
+export type FollowResult =
+  | { kind: 'following', unsubscribe: Unsubscribe, lastSeq: number }
+  | { kind: 'gap', firstSeq: number }
+
+export interface FollowOptions {
+  bus: EventBus
+  turnId: string
+  afterSeq: number
+  /** The turn's last known seq, to tell "nothing yet" from "log already dropped". */
+  knownLastSeq: number
+  deliver: (envelope: BusEnvelope) => void
+  /** Called once after the terminal event was delivered. */
+  onEnd?: () => void
+}
+
+export async function followTurn (options: FollowOptions): Promise<FollowResult> {
+  const { bus, turnId, deliver } = options
+  let lastSeq = options.afterSeq
+  let held: BusEnvelope[] | null = []
+  let ended = false
+  const pass = (envelope: BusEnvelope): void => {
+    if (ended || envelope.seq <= lastSeq) return
+    lastSeq = envelope.seq
+    deliver(envelope)
+    if (TERMINAL_EVENT_KINDS.has(envelope.event.kind)) {
+      ended = true
+      options.onEnd?.()
+    }
+  }
+  const unsubscribe = bus.subscribeTurn(turnId, (envelope) => {
+    if (held !== null) held.push(envelope)
+    else pass(envelope)
+  })
+  const replay = await bus.replay(turnId, options.afterSeq)
+  if (replay.kind === 'gap' || (replay.kind === 'unknown' && options.knownLastSeq > options.afterSeq)) {
+    unsubscribe()
+    return { kind: 'gap', firstSeq: replay.kind === 'gap' ? replay.firstSeq : options.knownLastSeq + 1 }
+  }
+  if (replay.kind === 'events') for (const envelope of replay.events) pass(envelope)
+  const pending = held
+  held = null
+  for (const envelope of pending) pass(envelope)
+  return { kind: 'following', unsubscribe, lastSeq }
+}

@@ -1,0 +1,399 @@
+/**
+ * Turn service: starts turns, owns their cancellation tokens, sequences their events onto the
+ * bus, persists their records and session history, and answers ownership-checked queries.
+ * Routes (HTTP, SSE, WebSocket) are thin adapters over this one object.
+ */
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import type { TurnEvent } from '../../schemas/events.js'
+import type { TurnRequest } from '../../schemas/turn.js'
+import type { Config } from '../config.js'
+import { ApprovalBroker, type OperatorAnswer } from '../approval/broker.js'
+import { principalKey, type Principal } from '../auth/principal.js'
+import type { BusEnvelope, ControlMessage, EventBus, ReplayResult } from '../bus/bus.js'
+import { TollgateError } from '../errors.js'
+import { canonicalJson } from '../json/canonical.js'
+import type { Observer } from '../observe/observer.js'
+import type { ModelProvider } from '../providers/types.js'
+import { ReceiptKey } from '../receipts/receipts.js'
+import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
+import type { ToolCatalog } from '../tools/registry.js'
+import { resolveAgent, resolveTurnContext, type TurnState } from '../turn/context.js'
+import type { ToolHooks } from '../turn/hooks.js'
+import { trimHistory } from '../turn/history.js'
+import { LoopDetector } from '../turn/loop-detector.js'
+import { CancelReason, runToolLoop, type TurnOutcome } from '../turn/loop.js'
+import type { ConnectionRegistry } from './connections.js'
+
+export interface TurnServiceDeps {
+  config: Config
+  catalog: ToolCatalog
+  providers: ReadonlyMap<string, ModelProvider>
+  observer: Observer
+  hooks: ToolHooks
+  store: Store
+  bus: EventBus
+  connections: ConnectionRegistry
+  log: Logger
+}
+
+export interface StartOptions {
+  /** Connection whose closing cancels the turn (unless detached) and which answers approvals. */
+  ownerConnection: string | null
+  /** Transport label for audit and observer records. */
+  channel: string
+}
+
+interface ActiveTurn {
+  record: TurnRecord
+  controller: AbortController
+  seq: number
+  ownerConnection: string | null
+  detach: boolean
+  done: Promise<TurnRecord>
+  disposers: Array<() => void>
+  /** Receipt key of this turn (direct turns get a fresh key per turn). */
+  receipts: ReceiptKey
+}
+
+class TurnTimeout extends CancelReason {}
+
+const TERMINAL_STATUS = new Set(['completed', 'cancelled', 'failed', 'interrupted'])
+
+export class TurnService {
+  readonly broker = new ApprovalBroker()
+  private readonly deps: TurnServiceDeps
+  private readonly active = new Map<string, ActiveTurn>()
+  private readonly busySessions = new Map<string, string>()
+  private readonly idempotency = new Map<string, { turnId: string, fingerprint: string, expires: number }>()
+  /** Receipt keys outlive their turn by the retention window so receipts can be verified. */
+  private readonly receiptKeys = new Map<string, { key: ReceiptKey, expires: number }>()
+  private readonly timers = new Set<NodeJS.Timeout>()
+  private readonly stopControl: () => void
+  private closingFlag = false
+
+  constructor (deps: TurnServiceDeps) {
+    this.deps = deps
+    this.stopControl = deps.bus.onControl((message) => { this.applyControl(message) })
+  }
+
+  get activeCount (): number {
+    return this.active.size
+  }
+
+  get closing (): boolean {
+    return this.closingFlag
+  }
+
+  get catalog (): ToolCatalog {
+    return this.deps.catalog
+  }
+
+  private later (ms: number, fn: () => void): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer)
+      fn()
+    }, ms)
+    timer.unref()
+    this.timers.add(timer)
+    return timer
+  }
+
+  private sweep (now: number): void {
+    for (const [k, v] of this.idempotency) if (v.expires <= now) this.idempotency.delete(k)
+    for (const [k, v] of this.receiptKeys) if (v.expires <= now) this.receiptKeys.delete(k)
+  }
+
+  async start (principal: Principal, request: TurnRequest, options: StartOptions): Promise<{ turn: TurnRecord, created: boolean }> {
+    if (this.closingFlag) throw new TollgateError('SHUTTING_DOWN', 'the gateway is shutting down')
+    const { config } = this.deps
+    const owner = principalKey(principal)
+    const now = Date.now()
+    this.sweep(now)
+
+    const fingerprint = canonicalJson({ ...request, idempotency_key: undefined })
+    const idemKey = request.idempotency_key === undefined ? null : `${owner}\u0000${request.idempotency_key}`
+    if (idemKey !== null) {
+      const seen = this.idempotency.get(idemKey)
+      if (seen !== undefined) {
+        if (seen.fingerprint !== fingerprint) throw new TollgateError('IDEMPOTENCY_CONFLICT', 'this idempotency_key was used with a different request')
+        return { turn: await this.get(principal, seen.turnId), created: false }
+      }
+    }
+
+    if (options.ownerConnection !== null) {
+      const connection = this.deps.connections.get(options.ownerConnection)
+      if (connection === undefined || connection.principal !== owner || connection.kind === 'http') {
+        throw new TollgateError('CONNECTION_NOT_FOUND', 'owner_connection is not a live connection of this principal')
+      }
+    }
+    if (this.active.size >= config.turns.max_active_turns) throw new TollgateError('TOO_MANY_TURNS', 'too many turns are running; retry later')
+
+    const sessionId = request.session_id ?? `ses_${randomUUID()}`
+    if (this.busySessions.has(sessionId)) throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+    const existing = await this.deps.store.getSession(sessionId)
+    if (existing !== null && existing.owner !== owner) {
+      this.deps.log.warn({ audit: 'cross_principal_session', principal: owner, session_id: sessionId }, 'refused a turn in a session of another principal')
+      throw new TollgateError('FORBIDDEN', 'this session belongs to another principal')
+    }
+    const agentName = request.agent ?? existing?.agent ?? config.default_agent
+    if (existing !== null && request.agent !== undefined && request.agent !== existing.agent) {
+      throw new TollgateError('INVALID_REQUEST', `session ${sessionId} belongs to agent ${existing.agent}`)
+    }
+    const { runtime } = resolveAgent(config, agentName)
+    const session: SessionRecord = existing ?? {
+      session_id: sessionId, owner, agent: agentName, created_at: new Date(now).toISOString(), updated_at: new Date(now).toISOString(),
+      turn_ids: [], history: [], always_allowed: []
+    }
+
+    const allowlist = new Set(session.always_allowed)
+    const receipts = new ReceiptKey()
+    const exec = resolveTurnContext({
+      config,
+      agentName,
+      catalog: this.deps.catalog,
+      providers: this.deps.providers,
+      observer: this.deps.observer,
+      hooks: this.deps.hooks,
+      allowlist,
+      channel: options.channel,
+      ...(request.tools === undefined ? {} : { narrowing: request.tools }),
+      receiptGenerator: () => receipts
+    })
+    // Re-checked after the awaits above: two starts may race for one session.
+    if (this.busySessions.has(sessionId)) throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+
+    const turnId = `turn_${randomUUID()}`
+    const createdAt = new Date().toISOString()
+    const record: TurnRecord = {
+      turn_id: turnId, session_id: sessionId, agent: agentName, owner, status: 'running', created_at: createdAt, updated_at: createdAt,
+      iterations: 0, tool_calls: [], approvals: [], last_seq: 0
+    }
+    const controller = new AbortController()
+    let resolveDone!: (r: TurnRecord) => void
+    const active: ActiveTurn = {
+      record, controller, seq: 0, ownerConnection: options.ownerConnection, detach: request.detach === true,
+      done: new Promise((resolve) => { resolveDone = resolve }), disposers: [], receipts
+    }
+    this.active.set(turnId, active)
+    this.busySessions.set(sessionId, turnId)
+    if (idemKey !== null) this.idempotency.set(idemKey, { turnId, fingerprint, expires: now + config.turns.retention_ms })
+
+    session.turn_ids.push(turnId)
+    await this.deps.store.saveTurn(record)
+    await this.deps.store.saveSession(session)
+    this.bindOwner(active)
+    if (options.ownerConnection !== null) this.deps.connections.get(options.ownerConnection)?.follow?.(turnId)
+    if (config.turns.turn_timeout_ms > 0) {
+      const timer = this.later(config.turns.turn_timeout_ms, () => { controller.abort(new TurnTimeout('turn timeout')) })
+      active.disposers.push(() => { clearTimeout(timer); this.timers.delete(timer) })
+    }
+
+    const history = trimHistory([...session.history, { role: 'user', content: request.message }], runtime.max_history_messages)
+    const log = this.deps.log.child({ turn_id: turnId, session_id: sessionId, agent: agentName })
+    const emit = (event: TurnEvent): void => { this.emit(active, event) }
+    const state: TurnState = {
+      turnId,
+      sessionId,
+      history,
+      signal: controller.signal,
+      interactive: request.interactive !== false,
+      log,
+      emit,
+      approvals: this.broker.channelFor({ turnId, owner, hasBackchannel: () => this.hasBackchannel(active), emit }),
+      recordToolCall: (r) => { record.tool_calls.push(r) },
+      recordApproval: (e) => { record.approvals.push(e) },
+      promptShellSignatures: new Set(),
+      dedupSignatures: new Set(),
+      loopDetector: new LoopDetector({
+        enabled: runtime.loop_detection.enabled,
+        windowSize: runtime.loop_detection.window_size,
+        maxRepeats: runtime.loop_detection.max_repeats
+      }),
+      systemNotes: [],
+      iteration: 0,
+      startedAt: Date.now(),
+      lastOutputHash: null,
+      identicalOutputCount: 0,
+      receipts: []
+    }
+
+    emit({ kind: 'turn.started', session_id: sessionId, agent: agentName })
+    const correlation = { turn_id: turnId, session_id: sessionId, agent: agentName, channel: options.channel }
+    exec.observer.record({ kind: 'turn_start', provider: exec.model.provider.name, model: exec.model.model, ...correlation })
+    const started = performance.now()
+
+    void (async () => {
+      let outcome: TurnOutcome
+      try {
+        outcome = await runToolLoop(exec, state)
+      } catch (err) {
+        log.error({ err }, 'turn loop crashed')
+        outcome = { status: 'failed', code: 'INTERNAL', message: 'internal error' }
+      }
+      if (outcome.status === 'cancelled' && controller.signal.reason instanceof TurnTimeout) {
+        outcome = { status: 'failed', code: 'TURN_TIMEOUT', message: `turn exceeded ${config.turns.turn_timeout_ms} ms` }
+      }
+      await this.finish(active, session, state, outcome, allowlist)
+      exec.observer.record({
+        kind: 'turn_end', status: record.status, duration_ms: Math.round(performance.now() - started), iterations: record.iterations,
+        ...(outcome.status === 'failed' ? { code: outcome.code } : {}), ...correlation
+      })
+      resolveDone(record)
+    })()
+    return { turn: record, created: true }
+  }
+
+  private bindOwner (active: ActiveTurn): void {
+    const id = active.ownerConnection
+    if (id === null) return
+    const { config } = this.deps
+    const dispose = this.deps.connections.onClose(id, () => {
+      if (active.detach || TERMINAL_STATUS.has(active.record.status)) return
+      const cancel = (): void => { active.controller.abort(new CancelReason('owner connection closed')) }
+      if (config.turns.disconnect_grace_ms === 0) {
+        cancel()
+        return
+      }
+      const timer = this.later(config.turns.disconnect_grace_ms, cancel)
+      active.disposers.push(() => { clearTimeout(timer); this.timers.delete(timer) })
+    })
+    active.disposers.push(dispose)
+  }
+
+  private hasBackchannel (active: ActiveTurn): boolean {
+    const { record } = active
+    if (active.ownerConnection !== null) {
+      const owner = this.deps.connections.get(active.ownerConnection)
+      if (owner !== undefined && !owner.closed && owner.kind !== 'http') return true
+    }
+    return this.deps.connections.watchedBy(record.owner, record.turn_id, record.session_id)
+  }
+
+  private emit (active: ActiveTurn, event: TurnEvent): void {
+    active.seq += 1
+    const { record } = active
+    const ts = new Date().toISOString()
+    record.last_seq = active.seq
+    record.updated_at = ts
+    if (event.kind === 'iteration') record.iterations = event.n
+    const envelope: BusEnvelope = { turn_id: record.turn_id, session_id: record.session_id, seq: active.seq, ts, event }
+    this.deps.bus.publish(envelope)
+  }
+
+  private async finish (active: ActiveTurn, session: SessionRecord, state: TurnState, outcome: TurnOutcome, allowlist: Set<string>): Promise<void> {
+    const { record } = active
+    record.status = outcome.status
+    if (outcome.status === 'completed') {
+      record.final_text = outcome.finalText
+      this.emit(active, { kind: 'turn.completed', final_text: outcome.finalText })
+    } else if (outcome.status === 'cancelled') {
+      this.emit(active, { kind: 'turn.cancelled', reason: outcome.reason })
+    } else {
+      record.error = { code: outcome.code, message: outcome.message }
+      this.emit(active, { kind: 'turn.failed', code: outcome.code, message: outcome.message })
+    }
+    for (const dispose of active.disposers) dispose()
+    this.active.delete(record.turn_id)
+    this.busySessions.delete(record.session_id)
+    const { config } = this.deps
+    this.receiptKeys.set(record.turn_id, { key: active.receipts, expires: Date.now() + config.turns.retention_ms })
+    session.history = state.history
+    session.always_allowed = [...allowlist].sort()
+    session.updated_at = record.updated_at
+    try {
+      await this.deps.store.saveTurn(record)
+      await this.deps.store.saveSession(session)
+    } catch (err) {
+      state.log.error({ err }, 'could not persist the finished turn')
+    }
+    this.later(config.turns.retention_ms, () => { this.deps.bus.drop(record.turn_id) })
+  }
+
+  private async findTurn (turnId: string): Promise<TurnRecord | null> {
+    return this.active.get(turnId)?.record ?? await this.deps.store.getTurn(turnId)
+  }
+
+  /** Another principal's turn answers exactly like a missing one. */
+  async get (principal: Principal, turnId: string): Promise<TurnRecord> {
+    const turn = await this.findTurn(turnId)
+    if (turn === null || turn.owner !== principalKey(principal)) {
+      if (turn !== null) this.deps.log.warn({ audit: 'cross_principal_turn', principal: principalKey(principal), turn_id: turnId }, 'refused access to a turn of another principal')
+      throw new TollgateError('TURN_NOT_FOUND', 'no turn with this id')
+    }
+    return turn
+  }
+
+  async session (principal: Principal, sessionId: string): Promise<SessionRecord> {
+    const session = await this.deps.store.getSession(sessionId)
+    if (session === null || session.owner !== principalKey(principal)) {
+      if (session !== null) this.deps.log.warn({ audit: 'cross_principal_session', principal: principalKey(principal), session_id: sessionId }, 'refused access to a session of another principal')
+      throw new TollgateError('SESSION_NOT_FOUND', 'no session with this id')
+    }
+    return session
+  }
+
+  async replay (principal: Principal, turnId: string, afterSeq: number): Promise<{ turn: TurnRecord, replay: ReplayResult }> {
+    const turn = await this.get(principal, turnId)
+    return { turn, replay: await this.deps.bus.replay(turnId, afterSeq) }
+  }
+
+  async waitFor (principal: Principal, turnId: string): Promise<TurnRecord> {
+    const turn = await this.get(principal, turnId)
+    const active = this.active.get(turnId)
+    return active === undefined ? turn : await active.done
+  }
+
+  isRunningHere (turnId: string): boolean {
+    return this.active.has(turnId)
+  }
+
+  async cancel (principal: Principal, turnId: string, reason: string): Promise<TurnRecord> {
+    const turn = await this.get(principal, turnId)
+    const active = this.active.get(turnId)
+    if (active !== undefined) {
+      active.controller.abort(new CancelReason(reason))
+      return await active.done
+    }
+    if (turn.status === 'running') this.deps.bus.publishControl({ type: 'cancel', turn_id: turnId, principal: principalKey(principal), reason })
+    return turn
+  }
+
+  /** Operator answer from any front door (WS frame or REST). */
+  answerApproval (principal: Principal, requestId: string, answer: Omit<OperatorAnswer, 'principal'>): { turnId: string } {
+    const key = principalKey(principal)
+    if (!this.broker.isLocal(requestId)) {
+      this.deps.bus.publishControl({ type: 'approval', request_id: requestId, principal: key, decision: answer.decision, ...(answer.replacement === undefined ? {} : { replacement: answer.replacement }), decided_by: answer.decidedBy, channel: answer.channel })
+      throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
+    }
+    return this.broker.answer(requestId, { ...answer, principal: key })
+  }
+
+  private applyControl (message: ControlMessage): void {
+    if (message.type === 'cancel') {
+      const active = this.active.get(message.turn_id)
+      if (active !== undefined && active.record.owner === message.principal) active.controller.abort(new CancelReason(message.reason))
+      return
+    }
+    if (this.broker.turnOf(message.request_id, message.principal) === null) return
+    this.broker.answer(message.request_id, {
+      decision: message.decision, decidedBy: message.decided_by, channel: message.channel, principal: message.principal,
+      ...(message.replacement === undefined ? {} : { replacement: message.replacement })
+    })
+  }
+
+  verifyReceipt (turnId: string): ReceiptKey | null {
+    return this.active.get(turnId)?.receipts ?? this.receiptKeys.get(turnId)?.key ?? null
+  }
+
+  /** Cancels every running turn and waits for each to record its terminal event. */
+  async shutdown (): Promise<void> {
+    this.closingFlag = true
+    const running = [...this.active.values()]
+    for (const a of running) a.controller.abort(new CancelReason('server shutting down'))
+    await Promise.all(running.map(async (a) => await a.done))
+    this.stopControl()
+    for (const t of this.timers) clearTimeout(t)
+    this.timers.clear()
+  }
+}

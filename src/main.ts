@@ -1,0 +1,38 @@
+/**
+ * Process entry point: load config, build the gateway, listen, and shut down gracefully
+ * (running turns cancelled and recorded, sockets closed with 1001) on SIGINT/SIGTERM.
+ */
+import closeWithGrace from 'close-with-grace'
+import { ConfigError, loadConfig } from './config.js'
+import { buildServer } from './server.js'
+
+async function main (): Promise<void> {
+  let config
+  try {
+    config = loadConfig()
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`tollgate: ${err.message}\n`)
+      process.exit(2)
+    }
+    throw err
+  }
+  const gateway = await buildServer({ config })
+  closeWithGrace({ delay: config.server.shutdown_timeout_ms }, async ({ signal, err }) => {
+    if (err !== undefined) gateway.log.error({ err }, 'shutting down after an error')
+    else gateway.log.info({ signal }, 'shutting down')
+    await gateway.close()
+  })
+  const address = await gateway.app.listen({ host: config.server.host, port: config.server.port })
+  const agent = config.agents[config.default_agent]
+  const provider = agent === undefined ? undefined : config.providers[agent.provider]
+  gateway.log.info({ address, agent: config.default_agent, provider: provider?.kind }, `tollgate listening on ${address}`)
+  if (provider?.kind === 'demo') {
+    gateway.log.info('the default agent uses the embedded DEMO provider: a scripted stand-in, not a language model')
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`tollgate: failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`)
+  process.exit(1)
+})

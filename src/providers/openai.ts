@@ -1,0 +1,237 @@
+/**
+ * OpenAI-compatible chat-completions provider over undici, streaming (SSE) or not.
+ * Timeouts and response sizes are bounded: undici's 300 s defaults do not fit a gateway.
+ */
+import { Agent, request, errors as undiciErrors } from 'undici'
+import type { ProviderConfig } from '../../schemas/config.js'
+import { scrubText } from '../security/redact.js'
+import type { ToolSpec } from '../tools/tool.js'
+import { SseParser } from './sse.js'
+import {
+  ProviderError, type ChatCallOptions, type ChatMessage, type ChatRequest, type ChatResponse,
+  type ChatToolCall, type ModelProvider
+} from './types.js'
+
+interface WireToolCallDelta {
+  index?: number
+  id?: string
+  function?: { name?: string, arguments?: string }
+}
+
+interface WireChoice {
+  message?: { content?: string | null, tool_calls?: Array<{ id?: string, function?: { name?: string, arguments?: string } }> }
+  delta?: { content?: string | null, tool_calls?: WireToolCallDelta[] }
+  finish_reason?: string | null
+}
+
+interface WireChunk {
+  choices?: WireChoice[]
+  usage?: { prompt_tokens?: number, completion_tokens?: number }
+  error?: { message?: string }
+}
+
+function toWireMessage (m: ChatMessage): Record<string, unknown> {
+  if (m.role === 'assistant' && m.tool_calls !== undefined && m.tool_calls.length > 0) {
+    return {
+      role: 'assistant',
+      content: m.content,
+      tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }))
+    }
+  }
+  if (m.role === 'tool') return { role: 'tool', tool_call_id: m.tool_call_id, content: m.content ?? '' }
+  return { role: m.role, content: m.content ?? '' }
+}
+
+export interface OpenAIProviderOptions {
+  name: string
+  config: ProviderConfig
+  apiKey: string | undefined
+}
+
+export class OpenAIProvider implements ModelProvider {
+  readonly name: string
+  readonly kind = 'openai'
+  readonly nativeTools: boolean
+  private readonly config: ProviderConfig
+  private readonly apiKey: string | undefined
+  private readonly dispatcher: Agent
+  private readonly url: string
+  /** Wire form of each shared spec, built once per spec object rather than once per request. */
+  private readonly wireTools = new WeakMap<ToolSpec, object>()
+
+  constructor (options: OpenAIProviderOptions) {
+    this.name = options.name
+    this.config = options.config
+    this.apiKey = options.apiKey
+    this.nativeTools = options.config.native_tools
+    this.url = `${(options.config.base_url ?? '').replace(/\/+$/, '')}/chat/completions`
+    this.dispatcher = new Agent({
+      headersTimeout: options.config.timeout_ms,
+      bodyTimeout: options.config.timeout_ms,
+      connect: { timeout: Math.min(options.config.timeout_ms, 10_000) }
+    })
+  }
+
+  private wireTool (spec: ToolSpec): object {
+    let wire = this.wireTools.get(spec)
+    if (wire === undefined) {
+      wire = { type: 'function', function: spec }
+      this.wireTools.set(spec, wire)
+    }
+    return wire
+  }
+
+  async chat (req: ChatRequest, options: ChatCallOptions): Promise<ChatResponse> {
+    const stream = this.config.stream
+    const payload: Record<string, unknown> = {
+      model: req.model,
+      messages: req.messages.map(toWireMessage),
+      stream
+    }
+    if (stream) payload.stream_options = { include_usage: true }
+    if (req.tools !== undefined && req.tools.length > 0) payload.tools = req.tools.map((s) => this.wireTool(s))
+    const temperature = req.temperature ?? this.config.temperature
+    if (temperature !== undefined) payload.temperature = temperature
+    const headers: Record<string, string> = {
+      ...this.config.headers,
+      'content-type': 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json'
+    }
+    if (this.apiKey !== undefined && this.apiKey !== '') headers.authorization = `Bearer ${this.apiKey}`
+
+    let res: Awaited<ReturnType<typeof request>>
+    try {
+      res = await request(this.url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(payload),
+        dispatcher: this.dispatcher,
+        signal: options.signal
+      })
+    } catch (err) {
+      throw this.transportError(err, options.signal)
+    }
+    try {
+      if (res.statusCode >= 400) {
+        const body = await this.readText(res.body, 4096, options.signal).catch(() => '')
+        throw new ProviderError('PROVIDER_ERROR', `provider answered HTTP ${res.statusCode}: ${scrubText(body).slice(0, 500)}`, { status: res.statusCode })
+      }
+      const contentType = String(res.headers['content-type'] ?? '')
+      if (stream && contentType.includes('text/event-stream')) return await this.readStream(res.body, options)
+      const text = await this.readText(res.body, this.config.max_response_bytes, options.signal)
+      return this.parseCompletion(text)
+    } catch (err) {
+      res.body.destroy()
+      if (err instanceof ProviderError) throw err
+      throw this.transportError(err, options.signal)
+    }
+  }
+
+  private transportError (err: unknown, signal: AbortSignal): Error {
+    if (signal.aborted) return signal.reason instanceof Error ? signal.reason : new Error('aborted')
+    if (err instanceof ProviderError) return err
+    if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError || err instanceof undiciErrors.ConnectTimeoutError) {
+      return new ProviderError('PROVIDER_TIMEOUT', `provider did not answer within ${this.config.timeout_ms} ms`, { cause: err })
+    }
+    return new ProviderError('PROVIDER_UNAVAILABLE', `provider request failed: ${(err as Error).message}`, { cause: err })
+  }
+
+  private async readText (body: AsyncIterable<Buffer>, limit: number, signal: AbortSignal): Promise<string> {
+    const parts: Buffer[] = []
+    let size = 0
+    for await (const chunk of body) {
+      if (signal.aborted) break
+      size += chunk.length
+      if (size > limit) throw new ProviderError('PROVIDER_BAD_RESPONSE', `provider response exceeds ${limit} bytes`)
+      parts.push(chunk)
+    }
+    return Buffer.concat(parts).toString('utf8')
+  }
+
+  private parseCompletion (text: string): ChatResponse {
+    let json: WireChunk
+    try {
+      json = JSON.parse(text) as WireChunk
+    } catch {
+      throw new ProviderError('PROVIDER_BAD_RESPONSE', 'provider response is not valid JSON')
+    }
+    if (json.error !== undefined) throw new ProviderError('PROVIDER_ERROR', `provider error: ${scrubText(json.error.message ?? 'unknown')}`)
+    const choice = json.choices?.[0]
+    if (choice?.message === undefined) throw new ProviderError('PROVIDER_BAD_RESPONSE', 'provider response has no choices[0].message')
+    const toolCalls: ChatToolCall[] = (choice.message.tool_calls ?? []).map((c, i) => ({
+      id: c.id ?? `call_${i}`,
+      name: c.function?.name ?? '',
+      arguments: c.function?.arguments ?? ''
+    }))
+    const response: ChatResponse = { text: choice.message.content ?? '', toolCalls }
+    if (choice.finish_reason != null) response.finishReason = choice.finish_reason
+    if (json.usage !== undefined) response.usage = { input_tokens: json.usage.prompt_tokens, output_tokens: json.usage.completion_tokens }
+    return response
+  }
+
+  private async readStream (body: AsyncIterable<Buffer>, options: ChatCallOptions): Promise<ChatResponse> {
+    const parser = new SseParser()
+    const decoder = new TextDecoder()
+    let text = ''
+    let finishReason: string | undefined
+    let usage: ChatResponse['usage']
+    let size = 0
+    let done = false
+    const calls = new Map<number, { id: string, name: string, arguments: string }>()
+
+    const handle = (data: string): void => {
+      if (data === '[DONE]') {
+        done = true
+        return
+      }
+      let chunk: WireChunk
+      try {
+        chunk = JSON.parse(data) as WireChunk
+      } catch {
+        throw new ProviderError('PROVIDER_BAD_RESPONSE', 'provider stream carried an event that is not JSON')
+      }
+      if (chunk.error !== undefined) throw new ProviderError('PROVIDER_ERROR', `provider error: ${scrubText(chunk.error.message ?? 'unknown')}`)
+      if (chunk.usage != null) usage = { input_tokens: chunk.usage.prompt_tokens, output_tokens: chunk.usage.completion_tokens }
+      const choice = chunk.choices?.[0]
+      if (choice === undefined) return
+      if (choice.finish_reason != null) finishReason = choice.finish_reason
+      const delta = choice.delta
+      if (delta === undefined) return
+      if (typeof delta.content === 'string' && delta.content !== '') {
+        text += delta.content
+        options.onTextDelta?.(delta.content)
+      }
+      for (const part of delta.tool_calls ?? []) {
+        const index = part.index ?? calls.size
+        let call = calls.get(index)
+        if (call === undefined) {
+          call = { id: '', name: '', arguments: '' }
+          calls.set(index, call)
+        }
+        if (part.id !== undefined && part.id !== '') call.id = part.id
+        if (part.function?.name !== undefined) call.name += part.function.name
+        if (part.function?.arguments !== undefined) call.arguments += part.function.arguments
+      }
+    }
+
+    for await (const chunk of body) {
+      size += chunk.length
+      if (size > this.config.max_response_bytes) throw new ProviderError('PROVIDER_BAD_RESPONSE', `provider stream exceeds ${this.config.max_response_bytes} bytes`)
+      for (const message of parser.feed(decoder.decode(chunk, { stream: true }))) handle(message.data)
+      if (done) break
+    }
+    if (!done) for (const message of parser.end()) handle(message.data)
+    if (options.signal.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new Error('aborted')
+    const toolCalls = [...calls.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([index, c]) => ({ id: c.id === '' ? `call_${index}` : c.id, name: c.name, arguments: c.arguments }))
+    const response: ChatResponse = { text, toolCalls }
+    if (finishReason !== undefined) response.finishReason = finishReason
+    if (usage !== undefined) response.usage = usage
+    return response
+  }
+
+  async close (): Promise<void> {
+    await this.dispatcher.close()
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * Composition root: builds every long-lived part once from config and wires the routes.
+ * Tests and embedders call buildServer() and get the real thing, listening on any port.
+ */
+import { mkdirSync } from 'node:fs'
+import { resolve } from 'node:path'
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify'
+import websocket from '@fastify/websocket'
+import { pino, type Logger } from 'pino'
+import { Ajv } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import type { Config } from './config.js'
+import { createAuthenticator, isLoopbackHost, type Authenticator } from './auth/authenticate.js'
+import type { Principal } from './auth/principal.js'
+import { WS_PROTOCOL } from './auth/http.js'
+import { MemoryEventBus } from './bus/memory.js'
+import type { EventBus } from './bus/bus.js'
+import { TollgateError, toProblem } from './errors.js'
+import { ConnectionRegistry } from './gateway/connections.js'
+import { TurnService } from './gateway/turns.js'
+import { composeObservers, type Observer } from './observe/observer.js'
+import { createProviders } from './providers/index.js'
+import { MemoryStore } from './store/memory.js'
+import type { Store } from './store/store.js'
+import { createBuiltinTools } from './tools/builtin/index.js'
+import { ToolCatalog } from './tools/registry.js'
+import type { Tool } from './tools/tool.js'
+import { NO_HOOKS, type ToolHooks } from './turn/hooks.js'
+import { redactionPaths } from './security/log-redaction.js'
+import healthRoutes from '../routes/health.js'
+import turnRoutes from '../routes/turns.js'
+import approvalRoutes from '../routes/approvals.js'
+import sessionRoutes from '../routes/sessions.js'
+import toolRoutes from '../routes/tools.js'
+import wsRoutes from '../routes/ws.js'
+
+type AddFormats = (ajv: Ajv) => Ajv
+const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null
+  }
+}
+
+export interface BuildOptions {
+  config: Config
+  env?: NodeJS.ProcessEnv
+  hooks?: ToolHooks
+  observers?: readonly Observer[]
+  /** Extra tools added to the catalog (embedding, tests); agents still have to list them. */
+  tools?: readonly Tool[]
+  logger?: Logger
+  store?: Store
+  bus?: EventBus
+}
+
+export interface Gateway {
+  app: FastifyInstance
+  config: Config
+  turns: TurnService
+  connections: ConnectionRegistry
+  bus: EventBus
+  auth: Authenticator
+  log: Logger
+  close (): Promise<void>
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    gateway: Gateway
+  }
+}
+
+function createLogger (config: Config): Logger {
+  return pino({
+    level: config.log.level,
+    redact: { paths: redactionPaths, censor: '[REDACTED]' }
+  })
+}
+
+/** Body validation is strict (no coercion, no stripping); query and params coerce from strings. */
+function validatorCompiler (): (route: { schema: object, httpPart?: string }) => (data: unknown) => boolean {
+  const strict = new Ajv({ allErrors: false, strict: false, removeAdditional: false, useDefaults: false, coerceTypes: false })
+  const lenient = new Ajv({ allErrors: false, strict: false, removeAdditional: false, useDefaults: true, coerceTypes: 'array' })
+  addFormats(strict)
+  addFormats(lenient)
+  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : lenient).compile(schema)
+}
+
+export function buildCatalog (config: Config, extra: readonly Tool[]): ToolCatalog {
+  const catalog = new ToolCatalog()
+  const workspaceDir = resolve(config.workspace.dir)
+  mkdirSync(workspaceDir, { recursive: true })
+  const tools = createBuiltinTools({
+    workspaceDir,
+    shell: {
+      timeoutMs: config.tools.shell.timeout_ms,
+      maxOutputBytes: config.tools.shell.max_output_bytes,
+      blockHighRisk: config.tools.shell.block_high_risk_commands,
+      requireApprovalForMedium: config.tools.shell.require_approval_for_medium_risk,
+      envAllowlist: config.tools.shell.env_allowlist
+    },
+    files: { maxReadBytes: config.tools.files.max_read_bytes, maxWriteBytes: config.tools.files.max_write_bytes },
+    http: {
+      allowHosts: config.tools.http.allow_hosts,
+      allowPrivate: config.tools.http.allow_private,
+      timeoutMs: config.tools.http.timeout_ms,
+      maxResponseBytes: config.tools.http.max_response_bytes,
+      maxRedirects: config.tools.http.max_redirects
+    }
+  })
+  for (const tool of [...tools, ...extra]) catalog.add(tool)
+  return catalog
+}
+
+export async function buildServer (options: BuildOptions): Promise<Gateway> {
+  const { config } = options
+  const env = options.env ?? process.env
+  const log = options.logger ?? createLogger(config)
+  const auth = createAuthenticator(config)
+  if (auth.mode === 'none' && !isLoopbackHost(config.server.host)) {
+    throw new Error(`auth.mode "none" is only allowed on a loopback address, not ${config.server.host}`)
+  }
+  if (auth.mode === 'none') log.warn('auth.mode is "none": every local client acts as one principal; bind stays on loopback')
+
+  const connections = new ConnectionRegistry()
+  const bus = options.bus ?? new MemoryEventBus({
+    maxEventsPerTurn: config.turns.max_events_per_turn,
+    onListenerError: (err) => { log.error({ err }, 'event listener failed') }
+  })
+  const store = options.store ?? new MemoryStore()
+  const providers = createProviders(config, env)
+  const observer = composeObservers(options.observers ?? [], (err) => { log.error({ err }, 'observer failed') })
+  const turns = new TurnService({
+    config,
+    catalog: buildCatalog(config, options.tools ?? []),
+    providers,
+    observer,
+    hooks: options.hooks ?? NO_HOOKS,
+    store,
+    bus,
+    connections,
+    log
+  })
+
+  const app = Fastify({
+    loggerInstance: log as unknown as FastifyBaseLogger,
+    bodyLimit: config.server.body_limit_bytes,
+    requestTimeout: config.server.request_timeout_ms,
+    genReqId: () => `req_${Math.random().toString(36).slice(2, 12)}`
+  })
+  app.setValidatorCompiler(validatorCompiler())
+  app.decorateRequest('principal', null)
+
+  let closed = false
+  const gateway: Gateway = {
+    app,
+    config,
+    turns,
+    connections,
+    bus,
+    auth,
+    log,
+    async close () {
+      if (closed) return
+      closed = true
+      await turns.shutdown()
+      await app.close()
+      for (const p of providers.values()) await p.close()
+      await bus.close()
+      await store.close()
+      await auth.close()
+    }
+  }
+  app.decorate('gateway', gateway)
+
+  app.setErrorHandler((err: FastifyError | TollgateError, request, reply) => {
+    let problem
+    if (err instanceof TollgateError) {
+      problem = toProblem(err)
+    } else if (err.validation !== undefined) {
+      problem = toProblem(new TollgateError('INVALID_REQUEST', 'the request does not match the schema', { detail: `${err.validationContext ?? 'body'}${err.message.replace(/^(body|querystring|params|headers)/, '')}` }))
+    } else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      problem = toProblem(new TollgateError('PAYLOAD_TOO_LARGE', `the body exceeds ${config.server.body_limit_bytes} bytes`))
+    } else if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError) {
+      problem = toProblem(new TollgateError('INVALID_JSON', 'the body is not valid JSON'))
+    } else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      problem = { ...toProblem(new TollgateError('INVALID_REQUEST', 'unsupported content-type; send application/json')), status: 415 }
+    } else if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+      problem = { ...toProblem(new TollgateError('INVALID_REQUEST', err.message)), status: err.statusCode }
+    } else {
+      request.log.error({ err }, 'unhandled error')
+      problem = toProblem(new TollgateError('INTERNAL', 'internal error'))
+    }
+    void reply.code(problem.status).type('application/problem+json').send(problem)
+  })
+  app.setNotFoundHandler((request, reply) => {
+    void reply.code(404).type('application/problem+json').send(toProblem(new TollgateError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`)))
+  })
+
+  await app.register(websocket, {
+    options: {
+      maxPayload: config.ws.max_payload_bytes,
+      // Echo only our protocol; the `bearer.<JWT>` entry is a credential, never a protocol choice.
+      handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false)
+    }
+  })
+  await app.register(healthRoutes)
+  await app.register(turnRoutes)
+  await app.register(approvalRoutes)
+  await app.register(sessionRoutes)
+  await app.register(toolRoutes)
+  await app.register(wsRoutes)
+  return gateway
+}

@@ -1,0 +1,128 @@
+/**
+ * The `file_write` tool: writes or appends text to a file inside the workspace. A replacing write goes
+ * to a temporary file in the same directory and is renamed over the target, so readers never see a
+ * half-written file.
+ */
+import { randomUUID } from 'node:crypto'
+import { constants, promises as fs, type Stats } from 'node:fs'
+import path from 'node:path'
+import { defineTool, fail, ok, type Tool, type ToolResult } from '../tool.js'
+import { filesystemFailure, resolveInWorkspace, workspaceRelative } from './workspace.js'
+
+export interface FileWriteToolOptions {
+  workspaceDir: string
+  maxWriteBytes: number
+}
+
+interface FileWriteArgs {
+  path: string
+  content: string
+  append?: boolean
+  create_dirs?: boolean
+}
+
+const NOFOLLOW = constants.O_NOFOLLOW ?? 0
+const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NOFOLLOW
+const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW
+
+async function lstatOrNull (p: string): Promise<Stats | null> {
+  try {
+    return await fs.lstat(p)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw err
+  }
+}
+
+async function appendTo (target: string, bytes: Buffer): Promise<ToolResult | null> {
+  const handle = await fs.open(target, APPEND_FLAGS, 0o666)
+  try {
+    if (!(await handle.stat()).isFile()) return fail('not a regular file')
+    await handle.writeFile(bytes)
+    return null
+  } finally {
+    await handle.close()
+  }
+}
+
+async function replaceAtomically (target: string, bytes: Buffer, existing: Stats | null, signal: AbortSignal): Promise<ToolResult | null> {
+  // A fixed-length temp name: deriving it from a long target name could exceed NAME_MAX.
+  const temp = path.join(path.dirname(target), `.tollgate-${randomUUID()}.tmp`)
+  let renamed = false
+  try {
+    const handle = await fs.open(temp, TEMP_FLAGS, 0o666)
+    try {
+      await handle.writeFile(bytes)
+      if (existing !== null) await handle.chmod(existing.mode & 0o777)
+      await handle.datasync()
+    } finally {
+      await handle.close()
+    }
+    if (signal.aborted) return fail('cancelled')
+    await fs.rename(temp, target)
+    renamed = true
+    return null
+  } finally {
+    if (!renamed) await fs.rm(temp, { force: true })
+  }
+}
+
+async function parentExists (dir: string): Promise<boolean> {
+  const st = await lstatOrNull(dir)
+  return st?.isDirectory() === true
+}
+
+async function writeFile (opts: FileWriteToolOptions, args: FileWriteArgs, signal: AbortSignal): Promise<ToolResult> {
+  const bytes = Buffer.from(args.content, 'utf8')
+  if (bytes.length > opts.maxWriteBytes) {
+    return fail(`content is ${bytes.length} bytes, over the ${opts.maxWriteBytes}-byte write limit`)
+  }
+  const target = await resolveInWorkspace(opts.workspaceDir, args.path)
+  const dir = path.dirname(target)
+  if (args.create_dirs === false) {
+    if (!(await parentExists(dir))) return fail('parent directory does not exist (set create_dirs to create it)')
+  } else {
+    await fs.mkdir(dir, { recursive: true })
+  }
+
+  const existing = await lstatOrNull(target)
+  if (existing?.isDirectory() === true) return fail('is a directory')
+  // The target is canonical, so a symlink here appeared after resolution: refuse rather than follow it.
+  if (existing !== null && !existing.isFile()) return fail('not a regular file')
+  if (signal.aborted) return fail('cancelled')
+
+  const refused = args.append === true
+    ? await appendTo(target, bytes)
+    : await replaceAtomically(target, bytes, existing, signal)
+  if (refused !== null) return refused
+  return ok(`Wrote ${bytes.length} bytes to ${await workspaceRelative(opts.workspaceDir, target)}`)
+}
+
+export function createFileWriteTool (opts: FileWriteToolOptions): Tool {
+  const tool: Tool = defineTool<FileWriteArgs>({
+    name: 'file_write',
+    description: `Write text to a file in the workspace, replacing it (atomically) or appending to it. At most ${opts.maxWriteBytes} bytes per call.`,
+    parameters: {
+      type: 'object',
+      properties: {
+        path: { type: 'string', minLength: 1, description: 'Path relative to the workspace.' },
+        content: { type: 'string', description: 'The text to write.' },
+        append: { type: 'boolean', description: 'Append to the file instead of replacing it.' },
+        create_dirs: { type: 'boolean', description: 'Create missing parent directories (default true).' }
+      },
+      required: ['path', 'content'],
+      additionalProperties: false
+    },
+    async execute (args, ctx) {
+      const problem = tool.validateArgs(args)
+      if (problem !== null) return fail(`invalid arguments: ${problem}`)
+      if (ctx.signal.aborted) return fail('cancelled')
+      try {
+        return await writeFile(opts, args, ctx.signal)
+      } catch (err) {
+        return filesystemFailure(err)
+      }
+    }
+  })
+  return tool
+}

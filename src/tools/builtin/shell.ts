@@ -1,0 +1,216 @@
+/**
+ * The `shell` tool: runs one command with `/bin/sh -c` inside the workspace, in its own process group,
+ * with a scrubbed environment and bounded output. The risk policy runs before anything is spawned.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { defineTool, fail, ok, type Tool, type ToolResult } from '../tool.js'
+import { classifyCommand } from './shell-policy.js'
+import { appendNotice } from './text.js'
+
+export interface ShellOptions {
+  timeoutMs: number
+  maxOutputBytes: number
+  blockHighRisk: boolean
+  requireApprovalForMedium: boolean
+  envAllowlist: string[]
+}
+
+export interface ShellToolOptions extends ShellOptions {
+  workspaceDir: string
+}
+
+interface ShellArgs {
+  command: string
+  timeout_ms?: number
+  approved?: boolean
+}
+
+// Time a process group gets to exit after SIGTERM before it is SIGKILLed.
+const KILL_GRACE_MS = 2000
+// After the shell exits, how long its output pipes may stay open (held by background children).
+const PIPE_GRACE_MS = 200
+
+type RunOutcome =
+  | { kind: 'exited', code: number | null, signal: NodeJS.Signals | null }
+  | { kind: 'timeout' }
+  | { kind: 'cancelled' }
+  | { kind: 'spawn-error', message: string }
+
+interface RunResult {
+  outcome: RunOutcome
+  output: string
+}
+
+interface RunOptions {
+  cwd: string
+  env: NodeJS.ProcessEnv
+  timeoutMs: number
+  maxOutputBytes: number
+  signal: AbortSignal
+}
+
+function scrubbedEnv (allowlist: readonly string[], home: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const name of allowlist) {
+    const value = process.env[name]
+    if (value !== undefined) env[name] = value
+  }
+  env.HOME = home
+  return env
+}
+
+function killGroup (child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return
+  try {
+    process.kill(-child.pid, signal)
+  } catch {
+    // ESRCH: the group is already gone, which is the state we want.
+  }
+}
+
+function boundedCollector (maxBytes: number): { push: (chunk: Buffer) => void, text: () => string } {
+  const chunks: Buffer[] = []
+  let size = 0
+  let truncated = false
+  return {
+    push (chunk) {
+      if (truncated) return
+      const room = maxBytes - size
+      if (chunk.length <= room) {
+        chunks.push(chunk)
+        size += chunk.length
+        return
+      }
+      chunks.push(chunk.subarray(0, room))
+      size = maxBytes
+      truncated = true
+    },
+    text () {
+      const text = Buffer.concat(chunks).toString('utf8')
+      return truncated ? appendNotice(text, `[output truncated after ${maxBytes} bytes]`) : text
+    }
+  }
+}
+
+/**
+ * Runs the command and settles once it is over. Whatever the ending, the whole process group is
+ * SIGKILLed on the way out, so no process the call started outlives it.
+ */
+function runCommand (command: string, opts: RunOptions): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const output = boundedCollector(opts.maxOutputBytes)
+    const timers: NodeJS.Timeout[] = []
+    let stopped: 'timeout' | 'cancelled' | null = null
+    let exit: { code: number | null, signal: NodeJS.Signals | null } | null = null
+    let settled = false
+
+    const child = spawn('/bin/sh', ['-c', command], {
+      cwd: opts.cwd,
+      env: opts.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+
+    const settle = (outcome: RunOutcome): void => {
+      if (settled) return
+      settled = true
+      for (const t of timers) clearTimeout(t)
+      opts.signal.removeEventListener('abort', onAbort)
+      killGroup(child, 'SIGKILL')
+      resolve({ outcome, output: output.text() })
+    }
+    const settleAfterExit = (): void => {
+      if (stopped !== null) settle({ kind: stopped })
+      else settle({ kind: 'exited', code: exit?.code ?? null, signal: exit?.signal ?? null })
+    }
+    const stop = (reason: 'timeout' | 'cancelled'): void => {
+      if (stopped !== null || settled) return
+      stopped = reason
+      killGroup(child, 'SIGTERM')
+      timers.push(setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS))
+    }
+    const onAbort = (): void => stop('cancelled')
+
+    child.stdout.on('data', output.push)
+    child.stderr.on('data', output.push)
+    child.on('error', (err) => settle({ kind: 'spawn-error', message: err.message }))
+    child.on('exit', (code, signal) => {
+      exit = { code, signal }
+      // Background children may still hold the pipes; they belong to the call, so end them too.
+      timers.push(setTimeout(() => {
+        killGroup(child, 'SIGKILL')
+        timers.push(setTimeout(() => {
+          child.stdout.destroy()
+          child.stderr.destroy()
+          settleAfterExit()
+        }, PIPE_GRACE_MS))
+      }, PIPE_GRACE_MS))
+    })
+    child.on('close', (code, signal) => {
+      exit ??= { code, signal }
+      settleAfterExit()
+    })
+
+    timers.push(setTimeout(() => stop('timeout'), opts.timeoutMs))
+    if (opts.signal.aborted) onAbort()
+    else opts.signal.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+function toToolResult (result: RunResult, timeoutMs: number): ToolResult {
+  const { outcome, output } = result
+  switch (outcome.kind) {
+    case 'timeout':
+      return fail(`command timed out after ${timeoutMs} ms`, output)
+    case 'cancelled':
+      return fail('cancelled', output)
+    case 'spawn-error':
+      return fail(`failed to start command: ${outcome.message}`, output)
+    case 'exited':
+      if (outcome.code === 0) return ok(output)
+      if (outcome.code !== null) return fail(`exit code ${outcome.code}`, output)
+      return fail(`command terminated by signal ${outcome.signal ?? 'unknown'}`, output)
+  }
+}
+
+export function createShellTool (opts: ShellToolOptions): Tool {
+  const tool: Tool = defineTool<ShellArgs>({
+    name: 'shell',
+    description: 'Run a shell command (/bin/sh -c) in the workspace directory and return its combined stdout and stderr. ' +
+      'Read-only commands run directly; other commands may need explicit approval and destructive ones are refused.',
+    parameters: {
+      type: 'object',
+      properties: {
+        command: { type: 'string', minLength: 1, description: 'The command line to run.' },
+        timeout_ms: { type: 'integer', minimum: 1, description: `Timeout in milliseconds (at most ${opts.timeoutMs}).` },
+        approved: { type: 'boolean', description: 'Set by the runtime once a person has approved this call.' }
+      },
+      required: ['command'],
+      additionalProperties: false
+    },
+    async execute (args, ctx) {
+      const problem = tool.validateArgs(args)
+      if (problem !== null) return fail(`invalid arguments: ${problem}`)
+      if (ctx.signal.aborted) return fail('cancelled')
+      // spawn() throws on a NUL byte; no shell command can contain one anyway.
+      if (args.command.includes('\0')) return fail('command must not contain NUL bytes')
+
+      const risk = classifyCommand(args.command)
+      if (risk === 'high' && opts.blockHighRisk) return fail('command blocked by policy: high-risk command')
+      if (risk === 'medium' && opts.requireApprovalForMedium && args.approved !== true) {
+        return fail('command requires explicit approval (approved=true)')
+      }
+
+      const timeoutMs = Math.min(args.timeout_ms ?? opts.timeoutMs, opts.timeoutMs)
+      const result = await runCommand(args.command, {
+        cwd: opts.workspaceDir,
+        env: scrubbedEnv(opts.envAllowlist, opts.workspaceDir),
+        timeoutMs,
+        maxOutputBytes: opts.maxOutputBytes,
+        signal: ctx.signal
+      })
+      return toToolResult(result, timeoutMs)
+    }
+  })
+  return tool
+}

@@ -1,0 +1,119 @@
+/**
+ * Tool definition: the one shape every capability the model can call has, built-in or MCP.
+ * Tools do not log, ask for approval or emit events themselves; the dispatcher owns all of that.
+ */
+import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import type { Logger } from 'pino'
+
+// ajv-formats ships CJS with a default export; under NodeNext the callable sits on `.default`.
+type AddFormats = (ajv: Ajv) => Ajv
+const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
+
+export type JsonSchema = Record<string, unknown>
+
+export type ToolProvenance = 'native' | 'extension'
+
+/** Where a tool came from; an unresolvable tool has no attribution and is untrusted. */
+export interface ToolAttribution {
+  provenance: ToolProvenance
+  /** e.g. `builtin`, `mcp:<server>` */
+  source: string
+}
+
+export interface ToolResult {
+  success: boolean
+  output: string
+  error?: string | null
+  /** Structured output; never shown to the model. */
+  data?: unknown
+}
+
+export interface ToolContext {
+  /** Fires when the turn is cancelled; tools must stop promptly. */
+  signal: AbortSignal
+  turnId: string
+  sessionId: string
+  callId: string
+  log: Logger
+}
+
+export interface ToolSpec {
+  readonly name: string
+  readonly description: string
+  readonly parameters: JsonSchema
+}
+
+export interface Tool {
+  readonly name: string
+  readonly description: string
+  readonly parameters: JsonSchema
+  readonly attribution: ToolAttribution
+  /** Built once per tool and shared by every provider request (never re-cloned per iteration). */
+  readonly spec: ToolSpec
+  /** Returns a human-readable problem with the arguments, or null when they match the schema. */
+  validateArgs (args: unknown): string | null
+  execute (args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult>
+}
+
+export interface ToolDefinition<A = Record<string, unknown>> {
+  name: string
+  description: string
+  parameters: JsonSchema
+  attribution?: ToolAttribution
+  execute (args: A, ctx: ToolContext): Promise<ToolResult>
+}
+
+const NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/
+
+/** One ajv instance per process for tool argument schemas; each schema is compiled once. */
+const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: true })
+addFormats(ajv)
+
+function describeErrors (errors: ErrorObject[] | null | undefined): string {
+  if (errors == null || errors.length === 0) return 'arguments do not match the schema'
+  return errors
+    .slice(0, 5)
+    .map((e) => `${e.instancePath === '' ? '(root)' : e.instancePath} ${e.message ?? 'is invalid'}`)
+    .join('; ')
+}
+
+function compileSchema (schema: JsonSchema): ValidateFunction | null {
+  try {
+    return ajv.compile(schema)
+  } catch {
+    // A foreign (e.g. MCP) schema ajv cannot compile must not take the tool away: the tool's own
+    // input handling is then the only check, as it would be without Tollgate.
+    return null
+  }
+}
+
+export function defineTool<A = Record<string, unknown>> (def: ToolDefinition<A>): Tool {
+  if (!NAME_PATTERN.test(def.name)) {
+    throw new Error(`invalid tool name ${JSON.stringify(def.name)}: use 1-64 of [A-Za-z0-9_-]`)
+  }
+  const parameters = Object.freeze({ ...def.parameters })
+  const validate = compileSchema(parameters)
+  const spec: ToolSpec = Object.freeze({ name: def.name, description: def.description, parameters })
+  const tool: Tool = {
+    name: def.name,
+    description: def.description,
+    parameters,
+    attribution: def.attribution ?? { provenance: 'native', source: 'builtin' },
+    spec,
+    validateArgs (args: unknown): string | null {
+      if (validate === null) return null
+      return validate(args) ? null : describeErrors(validate.errors)
+    },
+    execute: def.execute as Tool['execute']
+  }
+  return Object.freeze(tool)
+}
+
+export function ok (output: string, data?: unknown): ToolResult {
+  return data === undefined ? { success: true, output, error: null } : { success: true, output, error: null, data }
+}
+
+export function fail (error: string, output = ''): ToolResult {
+  return { success: false, output, error }
+}

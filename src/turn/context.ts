@@ -1,0 +1,164 @@
+/**
+ * Turn context resolution. `ResolvedAgentExecution` is resolved ONCE when a turn starts and holds
+ * every stable dependency the loop needs; per-message state (history, signal, event sink,
+ * approval backchannel) lives in `TurnState`. Nothing inside the loop or a tool looks config up.
+ */
+import type { Logger } from 'pino'
+import type { AgentConfig, Config, RiskProfileConfig, RuntimeProfileConfig } from '../../schemas/config.js'
+import type { ApprovalAuditEntry, ToolCallRecord } from '../../schemas/turn.js'
+import type { TurnEvent } from '../../schemas/events.js'
+import { ApprovalManager } from '../approval/manager.js'
+import type { ApprovalChannel } from '../approval/gate.js'
+import { TollgateError } from '../errors.js'
+import type { Observer } from '../observe/observer.js'
+import type { ChatMessage, ModelProvider } from '../providers/types.js'
+import type { ActivatedToolSet } from '../tools/activated.js'
+import type { ToolCatalog } from '../tools/registry.js'
+import { assembleScopedRegistry, type ScopedRegistry, type ToolNarrowing } from '../tools/scoped.js'
+import type { ToolHooks } from './hooks.js'
+import type { LoopDetector } from './loop-detector.js'
+
+export interface ModelBinding {
+  provider: ModelProvider
+  model: string
+  temperature?: number
+}
+
+export interface RuntimeKnobs {
+  maxIterations: number
+  parallelTools: boolean
+  maxToolResultChars: number
+  maxEventOutputChars: number
+  dedupEnabled: boolean
+  dedupScope: 'turn' | 'round'
+  dedupExempt: ReadonlySet<string>
+  strictToolParsing: boolean
+  maxIterationBehavior: 'graceful_summary' | 'error'
+  loopDetection: RuntimeProfileConfig['loop_detection']
+  approvalTimeoutMs: number
+}
+
+export interface ReceiptInput {
+  turnId: string
+  callId: string
+  tool: string
+  arguments: unknown
+  output: string
+}
+
+/** Signs successful executions; key lifetime is the generator's own business. */
+export interface ReceiptGenerator {
+  sign (input: ReceiptInput): string
+}
+
+export interface ReceiptOptions {
+  generator: ReceiptGenerator
+  showInResponse: boolean
+  injectSystemPrompt: boolean
+}
+
+export interface ResolvedAgentExecution {
+  agent: string
+  channel: string
+  model: ModelBinding
+  registry: ScopedRegistry
+  approval: ApprovalManager
+  observer: Observer
+  hooks: ToolHooks
+  knobs: RuntimeKnobs
+  systemPrompt: string
+  /** Deferred-tool activation set; null when the agent has no deferred tools. */
+  activated: ActivatedToolSet | null
+  receipts: ReceiptOptions | null
+}
+
+/** Per-turn mutable state; owned by one running turn, never shared. */
+export interface TurnState {
+  turnId: string
+  sessionId: string
+  /** Provider-visible transcript; the loop appends to it in provider order. */
+  history: ChatMessage[]
+  signal: AbortSignal
+  interactive: boolean
+  log: Logger
+  emit (event: TurnEvent): void
+  approvals: ApprovalChannel
+  recordToolCall (record: ToolCallRecord): void
+  recordApproval (entry: ApprovalAuditEntry): void
+  /** Prompt-required shell signatures seen in earlier rounds of this turn. */
+  promptShellSignatures: Set<string>
+  /** Dedup signatures; cleared every round when the knob says `round`. */
+  dedupSignatures: Set<string>
+  loopDetector: LoopDetector
+  /** Notes the loop detector adds to the system prompt for the rest of the turn. */
+  systemNotes: string[]
+  iteration: number
+  startedAt: number
+  lastOutputHash: string | null
+  identicalOutputCount: number
+  receipts: string[]
+}
+
+export interface ResolveOptions {
+  config: Config
+  agentName: string
+  catalog: ToolCatalog
+  providers: ReadonlyMap<string, ModelProvider>
+  observer: Observer
+  hooks: ToolHooks
+  /** The session's `always` grants for this agent. */
+  allowlist: Set<string>
+  narrowing?: ToolNarrowing
+  channel: string
+  receiptGenerator?: (profile: RuntimeProfileConfig) => ReceiptGenerator | null
+}
+
+export function resolveAgent (config: Config, name: string): { agent: AgentConfig, runtime: RuntimeProfileConfig, risk: RiskProfileConfig } {
+  const agent = config.agents[name]
+  if (agent === undefined) throw new TollgateError('UNKNOWN_AGENT', `unknown agent ${JSON.stringify(name)}`)
+  // Config loading checked that the profiles exist.
+  const runtime = config.runtime_profiles[agent.runtime_profile] as RuntimeProfileConfig
+  const risk = config.risk_profiles[agent.risk_profile] as RiskProfileConfig
+  return { agent, runtime, risk }
+}
+
+export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecution {
+  const { config, agentName } = options
+  const { agent, runtime, risk } = resolveAgent(config, agentName)
+  const provider = options.providers.get(agent.provider)
+  if (provider === undefined) throw new TollgateError('INTERNAL', `provider ${agent.provider} is not built`)
+  const providerConfig = config.providers[agent.provider]
+  const model: ModelBinding = { provider, model: agent.model ?? providerConfig?.model ?? 'default' }
+  if (providerConfig?.temperature !== undefined) model.temperature = providerConfig.temperature
+  const narrowingOptions = options.narrowing === undefined ? {} : { narrowing: options.narrowing }
+  const registry = assembleScopedRegistry({ catalog: options.catalog, agent, risk, ...narrowingOptions })
+  const generator = runtime.tool_receipts.enabled ? options.receiptGenerator?.(runtime) ?? null : null
+  return {
+    agent: agentName,
+    channel: options.channel,
+    model,
+    registry,
+    approval: new ApprovalManager(risk, options.allowlist),
+    observer: options.observer,
+    hooks: options.hooks,
+    knobs: {
+      maxIterations: runtime.max_tool_iterations === 0 ? 10 : runtime.max_tool_iterations,
+      parallelTools: runtime.parallel_tools,
+      maxToolResultChars: runtime.max_tool_result_chars,
+      maxEventOutputChars: config.turns.max_event_output_chars,
+      dedupEnabled: runtime.dedup_enabled,
+      dedupScope: runtime.dedup_scope,
+      // Re-entrant agent tools must be able to run twice with the same brief.
+      dedupExempt: new Set([...runtime.tool_call_dedup_exempt, 'delegate', 'spawn_subagent']),
+      strictToolParsing: runtime.strict_tool_parsing,
+      maxIterationBehavior: runtime.max_iteration_behavior,
+      loopDetection: runtime.loop_detection,
+      approvalTimeoutMs: config.turns.approval_timeout_ms
+    },
+    systemPrompt: agent.system_prompt,
+    activated: null,
+    receipts: generator === null
+      ? null
+      : { generator, showInResponse: runtime.tool_receipts.show_in_response, injectSystemPrompt: runtime.tool_receipts.inject_system_prompt }
+  }
+}

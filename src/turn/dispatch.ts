@@ -1,0 +1,111 @@
+/**
+ * Execution of a prepared round. Sequential by default; parallel only when the runtime knob is on,
+ * the round has more than one call, no call needs approval and no call is tool_search (lookup
+ * must not race activation). Sequential dispatch checks cancellation before each call; a
+ * cancelled parallel batch keeps finished siblings' real results and interrupts only the rest.
+ */
+import type { ResolvedAgentExecution, TurnState } from './context.js'
+import type { ParsedCall } from './parse.js'
+import { unavailableText, type ExecutableCall } from './prepare.js'
+import { announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, settleUnexecuted, type RawOutcome, type ToolSlot } from './results.js'
+
+export const TOOL_SEARCH = 'tool_search'
+
+/** Decided on the model's calls before hooks, as the reference runtime does. */
+export function parallelEligible (exec: ResolvedAgentExecution, calls: readonly ParsedCall[]): boolean {
+  if (!exec.knobs.parallelTools || calls.length <= 1) return false
+  if (calls.some((c) => c.name === TOOL_SEARCH)) return false
+  return !calls.some((c) => exec.approval.needsApproval(c.name))
+}
+
+function errorMessage (err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}
+
+class Interrupted {}
+
+async function executeOne (exec: ResolvedAgentExecution, state: TurnState, call: ExecutableCall): Promise<void> {
+  const { slot, tool } = call
+  const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
+  const ids = { call_id: slot.callId, ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }) }
+  exec.observer.record({ kind: 'tool_call_start', tool: slot.name, ...ids, arguments: slot.arguments, ...correlation })
+
+  // Checked again at the door: preparation resolved the tool, but nothing hidden may run.
+  const unavailable = unavailableText(exec, slot.name)
+  if (unavailable !== null) {
+    exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: slot.arguments, duration_ms: 0, success: false, status: 'error', result: unavailable, ...correlation })
+    settleUnexecuted(exec, state, slot, 'error', unavailable)
+    return
+  }
+
+  announceSlot(state, slot)
+  const started = performance.now()
+  const controller = new AbortController()
+  const onAbort = (): void => controller.abort(state.signal.reason)
+  state.signal.addEventListener('abort', onAbort, { once: true })
+  let raw: RawOutcome | Interrupted
+  try {
+    const interrupted = new Promise<Interrupted>((resolve) => {
+      if (controller.signal.aborted) resolve(new Interrupted())
+      controller.signal.addEventListener('abort', () => resolve(new Interrupted()), { once: true })
+    })
+    const run = tool.execute(slot.arguments, {
+      signal: controller.signal,
+      turnId: state.turnId,
+      sessionId: state.sessionId,
+      callId: slot.callId,
+      log: state.log.child({ tool: slot.name, call_id: slot.callId })
+    }).then((result): RawOutcome => {
+      const durationMs = performance.now() - started
+      if (result.success) return { status: 'ok', success: true, output: result.output, error: null, durationMs, executed: true }
+      const reason = result.error != null && result.error !== '' ? result.error : result.output
+      return { status: 'error', success: false, output: `Error: ${reason}`, error: reason, durationMs, executed: true }
+    }, (err: unknown): RawOutcome => {
+      const text = `Error executing ${slot.name}: ${errorMessage(err)}`
+      return { status: 'error', success: false, output: text, error: text, durationMs: performance.now() - started, executed: true }
+    })
+    raw = await Promise.race([run, interrupted])
+  } finally {
+    state.signal.removeEventListener('abort', onAbort)
+  }
+
+  if (raw instanceof Interrupted) {
+    settleSlot(exec, state, slot, { status: 'interrupted', success: false, output: INTERRUPTED_TEXT, error: null, durationMs: performance.now() - started, executed: false })
+    return
+  }
+  const outcome = settleSlot(exec, state, slot, raw)
+  exec.observer.record({
+    kind: 'tool_call', tool: slot.name, ...ids, arguments: slot.arguments, duration_ms: Math.round(raw.durationMs),
+    success: raw.success, status: raw.status, result: outcome.output, ...correlation
+  })
+  await runAfterHooks(exec, state, slot, outcome.output, raw)
+}
+
+async function runAfterHooks (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, output: string, raw: RawOutcome): Promise<void> {
+  if (exec.hooks.after.length === 0) return
+  const info = {
+    name: slot.name, arguments: slot.arguments, turnId: state.turnId, sessionId: state.sessionId, agent: exec.agent,
+    callId: slot.callId, success: raw.success, output, error: raw.error, durationMs: raw.durationMs
+  }
+  await Promise.all(exec.hooks.after.map(async (hook) => {
+    try {
+      await hook.run(info)
+    } catch (err) {
+      state.log.warn({ hook: hook.name, err }, 'after_tool_call hook failed')
+    }
+  }))
+}
+
+export async function dispatchRound (exec: ResolvedAgentExecution, state: TurnState, executable: readonly ExecutableCall[], parallel: boolean): Promise<void> {
+  if (parallel && executable.length > 1) {
+    await Promise.all(executable.map(async (call) => await executeOne(exec, state, call)))
+    return
+  }
+  for (const call of executable) {
+    if (state.signal.aborted) {
+      settleUnexecuted(exec, state, call.slot, 'cancelled', NOT_RUN_TEXT, { error: null })
+      continue
+    }
+    await executeOne(exec, state, call)
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * Preparation of one round's calls, in model order, before anything executes:
+ *   malformed arguments → before_tool_call hooks → resolution and schema check →
+ *   clear the `approved` marker → repeated prompt-required shell guard → approval gate →
+ *   restore the runtime `approved` marker → duplicate-call guard.
+ * Calls that will not run get their slot filled here; the rest are returned as executable.
+ */
+import { gateToolApproval } from '../approval/gate.js'
+import { TurnFailure } from '../errors.js'
+import { canonicalJson } from '../json/canonical.js'
+import type { Tool } from '../tools/tool.js'
+import type { ResolvedAgentExecution, TurnState } from './context.js'
+import { sortedBeforeHooks } from './hooks.js'
+import type { ParsedCall } from './parse.js'
+import { newSlot, settleUnexecuted, type ToolSlot } from './results.js'
+
+/** Tools whose `approved` argument is set by the runtime only, never by the model. */
+const APPROVAL_MARKER_TOOLS: ReadonlySet<string> = new Set(['shell'])
+
+export interface ExecutableCall {
+  slot: ToolSlot
+  tool: Tool
+}
+
+export interface PreparedRound {
+  slots: ToolSlot[]
+  executable: ExecutableCall[]
+  /** Arguments as the model sent them, by slot index (loop detection keys on these). */
+  originalArgs: Record<string, unknown>[]
+}
+
+export function callSignature (name: string, args: unknown): string {
+  let encoded: string
+  try {
+    encoded = canonicalJson(args)
+  } catch {
+    encoded = '{}'
+  }
+  return `${name.trim().toLowerCase()}\u0000${encoded}`
+}
+
+/** Static registry first, then tools activated earlier in this turn. */
+export function resolveTool (exec: ResolvedAgentExecution, name: string): Tool | undefined {
+  return exec.registry.get(name) ?? exec.activated?.resolve(name)
+}
+
+export function unavailableText (exec: ResolvedAgentExecution, name: string): string | null {
+  if (exec.registry.isExcluded(name)) return `Tool not available in this turn: ${name}`
+  const tool = resolveTool(exec, name)
+  if (tool === undefined) return `Unknown tool: ${name}`
+  // The resolved tool's real name is checked too, so a suffix alias cannot route around a denylist.
+  if (exec.registry.isExcluded(tool.name)) return `Tool not available in this turn: ${name}`
+  return null
+}
+
+function withMarker (name: string, args: Record<string, unknown>, approved: boolean): Record<string, unknown> {
+  return APPROVAL_MARKER_TOOLS.has(name) ? { ...args, approved } : args
+}
+
+function observeUnavailable (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, text: string): void {
+  const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
+  const ids = { call_id: slot.callId, ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }) }
+  exec.observer.record({ kind: 'tool_call_start', tool: slot.name, ...ids, arguments: slot.arguments, ...correlation })
+  exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: slot.arguments, duration_ms: 0, success: false, status: 'error', result: text, ...correlation })
+}
+
+async function runBeforeHooks (exec: ResolvedAgentExecution, state: TurnState, name: string, args: Record<string, unknown>): Promise<{ name: string, args: Record<string, unknown> } | { cancel: string }> {
+  let current = { name, args }
+  for (const hook of sortedBeforeHooks(exec.hooks)) {
+    try {
+      const decision = await hook.run({ name: current.name, arguments: current.args, turnId: state.turnId, sessionId: state.sessionId, agent: exec.agent })
+      if (decision.action === 'cancel') return { cancel: decision.reason }
+      current = { name: decision.name ?? current.name, args: decision.arguments ?? current.args }
+    } catch (err) {
+      // A broken hook must not decide the call: it is skipped and the previous values stand.
+      state.log.warn({ hook: hook.name, err }, 'before_tool_call hook failed; skipped')
+    }
+  }
+  return current
+}
+
+export async function prepareRound (exec: ResolvedAgentExecution, state: TurnState, calls: readonly ParsedCall[]): Promise<PreparedRound> {
+  const slots: ToolSlot[] = []
+  const executable: ExecutableCall[] = []
+  const originalArgs: Record<string, unknown>[] = []
+  const roundShellSignatures = new Set<string>()
+  if (exec.knobs.dedupScope === 'round') state.dedupSignatures.clear()
+  const dedupText = `with identical arguments in this ${exec.knobs.dedupScope === 'round' ? 'response' : 'turn'}.`
+
+  for (const [index, call] of calls.entries()) {
+    originalArgs.push(call.arguments)
+    const slot = newSlot(index, call.name, call.arguments, call.providerCallId)
+    slots.push(slot)
+
+    if (call.argumentsError !== undefined) {
+      const text = `Error: invalid arguments for '${call.name}': ${call.argumentsError}`
+      settleUnexecuted(exec, state, slot, 'error', text)
+      continue
+    }
+
+    const hooked = await runBeforeHooks(exec, state, call.name, call.arguments)
+    if ('cancel' in hooked) {
+      // The slot keeps the model's original name: the hook's rewrite never happened.
+      settleUnexecuted(exec, state, slot, 'cancelled', `Cancelled by hook: ${hooked.cancel}`, { error: hooked.cancel })
+      continue
+    }
+    slot.name = hooked.name
+    slot.arguments = hooked.args
+
+    const unavailable = unavailableText(exec, slot.name)
+    if (unavailable !== null) {
+      observeUnavailable(exec, state, slot, unavailable)
+      settleUnexecuted(exec, state, slot, 'error', unavailable)
+      continue
+    }
+    const tool = resolveTool(exec, slot.name) as Tool
+
+    slot.arguments = withMarker(tool.name, slot.arguments, false)
+    const invalid = tool.validateArgs(slot.arguments)
+    if (invalid !== null) {
+      settleUnexecuted(exec, state, slot, 'error', `Error: invalid arguments for '${slot.name}': ${invalid}`)
+      continue
+    }
+
+    const needsApproval = exec.approval.needsApproval(tool.name)
+    if (needsApproval && tool.name === 'shell') {
+      const signature = callSignature(tool.name, slot.arguments)
+      if (roundShellSignatures.has(signature)) {
+        settleUnexecuted(exec, state, slot, 'deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
+        continue
+      }
+      if (state.promptShellSignatures.has(signature)) {
+        throw new TurnFailure('REPEATED_PROMPT_REQUIRED_CALL', "Agent loop aborted: repeated prompt-required tool call 'shell' with identical arguments before approval.")
+      }
+      roundShellSignatures.add(signature)
+    }
+
+    const gate = await gateToolApproval(exec, state, { callId: slot.callId, name: slot.name, arguments: slot.arguments })
+    if (gate.kind === 'deny') {
+      settleUnexecuted(exec, state, slot, 'denied', gate.text)
+      continue
+    }
+    if (gate.kind === 'replace') {
+      settleUnexecuted(exec, state, slot, 'replaced', gate.text, { success: true, error: null })
+      continue
+    }
+    slot.arguments = withMarker(tool.name, slot.arguments, gate.approved)
+
+    if (exec.knobs.dedupEnabled && !exec.knobs.dedupExempt.has(tool.name)) {
+      const signature = callSignature(slot.name, slot.arguments)
+      if (state.dedupSignatures.has(signature)) {
+        settleUnexecuted(exec, state, slot, 'deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
+        continue
+      }
+      state.dedupSignatures.add(signature)
+    }
+    executable.push({ slot, tool })
+  }
+  for (const signature of roundShellSignatures) state.promptShellSignatures.add(signature)
+  return { slots, executable, originalArgs }
+}

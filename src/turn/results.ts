@@ -1,0 +1,158 @@
+/**
+ * Result recording: one ordered slot per model call. Every slot, however it was filled
+ * (preparation or execution), goes through `settleSlot`, which normalises the output, signs
+ * successful executions, bounds what the model sees and what streams, emits the terminal
+ * `tool_result` event and records the call on the turn.
+ */
+import { randomUUID } from 'node:crypto'
+import type { ToolCallStatus } from '../../schemas/events.js'
+import type { ToolCallRecord } from '../../schemas/turn.js'
+import { digest } from '../json/canonical.js'
+import { scrubText, scrubValue } from '../security/redact.js'
+import type { ResolvedAgentExecution, TurnState } from './context.js'
+import { truncateToolResult } from './truncate.js'
+
+export interface ToolSlot {
+  index: number
+  callId: string
+  providerCallId: string | null
+  name: string
+  arguments: Record<string, unknown>
+  /** True once a `tool_call` event was sent for this slot. */
+  announced: boolean
+  outcome: SlotOutcome | null
+}
+
+export interface RawOutcome {
+  status: ToolCallStatus
+  success: boolean
+  output: string
+  error: string | null
+  durationMs: number
+  /** Only executed calls may be signed; replacements and failures never are. */
+  executed: boolean
+}
+
+export interface SlotOutcome extends RawOutcome {
+  /** What the model sees in history: bounded, then the receipt appended. */
+  modelText: string
+  receipt: string | null
+  truncated: boolean
+}
+
+export const NO_OUTPUT = '(no output)'
+export const INTERRUPTED_TEXT = '[interrupted by user before this tool produced a result]'
+export const NOT_RUN_TEXT = '[not executed: the turn was cancelled before this tool ran]'
+
+export function newSlot (index: number, name: string, args: Record<string, unknown>, providerCallId: string | null): ToolSlot {
+  return { index, callId: `call_${randomUUID()}`, providerCallId, name, arguments: args, announced: false, outcome: null }
+}
+
+/** Emits the pending card for a slot; every slot gets exactly one, before its result. */
+export function announceSlot (state: TurnState, slot: ToolSlot): void {
+  if (slot.announced) return
+  slot.announced = true
+  const event = {
+    kind: 'tool_call' as const,
+    call_id: slot.callId,
+    name: slot.name,
+    arguments: scrubValue(slot.arguments) as Record<string, unknown>,
+    status: 'pending' as const
+  }
+  state.emit(slot.providerCallId === null ? event : { ...event, provider_call_id: slot.providerCallId })
+}
+
+export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, raw: RawOutcome): SlotOutcome {
+  const output = raw.success && raw.output === '' ? NO_OUTPUT : raw.output
+  let receipt: string | null = null
+  if (raw.success && raw.executed && exec.receipts !== null) {
+    // Signed over the untruncated normalised output; appended after bounding.
+    receipt = exec.receipts.generator.sign({ turnId: state.turnId, callId: slot.callId, tool: slot.name, arguments: slot.arguments, output })
+    state.receipts.push(`${slot.name}: ${receipt}`)
+  }
+  const bounded = truncateToolResult(output, exec.knobs.maxToolResultChars)
+  const modelText = receipt === null ? bounded.text : `${bounded.text}\n\n[receipt: ${receipt}]`
+  const outcome: SlotOutcome = { ...raw, output, modelText, receipt, truncated: bounded.truncated }
+  slot.outcome = outcome
+
+  announceSlot(state, slot)
+  const streamed = truncateToolResult(bounded.text, exec.knobs.maxEventOutputChars)
+  const eventOutput = scrubText(streamed.text)
+  const error = raw.error === null ? undefined : scrubText(raw.error)
+  const truncated = bounded.truncated || streamed.truncated
+  state.emit({
+    kind: 'tool_result',
+    call_id: slot.callId,
+    name: slot.name,
+    success: raw.success,
+    status: raw.status,
+    output: eventOutput,
+    ...(error === undefined ? {} : { error }),
+    duration_ms: Math.max(0, Math.round(raw.durationMs)),
+    ...(receipt === null ? {} : { receipt }),
+    ...(truncated ? { truncated: true } : {})
+  })
+  const record: ToolCallRecord = {
+    call_id: slot.callId,
+    iteration: state.iteration,
+    name: slot.name,
+    arguments: scrubValue(slot.arguments) as Record<string, unknown>,
+    status: raw.status,
+    success: raw.success,
+    output: eventOutput,
+    duration_ms: Math.max(0, Math.round(raw.durationMs)),
+    ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }),
+    ...(error === undefined ? {} : { error }),
+    ...(receipt === null ? {} : { receipt }),
+    ...(truncated ? { truncated: true } : {})
+  }
+  state.recordToolCall(record)
+  return outcome
+}
+
+/** A slot filled during preparation: the tool never runs. */
+export function settleUnexecuted (
+  exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot,
+  status: ToolCallStatus, output: string, options: { success?: boolean, error?: string | null } = {}
+): SlotOutcome {
+  const success = options.success ?? false
+  const error = options.error === undefined ? (success ? null : output) : options.error
+  return settleSlot(exec, state, slot, { status, success, output, error, durationMs: 0, executed: false })
+}
+
+export type RoundVerdict =
+  | { kind: 'continue' }
+  | { kind: 'abort', code: 'LOOP_DETECTED' | 'IDENTICAL_OUTPUT_LOOP', message: string }
+
+/**
+ * Loop control input from one round's ordered results. Only successful calls feed the detectors:
+ * a failing tool repeated is the model struggling, not looping on progress-free success.
+ */
+export function collectRound (exec: ResolvedAgentExecution, state: TurnState, slots: readonly ToolSlot[], originalArgs: readonly Record<string, unknown>[]): RoundVerdict {
+  const ignore = new Set(exec.knobs.loopDetection.ignore_tools)
+  let relevant = ''
+  for (const slot of slots) {
+    const outcome = slot.outcome
+    if (outcome === null || !outcome.success || ignore.has(slot.name)) continue
+    relevant += outcome.output
+    const verdict = state.loopDetector.record(slot.name, originalArgs[slot.index] ?? slot.arguments, outcome.output)
+    if (verdict.kind === 'warning') state.systemNotes.push(`[Loop Detection] ${verdict.message}`)
+    else if (verdict.kind === 'block') state.systemNotes.push(`[Loop Detection — BLOCKED] ${verdict.message}`)
+    else if (verdict.kind === 'break') return { kind: 'abort', code: 'LOOP_DETECTED', message: `Agent loop aborted by loop detector: ${verdict.message}` }
+  }
+
+  const minElapsed = exec.knobs.loopDetection.identical_output_min_elapsed_ms
+  if (minElapsed !== null && relevant !== '' && Date.now() - state.startedAt >= minElapsed) {
+    const hash = digest(relevant)
+    if (hash === state.lastOutputHash) {
+      state.identicalOutputCount += 1
+    } else {
+      state.identicalOutputCount = 0
+      state.lastOutputHash = hash
+    }
+    if (state.identicalOutputCount >= 3) {
+      return { kind: 'abort', code: 'IDENTICAL_OUTPUT_LOOP', message: `Agent loop aborted: identical tool output detected ${state.identicalOutputCount} consecutive times` }
+    }
+  }
+  return { kind: 'continue' }
+}

@@ -1,0 +1,215 @@
+/**
+ * Starts the real gateway on 127.0.0.1 port 0 with a scratch workspace, pointed at a fake
+ * provider, and gives tests small HTTP and WebSocket clients that speak to it over the network.
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { WebSocket } from 'ws'
+import { deepMerge, loadConfig } from '../../src/config.js'
+import { buildServer, type BuildOptions, type Gateway } from '../../src/server.js'
+import type { EventEnvelope, TurnEvent } from '../../schemas/events.js'
+import { startFakeProvider, type FakeProvider } from './fake-provider.js'
+
+export interface TestGateway {
+  gateway: Gateway
+  provider: FakeProvider
+  url: string
+  wsUrl: string
+  workspace: string
+  http (method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number, body: any, headers: Headers }>
+  socket (options?: { protocols?: string[], headers?: Record<string, string>, query?: string }): Promise<TestSocket>
+  close (): Promise<void>
+}
+
+export interface StartOptions extends Omit<BuildOptions, 'config'> {
+  overrides?: unknown
+  /** Provide a provider shared by several gateways; otherwise one is started. */
+  provider?: FakeProvider
+}
+
+export async function startGateway (options: StartOptions = {}): Promise<TestGateway> {
+  const provider = options.provider ?? await startFakeProvider()
+  const workspace = await mkdtemp(join(tmpdir(), 'tollgate-test-'))
+  const config = loadConfig({
+    env: {},
+    overrides: deepMerge({
+      server: { host: '127.0.0.1', port: 0 },
+      log: { level: 'silent' },
+      workspace: { dir: workspace },
+      ws: { heartbeat_ms: 0 },
+      providers: { fake: { kind: 'openai', base_url: provider.baseUrl, model: 'fake-model', timeout_ms: 5000 } },
+      agents: { default: { provider: 'fake' } }
+    }, options.overrides ?? {})
+  })
+  const { overrides: _o, provider: _p, ...build } = options
+  const gateway = await buildServer({ ...build, config })
+  const address = await gateway.app.listen({ host: '127.0.0.1', port: 0 })
+  const url = address
+  const wsUrl = `${address.replace(/^http/, 'ws')}/v1/ws`
+  const sockets: TestSocket[] = []
+  return {
+    gateway,
+    provider,
+    url,
+    wsUrl,
+    workspace,
+    async http (method, path, body, headers = {}) {
+      const init: RequestInit = { method, headers: { ...headers } }
+      if (body !== undefined) {
+        init.body = typeof body === 'string' ? body : JSON.stringify(body)
+        ;(init.headers as Record<string, string>)['content-type'] ??= 'application/json'
+      }
+      const res = await fetch(`${url}${path}`, init)
+      const text = await res.text()
+      let parsed: unknown = text
+      try {
+        parsed = text === '' ? null : JSON.parse(text)
+      } catch {}
+      return { status: res.status, body: parsed, headers: res.headers }
+    },
+    async socket (socketOptions = {}) {
+      const s = await TestSocket.open(`${wsUrl}${socketOptions.query ?? ''}`, socketOptions.protocols ?? ['tollgate.v1'], socketOptions.headers ?? {})
+      sockets.push(s)
+      return s
+    },
+    async close () {
+      for (const s of sockets) s.close()
+      await gateway.close()
+      if (options.provider === undefined) await provider.close()
+      await rm(workspace, { recursive: true, force: true })
+    }
+  }
+}
+
+type Frame = Record<string, any>
+
+export class TestSocket {
+  readonly frames: Frame[] = []
+  private cursor = 0
+  private waiters: Array<() => void> = []
+  closeCode: number | null = null
+  closeReason = ''
+
+  private constructor (readonly ws: WebSocket) {
+    ws.on('message', (data: Buffer) => {
+      this.frames.push(JSON.parse(data.toString('utf8')) as Frame)
+      this.wake()
+    })
+    ws.on('close', (code, reason) => {
+      this.closeCode = code
+      this.closeReason = reason.toString()
+      this.wake()
+    })
+  }
+
+  private wake (): void {
+    const waiters = this.waiters
+    this.waiters = []
+    for (const w of waiters) w()
+  }
+
+  static async open (url: string, protocols: string[], headers: Record<string, string>): Promise<TestSocket> {
+    const ws = new WebSocket(url, protocols, { headers })
+    const socket = new TestSocket(ws)
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve())
+      ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode ?? 0}`), { statusCode: res.statusCode })))
+      ws.once('error', reject)
+    })
+    return socket
+  }
+
+  send (frame: unknown): void {
+    this.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame))
+  }
+
+  /** Next frame (after the ones already consumed) matching `match`; earlier non-matching frames stay available to `all`. */
+  async next (match: (f: Frame) => boolean = () => true, timeoutMs = 5000): Promise<Frame> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      for (let i = this.cursor; i < this.frames.length; i++) {
+        const f = this.frames[i] as Frame
+        if (match(f)) {
+          this.cursor = i + 1
+          return f
+        }
+      }
+      if (this.closeCode !== null) throw new Error(`socket closed (${this.closeCode} ${this.closeReason}) while waiting; frames: ${JSON.stringify(this.frames.slice(-5))}`)
+      const left = deadline - Date.now()
+      if (left <= 0) throw new Error(`timed out waiting for a frame; last frames: ${JSON.stringify(this.frames.slice(-5))}`)
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left)
+        this.waiters.push(() => { clearTimeout(timer); resolve() })
+      })
+    }
+  }
+
+  /** Sends a frame with a fresh ref and waits for the direct answer (or error) carrying it. */
+  async request (frame: Frame, timeoutMs = 5000): Promise<Frame> {
+    const ref = `r${Math.random().toString(36).slice(2, 10)}`
+    this.send({ ...frame, ref })
+    return await this.next((f) => f.ref === ref && f.type !== 'event', timeoutMs)
+  }
+
+  /** Events of one turn received so far, in arrival order. */
+  events (turnId: string): EventEnvelope[] {
+    return this.frames.filter((f) => f.type === 'event' && f.turn_id === turnId) as EventEnvelope[]
+  }
+
+  async waitForEvent (turnId: string, match: (e: TurnEvent) => boolean, timeoutMs = 5000): Promise<EventEnvelope> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const found = this.events(turnId).find((e) => match(e.event))
+      if (found !== undefined) return found
+      if (this.closeCode !== null) throw new Error(`socket closed (${this.closeCode}) while waiting for an event`)
+      const left = deadline - Date.now()
+      if (left <= 0) throw new Error(`timed out waiting for an event of ${turnId}; got: ${JSON.stringify(this.events(turnId).map((e) => e.event.kind))}`)
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left)
+        this.waiters.push(() => { clearTimeout(timer); resolve() })
+      })
+    }
+  }
+
+  async waitForTerminal (turnId: string, timeoutMs = 5000): Promise<EventEnvelope[]> {
+    await this.waitForEvent(turnId, (e) => e.kind === 'turn.completed' || e.kind === 'turn.cancelled' || e.kind === 'turn.failed', timeoutMs)
+    return this.events(turnId)
+  }
+
+  async closed (timeoutMs = 5000): Promise<number> {
+    const deadline = Date.now() + timeoutMs
+    while (this.closeCode === null) {
+      const left = deadline - Date.now()
+      if (left <= 0) throw new Error('socket did not close')
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left)
+        this.waiters.push(() => { clearTimeout(timer); resolve() })
+      })
+    }
+    return this.closeCode
+  }
+
+  close (): void {
+    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close()
+  }
+}
+
+/** Compact view of an event sequence for exact assertions: kind, plus tool status/name where useful. */
+export function shape (events: readonly EventEnvelope[]): string[] {
+  return events.map(({ event: e }) => {
+    switch (e.kind) {
+      case 'tool_call': return `tool_call:${e.name}`
+      case 'tool_result': return `tool_result:${e.name}:${e.status}`
+      case 'approval.resolved': return `approval.resolved:${e.decision}`
+      case 'approval.requested': return `approval.requested:${e.name}`
+      default: return e.kind
+    }
+  }).filter((k) => k !== 'text.delta')
+}
+
+export function assertSeqContiguous (events: readonly EventEnvelope[]): void {
+  events.forEach((e, i) => {
+    if (e.seq !== i + 1) throw new Error(`seq ${e.seq} at position ${i}: expected ${i + 1}`)
+  })
+}

@@ -1,0 +1,284 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { promises as fs } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { pino } from 'pino'
+import type { ToolContext } from '../../src/tools/tool.js'
+import { createFileReadTool } from '../../src/tools/builtin/file-read.js'
+import { createFileWriteTool } from '../../src/tools/builtin/file-write.js'
+import { resolveInWorkspace, WorkspaceError } from '../../src/tools/builtin/workspace.js'
+
+function context (signal: AbortSignal = new AbortController().signal): ToolContext {
+  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }) }
+}
+
+async function workspace (t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tollgate-files-'))
+  t.after(async () => { await fs.rm(dir, { recursive: true, force: true }) })
+  return dir
+}
+
+function tools (dir: string, limits: { maxReadBytes?: number, maxWriteBytes?: number } = {}) {
+  return {
+    read: createFileReadTool({ workspaceDir: dir, maxReadBytes: limits.maxReadBytes ?? 1048576 }),
+    write: createFileWriteTool({ workspaceDir: dir, maxWriteBytes: limits.maxWriteBytes ?? 1048576 })
+  }
+}
+
+async function rejection (promise: Promise<unknown>): Promise<WorkspaceError> {
+  try {
+    await promise
+  } catch (err) {
+    assert.ok(err instanceof WorkspaceError, `expected a WorkspaceError, got ${String(err)}`)
+    return err
+  }
+  assert.fail('expected the path to be refused')
+}
+
+test('resolveInWorkspace returns the canonical path of a relative path inside the workspace', async (t) => {
+  const dir = await workspace(t)
+  const resolved = await resolveInWorkspace(dir, 'a/b.txt')
+  assert.equal(resolved, path.join(await fs.realpath(dir), 'a', 'b.txt'))
+})
+
+test('resolveInWorkspace refuses a parent-directory escape', async (t) => {
+  const dir = await workspace(t)
+  const err = await rejection(resolveInWorkspace(dir, '../x'))
+  assert.equal(err.code, 'PATH_OUTSIDE_WORKSPACE')
+})
+
+test('resolveInWorkspace refuses an absolute path outside the workspace', async (t) => {
+  const dir = await workspace(t)
+  const err = await rejection(resolveInWorkspace(dir, '/etc/passwd'))
+  assert.equal(err.code, 'PATH_OUTSIDE_WORKSPACE')
+})
+
+test('resolveInWorkspace accepts an absolute path inside the workspace', async (t) => {
+  const dir = await workspace(t)
+  const resolved = await resolveInWorkspace(dir, path.join(dir, 'inside.txt'))
+  assert.equal(resolved, path.join(await fs.realpath(dir), 'inside.txt'))
+})
+
+test('resolveInWorkspace refuses a path through a symlink that points outside', async (t) => {
+  const dir = await workspace(t)
+  await fs.symlink('/etc', path.join(dir, 'etc-link'))
+  const err = await rejection(resolveInWorkspace(dir, 'etc-link/passwd'))
+  assert.equal(err.code, 'PATH_OUTSIDE_WORKSPACE')
+})
+
+test('resolveInWorkspace refuses a dangling symlink whose target is outside', async (t) => {
+  const dir = await workspace(t)
+  const outside = await workspace(t)
+  await fs.symlink(path.join(outside, 'not-yet'), path.join(dir, 'dangling'))
+  const err = await rejection(resolveInWorkspace(dir, 'dangling'))
+  assert.equal(err.code, 'PATH_OUTSIDE_WORKSPACE')
+})
+
+test('resolveInWorkspace refuses a path containing a NUL byte', async (t) => {
+  const dir = await workspace(t)
+  const err = await rejection(resolveInWorkspace(dir, 'a\0b'))
+  assert.equal(err.code, 'INVALID_PATH')
+})
+
+test('resolveInWorkspace refuses an empty path', async (t) => {
+  const dir = await workspace(t)
+  const err = await rejection(resolveInWorkspace(dir, '  '))
+  assert.equal(err.code, 'INVALID_PATH')
+})
+
+test('file_read returns the contents of a text file', async (t) => {
+  const dir = await workspace(t)
+  await fs.writeFile(path.join(dir, 'hello.txt'), 'hello\nworld\n')
+  const result = await tools(dir).read.execute({ path: 'hello.txt' }, context())
+  assert.deepEqual(result, { success: true, output: 'hello\nworld\n', error: null })
+})
+
+test('file_read returns empty output for an empty file', async (t) => {
+  const dir = await workspace(t)
+  await fs.writeFile(path.join(dir, 'empty.txt'), '')
+  const result = await tools(dir).read.execute({ path: 'empty.txt' }, context())
+  assert.deepEqual(result, { success: true, output: '', error: null })
+})
+
+test('file_read reads the byte range given by offset and limit', async (t) => {
+  const dir = await workspace(t)
+  await fs.writeFile(path.join(dir, 'abc.txt'), 'abcdefghij')
+  const result = await tools(dir).read.execute({ path: 'abc.txt', offset: 2, limit: 3 }, context())
+  assert.equal(result.output, 'cde')
+})
+
+test('file_read truncates a file larger than maxReadBytes and says how big it is', async (t) => {
+  const dir = await workspace(t)
+  await fs.writeFile(path.join(dir, 'big.txt'), 'x'.repeat(100))
+  const result = await tools(dir, { maxReadBytes: 10 }).read.execute({ path: 'big.txt' }, context())
+  assert.equal(result.success, true)
+  assert.equal(result.output, `${'x'.repeat(10)}\n[file truncated: 100 bytes total]`)
+})
+
+test('file_read refuses paths outside the workspace', async (t) => {
+  const dir = await workspace(t)
+  const { read } = tools(dir)
+  for (const p of ['../x', '/etc/passwd', 'a\0b']) {
+    const result = await read.execute({ path: p }, context())
+    assert.equal(result.success, false, p)
+  }
+})
+
+test('file_read refuses to read through a symlink to /etc', async (t) => {
+  const dir = await workspace(t)
+  await fs.symlink('/etc', path.join(dir, 'etc'))
+  const result = await tools(dir).read.execute({ path: 'etc/hostname' }, context())
+  assert.equal(result.success, false)
+  assert.match(result.error ?? '', /outside the workspace/)
+})
+
+test('file_read refuses a symlinked file that points outside', async (t) => {
+  const dir = await workspace(t)
+  await fs.symlink('/etc/passwd', path.join(dir, 'passwd'))
+  const result = await tools(dir).read.execute({ path: 'passwd' }, context())
+  assert.equal(result.success, false)
+  assert.doesNotMatch(result.output, /root:/)
+})
+
+test('file_read refuses a directory', async (t) => {
+  const dir = await workspace(t)
+  await fs.mkdir(path.join(dir, 'sub'))
+  const result = await tools(dir).read.execute({ path: 'sub' }, context())
+  assert.deepEqual(result, { success: false, output: '', error: 'is a directory' })
+})
+
+test('file_read refuses a FIFO without blocking on it', async (t) => {
+  const dir = await workspace(t)
+  const fifo = path.join(dir, 'pipe')
+  execFileSync('mkfifo', [fifo])
+  const started = Date.now()
+  const result = await tools(dir).read.execute({ path: 'pipe' }, context())
+  assert.equal(result.success, false)
+  assert.equal(result.error, 'not a regular file')
+  assert.ok(Date.now() - started < 1000)
+})
+
+test('file_read refuses a binary file', async (t) => {
+  const dir = await workspace(t)
+  await fs.writeFile(path.join(dir, 'bin.dat'), Buffer.from([0x41, 0x00, 0x42]))
+  const result = await tools(dir).read.execute({ path: 'bin.dat' }, context())
+  assert.deepEqual(result, { success: false, output: '', error: 'binary file' })
+})
+
+test('file_read reports a missing file as a failure', async (t) => {
+  const dir = await workspace(t)
+  const result = await tools(dir).read.execute({ path: 'missing.txt' }, context())
+  assert.deepEqual(result, { success: false, output: '', error: 'no such file or directory' })
+})
+
+test('file_read rejects arguments that do not match its schema', async (t) => {
+  const dir = await workspace(t)
+  const result = await tools(dir).read.execute({ path: 'x', offset: -1 }, context())
+  assert.equal(result.success, false)
+  assert.match(result.error ?? '', /^invalid arguments/)
+})
+
+test('file_write creates the file and its parent directories', async (t) => {
+  const dir = await workspace(t)
+  const result = await tools(dir).write.execute({ path: 'a/b/c.txt', content: 'héllo' }, context())
+  assert.deepEqual(result, { success: true, output: `Wrote 6 bytes to ${path.join('a', 'b', 'c.txt')}`, error: null })
+  assert.equal(await fs.readFile(path.join(dir, 'a', 'b', 'c.txt'), 'utf8'), 'héllo')
+})
+
+test('file_write refuses a missing parent directory when create_dirs is false', async (t) => {
+  const dir = await workspace(t)
+  const result = await tools(dir).write.execute({ path: 'nope/c.txt', content: 'x', create_dirs: false }, context())
+  assert.equal(result.success, false)
+  await assert.rejects(fs.stat(path.join(dir, 'nope')), { code: 'ENOENT' })
+})
+
+test('file_write replaces a file atomically, leaving no temporary file behind', async (t) => {
+  const dir = await workspace(t)
+  const target = path.join(dir, 'f.txt')
+  await fs.writeFile(target, 'old contents')
+  const before = await fs.stat(target)
+  const result = await tools(dir).write.execute({ path: 'f.txt', content: 'new' }, context())
+  assert.equal(result.success, true)
+  assert.equal(await fs.readFile(target, 'utf8'), 'new')
+  // A rename installs a new inode; an in-place rewrite would keep the old one.
+  assert.notEqual((await fs.stat(target)).ino, before.ino)
+  assert.deepEqual(await fs.readdir(dir), ['f.txt'])
+})
+
+test('file_write keeps the mode of the file it replaces', async (t) => {
+  const dir = await workspace(t)
+  const target = path.join(dir, 'script.sh')
+  await fs.writeFile(target, 'old')
+  await fs.chmod(target, 0o750)
+  await tools(dir).write.execute({ path: 'script.sh', content: 'new' }, context())
+  assert.equal((await fs.stat(target)).mode & 0o777, 0o750)
+})
+
+test('file_write appends when append is true', async (t) => {
+  const dir = await workspace(t)
+  const { write } = tools(dir)
+  await write.execute({ path: 'log.txt', content: 'one\n' }, context())
+  const result = await write.execute({ path: 'log.txt', content: 'two\n', append: true }, context())
+  assert.equal(result.output, 'Wrote 4 bytes to log.txt')
+  assert.equal(await fs.readFile(path.join(dir, 'log.txt'), 'utf8'), 'one\ntwo\n')
+})
+
+test('file_write refuses content larger than maxWriteBytes', async (t) => {
+  const dir = await workspace(t)
+  const result = await tools(dir, { maxWriteBytes: 4 }).write.execute({ path: 'f.txt', content: 'ééé' }, context())
+  assert.equal(result.success, false)
+  assert.match(result.error ?? '', /6 bytes/)
+  await assert.rejects(fs.stat(path.join(dir, 'f.txt')), { code: 'ENOENT' })
+})
+
+test('file_write refuses to write through a symlink that points outside', async (t) => {
+  const dir = await workspace(t)
+  const outside = await workspace(t)
+  await fs.writeFile(path.join(outside, 'victim.txt'), 'original')
+  await fs.symlink(path.join(outside, 'victim.txt'), path.join(dir, 'link.txt'))
+  const { write } = tools(dir)
+  const replace = await write.execute({ path: 'link.txt', content: 'pwned' }, context())
+  const append = await write.execute({ path: 'link.txt', content: 'pwned', append: true }, context())
+  assert.equal(replace.success, false)
+  assert.equal(append.success, false)
+  assert.equal(await fs.readFile(path.join(outside, 'victim.txt'), 'utf8'), 'original')
+})
+
+test('file_write refuses to create a file through a dangling symlink that points outside', async (t) => {
+  const dir = await workspace(t)
+  const outside = await workspace(t)
+  await fs.symlink(path.join(outside, 'planted.txt'), path.join(dir, 'dangling'))
+  const result = await tools(dir).write.execute({ path: 'dangling', content: 'x', append: true }, context())
+  assert.equal(result.success, false)
+  await assert.rejects(fs.stat(path.join(outside, 'planted.txt')), { code: 'ENOENT' })
+})
+
+test('file_write writes to the target of a symlink that stays inside the workspace', async (t) => {
+  const dir = await workspace(t)
+  await fs.writeFile(path.join(dir, 'real.txt'), 'old')
+  await fs.symlink('real.txt', path.join(dir, 'alias.txt'))
+  const result = await tools(dir).write.execute({ path: 'alias.txt', content: 'new' }, context())
+  assert.equal(result.output, 'Wrote 3 bytes to real.txt')
+  assert.equal((await fs.lstat(path.join(dir, 'alias.txt'))).isSymbolicLink(), true)
+  assert.equal(await fs.readFile(path.join(dir, 'real.txt'), 'utf8'), 'new')
+})
+
+test('file_write refuses paths outside the workspace', async (t) => {
+  const dir = await workspace(t)
+  const { write } = tools(dir)
+  for (const p of ['../x', '/etc/passwd', 'a\0b']) {
+    const result = await write.execute({ path: p, content: 'x' }, context())
+    assert.equal(result.success, false, p)
+  }
+})
+
+test('file_write does nothing once the call is cancelled', async (t) => {
+  const dir = await workspace(t)
+  const controller = new AbortController()
+  controller.abort()
+  const result = await tools(dir).write.execute({ path: 'f.txt', content: 'x' }, context(controller.signal))
+  assert.deepEqual(result, { success: false, output: '', error: 'cancelled' })
+  await assert.rejects(fs.stat(path.join(dir, 'f.txt')), { code: 'ENOENT' })
+})
