@@ -52,19 +52,15 @@ function looksLikeJsonContainer (text: string): boolean {
   return (trimmed.startsWith('{') && trimmed.endsWith('}')) || (trimmed.startsWith('[') && trimmed.endsWith(']'))
 }
 
-/** Some models (Gemini) JSON-encode nested values a second time; decode any string that is itself JSON. */
-function unwrapNestedJson (value: unknown, depth: number): unknown {
-  if (depth > MAX_UNWRAP_DEPTH) return value
-  if (typeof value === 'string') {
-    if (!looksLikeJsonContainer(value)) return value
-    const parsed = tryParseJson(value)
-    return parsed.ok ? unwrapNestedJson(parsed.value, depth + 1) : value
-  }
-  if (Array.isArray(value)) return value.map((item) => unwrapNestedJson(item, depth + 1))
-  if (isPlainObject(value)) {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, unwrapNestedJson(item, depth + 1)]))
-  }
-  return value
+/**
+ * Some models (Gemini) JSON-encode the whole argument object more than once: decode while the
+ * value is still a JSON-container string. String values INSIDE the object are left alone:
+ * `file_write` content that happens to be JSON must arrive as the text the model wrote.
+ */
+function unwrapEncodedArguments (value: unknown, depth: number): unknown {
+  if (depth > MAX_UNWRAP_DEPTH || typeof value !== 'string' || !looksLikeJsonContainer(value)) return value
+  const parsed = tryParseJson(value)
+  return parsed.ok ? unwrapEncodedArguments(parsed.value, depth + 1) : value
 }
 
 interface DecodedArguments { value: Record<string, unknown>, error?: string }
@@ -79,7 +75,7 @@ function decodeArguments (raw: unknown): DecodedArguments {
     if (!parsed.ok) return { value: {}, error: `arguments are not valid JSON: ${parsed.error}` }
     decoded = parsed.value
   }
-  const unwrapped = unwrapNestedJson(decoded, 0)
+  const unwrapped = unwrapEncodedArguments(decoded, 0)
   if (!isPlainObject(unwrapped)) return { value: {}, error: 'arguments must be a JSON object' }
   return { value: unwrapped }
 }

@@ -260,10 +260,10 @@ test('double-encoded string arguments are decoded', () => {
   assert.deepEqual(parseTextToolCalls(response).calls[0]?.arguments, { command: 'ls' })
 })
 
-test('nested strings that are JSON objects or arrays are decoded, other strings are left alone', () => {
-  const args = { options: '{"recursive":true}', paths: '["a","b"]', note: '{not json', command: 'echo [x]' }
-  const call = parseTextToolCalls(tagged('shell', args)).calls[0]
-  assert.deepEqual(call?.arguments, { options: { recursive: true }, paths: ['a', 'b'], note: '{not json', command: 'echo [x]' })
+test('string values inside the arguments stay strings even when they hold JSON', () => {
+  const args = { path: 'config.json', content: '{"recursive":true}', paths: '["a","b"]', note: '{not json' }
+  const call = parseTextToolCalls(tagged('file_write', args)).calls[0]
+  assert.deepEqual(call?.arguments, args)
 })
 
 test('a parameters key is accepted in place of arguments, at the top level and in function', () => {
