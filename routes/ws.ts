@@ -6,13 +6,16 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
 import type { ServerFrame } from '../schemas/ws.js'
+import { whenExpired } from '../src/auth/expiry.js'
+import { FRAME_SCOPES } from '../src/auth/frame-scopes.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
-import { principalKey, type Principal } from '../src/auth/principal.js'
+import { principalKey, requireScope, type Principal } from '../src/auth/principal.js'
 import type { Unsubscribe } from '../src/bus/bus.js'
 import { TollgateError } from '../src/errors.js'
 import type { Connection } from '../src/gateway/connections.js'
 import { followTurn } from '../src/gateway/follow.js'
 import { frameRef, parseClientFrame } from '../src/gateway/frames.js'
+import { FrameRateLimiter } from '../src/security/frame-rate-limit.js'
 import type { Gateway } from '../src/server.js'
 import type { ClientFrame } from '../schemas/ws.js'
 
@@ -110,6 +113,8 @@ class SocketSession {
 
   async handle (frame: ClientFrame): Promise<void> {
     const ref = frame.ref === undefined ? {} : { ref: frame.ref }
+    const scope = FRAME_SCOPES[frame.type]
+    if (scope !== null) requireScope(this.principal, scope)
     switch (frame.type) {
       case 'hello':
         this.send({ type: 'welcome', ...ref, connection_id: this.connection.id, heartbeat_ms: this.gateway.config.ws.heartbeat_ms })
@@ -172,7 +177,7 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
           throw new TollgateError('ORIGIN_NOT_ALLOWED', 'this Origin may not open a WebSocket here')
         }
       },
-      authenticate(gateway.auth, null, { allowQueryToken: true })
+      authenticate(gateway.auth, null, { upgrade: true, allowQueryToken: config.auth.allow_query_token })
     ],
     websocket: true
   }, (socket, request) => {
@@ -202,8 +207,32 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
       send({ type: 'error', code: 'INTERNAL', message: 'internal error', ...(ref === undefined ? {} : { ref }) })
     }
 
+    const limiter = new FrameRateLimiter({
+      perSecond: config.ws.frame_rate.per_second,
+      burst: config.ws.frame_rate.burst,
+      maxRejected: config.ws.frame_rate.max_rejected
+    })
+    // A socket outlives the request that authenticated it; it must not outlive the token.
+    const stopExpiry = principal.expiresAt === undefined
+      ? () => {}
+      : whenExpired(principal.expiresAt, () => {
+        send({ type: 'error', code: 'TOKEN_EXPIRED', message: 'the bearer token has expired; reconnect with a fresh one' })
+        socket.close(1008, 'token expired')
+      })
+
     socket.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
+      if (socket.readyState !== socket.OPEN) return
       const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8')
+      const verdict = limiter.take()
+      if (verdict === 'close') {
+        gateway.log.warn({ audit: 'ws_rate_limit_close', connection_id: connection.id, principal: principalKey(principal) }, 'closing a WebSocket that ignores its frame rate limit')
+        socket.close(1008, 'frame rate limit exceeded')
+        return
+      }
+      if (verdict === 'reject') {
+        reportError(new TollgateError('RATE_LIMITED', `more than ${config.ws.frame_rate.per_second} frames per second; slow down`), frameRef(text))
+        return
+      }
       let frame: ClientFrame
       try {
         frame = parseClientFrame(text)
@@ -228,6 +257,7 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
     }
     socket.on('close', () => {
       clearInterval(heartbeat)
+      stopExpiry()
       session.close()
       connections.close(connection.id)
     })

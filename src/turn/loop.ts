@@ -4,6 +4,7 @@
  */
 import { TurnFailure, type TurnFailureCode } from '../errors.js'
 import { ProviderError, type ChatResponse } from '../providers/types.js'
+import { scrubText } from '../security/redact.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { dispatchRound, parallelEligible } from './dispatch.js'
 import { appendRound } from './history.js'
@@ -69,7 +70,7 @@ async function callModel (exec: ResolvedAgentExecution, state: TurnState, reques
     return response
   } catch (err) {
     if (!state.signal.aborted) {
-      exec.observer.record({ kind: 'llm_response', provider: provider.name, model, duration_ms: Math.round(performance.now() - started), success: false, error: (err as Error).message, ...correlation })
+      exec.observer.record({ kind: 'llm_response', provider: provider.name, model, duration_ms: Math.round(performance.now() - started), success: false, error: scrubText((err as Error).message), ...correlation })
     }
     throw err
   }
