@@ -203,7 +203,12 @@ export class TurnService {
       log,
       emit,
       approvals: this.broker.channelFor({ turnId, owner, hasBackchannel: () => this.hasBackchannel(active), emit }),
-      recordToolCall: (r) => { record.tool_calls.push(r) },
+      // Slots settle out of order (preparation fills some before others run); the record keeps model order.
+      recordToolCall: (r) => {
+        const at = record.tool_calls.findIndex((c) => c.iteration > r.iteration || (c.iteration === r.iteration && c.index > r.index))
+        if (at === -1) record.tool_calls.push(r)
+        else record.tool_calls.splice(at, 0, r)
+      },
       recordApproval: (e) => { record.approvals.push(e) },
       promptShellSignatures: new Set(),
       dedupSignatures: new Set(),

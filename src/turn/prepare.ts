@@ -12,19 +12,14 @@ import type { Tool } from '../tools/tool.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { sortedBeforeHooks } from './hooks.js'
 import type { ParsedCall } from './parse.js'
-import { newSlot, settleUnexecuted, type ToolSlot } from './results.js'
+import { newSlot, unexecuted, type ToolSlot } from './results.js'
 
 /** Tools whose `approved` argument is set by the runtime only, never by the model. */
 const APPROVAL_MARKER_TOOLS: ReadonlySet<string> = new Set(['shell'])
 
-export interface ExecutableCall {
-  slot: ToolSlot
-  tool: Tool
-}
-
 export interface PreparedRound {
+  /** One per model call, in model order; runnable ones have `tool` set and no `prefill`. */
   slots: ToolSlot[]
-  executable: ExecutableCall[]
   /** Arguments as the model sent them, by slot index (loop detection keys on these). */
   originalArgs: Record<string, unknown>[]
 }
@@ -81,7 +76,6 @@ async function runBeforeHooks (exec: ResolvedAgentExecution, state: TurnState, n
 
 export async function prepareRound (exec: ResolvedAgentExecution, state: TurnState, calls: readonly ParsedCall[]): Promise<PreparedRound> {
   const slots: ToolSlot[] = []
-  const executable: ExecutableCall[] = []
   const originalArgs: Record<string, unknown>[] = []
   const roundShellSignatures = new Set<string>()
   if (exec.knobs.dedupScope === 'round') state.dedupSignatures.clear()
@@ -94,14 +88,14 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
 
     if (call.argumentsError !== undefined) {
       const text = `Error: invalid arguments for '${call.name}': ${call.argumentsError}`
-      settleUnexecuted(exec, state, slot, 'error', text)
+      slot.prefill = unexecuted('error', text)
       continue
     }
 
     const hooked = await runBeforeHooks(exec, state, call.name, call.arguments)
     if ('cancel' in hooked) {
       // The slot keeps the model's original name: the hook's rewrite never happened.
-      settleUnexecuted(exec, state, slot, 'cancelled', `Cancelled by hook: ${hooked.cancel}`, { error: hooked.cancel })
+      slot.prefill = unexecuted('cancelled', `Cancelled by hook: ${hooked.cancel}`, { error: hooked.cancel })
       continue
     }
     slot.name = hooked.name
@@ -110,7 +104,7 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
     const unavailable = unavailableText(exec, slot.name)
     if (unavailable !== null) {
       observeUnavailable(exec, state, slot, unavailable)
-      settleUnexecuted(exec, state, slot, 'error', unavailable)
+      slot.prefill = unexecuted('error', unavailable)
       continue
     }
     const tool = resolveTool(exec, slot.name) as Tool
@@ -118,7 +112,7 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
     slot.arguments = withMarker(tool.name, slot.arguments, false)
     const invalid = tool.validateArgs(slot.arguments)
     if (invalid !== null) {
-      settleUnexecuted(exec, state, slot, 'error', `Error: invalid arguments for '${slot.name}': ${invalid}`)
+      slot.prefill = unexecuted('error', `Error: invalid arguments for '${slot.name}': ${invalid}`)
       continue
     }
 
@@ -126,7 +120,7 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
     if (needsApproval && tool.name === 'shell') {
       const signature = callSignature(tool.name, slot.arguments)
       if (roundShellSignatures.has(signature)) {
-        settleUnexecuted(exec, state, slot, 'deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
+        slot.prefill = unexecuted('deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
         continue
       }
       if (state.promptShellSignatures.has(signature)) {
@@ -137,11 +131,11 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
 
     const gate = await gateToolApproval(exec, state, { callId: slot.callId, name: slot.name, arguments: slot.arguments })
     if (gate.kind === 'deny') {
-      settleUnexecuted(exec, state, slot, 'denied', gate.text)
+      slot.prefill = unexecuted('denied', gate.text)
       continue
     }
     if (gate.kind === 'replace') {
-      settleUnexecuted(exec, state, slot, 'replaced', gate.text, { success: true, error: null })
+      slot.prefill = unexecuted('replaced', gate.text, { success: true, error: null })
       continue
     }
     slot.arguments = withMarker(tool.name, slot.arguments, gate.approved)
@@ -149,13 +143,13 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
     if (exec.knobs.dedupEnabled && !exec.knobs.dedupExempt.has(tool.name)) {
       const signature = callSignature(slot.name, slot.arguments)
       if (state.dedupSignatures.has(signature)) {
-        settleUnexecuted(exec, state, slot, 'deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
+        slot.prefill = unexecuted('deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
         continue
       }
       state.dedupSignatures.add(signature)
     }
-    executable.push({ slot, tool })
+    slot.tool = tool
   }
   for (const signature of roundShellSignatures) state.promptShellSignatures.add(signature)
-  return { slots, executable, originalArgs }
+  return { slots, originalArgs }
 }
