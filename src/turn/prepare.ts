@@ -52,6 +52,13 @@ function withMarker (name: string, args: Record<string, unknown>, approved: bool
   return APPROVAL_MARKER_TOOLS.has(name) ? { ...args, approved } : args
 }
 
+/** What the operator is shown: the call as the model asked for it, without the runtime's marker. */
+function withoutMarker (name: string, args: Record<string, unknown>): Record<string, unknown> {
+  if (!APPROVAL_MARKER_TOOLS.has(name)) return args
+  const { approved: _approved, ...rest } = args
+  return rest
+}
+
 function observeUnavailable (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, text: string): void {
   const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
   const ids = { call_id: slot.callId, ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }) }
@@ -129,7 +136,7 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
       roundShellSignatures.add(signature)
     }
 
-    const gate = await gateToolApproval(exec, state, { callId: slot.callId, name: slot.name, arguments: slot.arguments })
+    const gate = await gateToolApproval(exec, state, { callId: slot.callId, name: slot.name, arguments: withoutMarker(tool.name, slot.arguments) })
     if (gate.kind === 'deny') {
       slot.prefill = unexecuted('denied', gate.text)
       continue
