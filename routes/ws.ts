@@ -264,7 +264,4 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
     socket.on('error', (err) => { gateway.log.debug({ err, connection_id: connection.id }, 'WebSocket error') })
   })
 
-  app.addHook('onClose', async () => {
-    for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
-  })
 }

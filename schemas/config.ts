@@ -136,7 +136,7 @@ export const RuntimeProfileConfig = Type.Object({
   max_tool_result_chars: Type.Integer({ minimum: 0, default: 50_000, description: 'UTF-8 bytes kept in history; 0 disables' }),
   max_history_messages: Type.Integer({ minimum: 2, default: 200, description: 'Session history sent to the model, oldest whole exchanges dropped first' }),
   dedup_enabled: Type.Boolean({ default: true }),
-  dedup_scope: Type.Union([Type.Literal('turn'), Type.Literal('round')], { default: 'turn' }),
+  dedup_scope: Type.Union([Type.Literal('round'), Type.Literal('turn')], { default: 'round', description: 'round: identical calls within one model response; turn: across the whole turn' }),
   tool_call_dedup_exempt: Names,
   strict_tool_parsing: Type.Boolean({ default: false }),
   max_iteration_behavior: Type.Union([Type.Literal('graceful_summary'), Type.Literal('error')], { default: 'graceful_summary' }),

@@ -48,6 +48,7 @@ export const ToolCallRecord = Type.Object({
   call_id: OpaqueId,
   provider_call_id: Type.Optional(Type.String()),
   iteration: Type.Integer({ minimum: 1 }),
+  index: Type.Integer({ minimum: 0, description: 'Position of the call in the model response' }),
   name: ToolName,
   arguments: Type.Record(Type.String(), Type.Unknown()),
   status: ToolCallStatus,

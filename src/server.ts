@@ -158,7 +158,9 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     async close () {
       if (closed) return
       closed = true
+      // Turns first, so every socket still receives its turns' terminal events; then 1001 "going away".
       await turns.shutdown()
+      for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
       await app.close()
       for (const p of providers.values()) await p.close()
       await bus.close()

@@ -58,10 +58,14 @@ export class ConnectionRegistry {
     for (const listener of listeners ?? []) listener()
   }
 
-  /** True when a live connection of `principal` watches the turn or its session. */
+  /**
+   * True when a live streaming connection of `principal` watches the turn or its session, i.e.
+   * someone can see an approval request. A long-poll (`?wait=true`) sees nothing until the end.
+   */
   watchedBy (principal: string, turnId: string, sessionId: string): boolean {
     for (const c of this.connections.values()) {
-      if (c.principal === principal && !c.closed && (c.turns.has(turnId) || c.sessions.has(sessionId))) return true
+      if (c.kind === 'http' || c.closed || c.principal !== principal) continue
+      if (c.turns.has(turnId) || c.sessions.has(sessionId)) return true
     }
     return false
   }

@@ -124,11 +124,13 @@ export class TurnService {
 
     if (options.ownerConnection !== null) {
       const connection = this.deps.connections.get(options.ownerConnection)
-      if (connection === undefined || connection.principal !== owner || connection.kind === 'http') {
+      // A client may name only a WebSocket as owner: it is the one kind that can answer approvals later.
+      const named = request.owner_connection === options.ownerConnection
+      if (connection === undefined || connection.principal !== owner || (named && connection.kind !== 'ws')) {
         if (connection !== undefined && connection.principal !== owner) {
           this.deps.log.warn({ audit: 'cross_principal_connection', principal: owner, connection_id: connection.id }, 'refused a turn owned by a connection of another principal')
         }
-        throw new TollgateError('CONNECTION_NOT_FOUND', 'owner_connection is not a live connection of this principal')
+        throw new TollgateError('CONNECTION_NOT_FOUND', 'owner_connection is not a live WebSocket connection of this principal')
       }
     }
     this.checkCapacity(owner)
@@ -206,7 +208,12 @@ export class TurnService {
       log,
       emit,
       approvals: this.broker.channelFor({ turnId, owner, hasBackchannel: () => this.hasBackchannel(active), emit }),
-      recordToolCall: (r) => { record.tool_calls.push(r) },
+      // Slots settle out of order (preparation fills some before others run); the record keeps model order.
+      recordToolCall: (r) => {
+        const at = record.tool_calls.findIndex((c) => c.iteration > r.iteration || (c.iteration === r.iteration && c.index > r.index))
+        if (at === -1) record.tool_calls.push(r)
+        else record.tool_calls.splice(at, 0, r)
+      },
       recordApproval: (e) => { record.approvals.push(e) },
       promptShellSignatures: new Set(),
       dedupSignatures: new Set(),

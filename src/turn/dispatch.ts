@@ -7,8 +7,8 @@
 import { scrubText, scrubValue } from '../security/redact.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import type { ParsedCall } from './parse.js'
-import { unavailableText, type ExecutableCall } from './prepare.js'
-import { announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, settleUnexecuted, type RawOutcome, type ToolSlot } from './results.js'
+import { unavailableText } from './prepare.js'
+import { announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, unexecuted, type RawOutcome, type ToolSlot } from './results.js'
 
 export const TOOL_SEARCH = 'tool_search'
 
@@ -25,8 +25,7 @@ function errorMessage (err: unknown): string {
 
 class Interrupted {}
 
-async function executeOne (exec: ResolvedAgentExecution, state: TurnState, call: ExecutableCall): Promise<void> {
-  const { slot, tool } = call
+async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot): Promise<void> {
   const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
   const ids = { call_id: slot.callId, ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }) }
   // Observers (logs, metrics, tracing) only ever see scrubbed arguments and results.
@@ -37,9 +36,11 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, call:
   const unavailable = unavailableText(exec, slot.name)
   if (unavailable !== null) {
     exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: 0, success: false, status: 'error', result: scrubText(unavailable), ...correlation })
-    settleUnexecuted(exec, state, slot, 'error', unavailable)
+    settleSlot(exec, state, slot, unexecuted('error', unavailable))
     return
   }
+  const tool = slot.tool
+  if (tool === null) throw new Error('dispatch reached a slot preparation did not resolve')
 
   announceSlot(state, slot)
   const started = performance.now()
@@ -99,16 +100,17 @@ async function runAfterHooks (exec: ResolvedAgentExecution, state: TurnState, sl
   }))
 }
 
-export async function dispatchRound (exec: ResolvedAgentExecution, state: TurnState, executable: readonly ExecutableCall[], parallel: boolean): Promise<void> {
-  if (parallel && executable.length > 1) {
-    await Promise.all(executable.map(async (call) => await executeOne(exec, state, call)))
+/** Runs a prepared round; every slot is settled, in model order where order is observable. */
+export async function dispatchRound (exec: ResolvedAgentExecution, state: TurnState, slots: readonly ToolSlot[], parallel: boolean): Promise<void> {
+  const runnable = slots.filter((s) => s.prefill === null)
+  if (parallel && runnable.length > 1) {
+    for (const slot of slots) if (slot.prefill !== null) settleSlot(exec, state, slot, slot.prefill)
+    await Promise.all(runnable.map(async (slot) => await executeOne(exec, state, slot)))
     return
   }
-  for (const call of executable) {
-    if (state.signal.aborted) {
-      settleUnexecuted(exec, state, call.slot, 'cancelled', NOT_RUN_TEXT, { error: null })
-      continue
-    }
-    await executeOne(exec, state, call)
+  for (const slot of slots) {
+    if (slot.prefill !== null) settleSlot(exec, state, slot, slot.prefill)
+    else if (state.signal.aborted) settleSlot(exec, state, slot, unexecuted('cancelled', NOT_RUN_TEXT, { error: null }))
+    else await executeOne(exec, state, slot)
   }
 }

@@ -133,7 +133,7 @@ async function loop (exec: ResolvedAgentExecution, state: TurnState): Promise<Tu
 
     const parallel = parallelEligible(exec, parsed.calls)
     const prepared = await prepareRound(exec, state, parsed.calls)
-    await dispatchRound(exec, state, prepared.executable, parallel)
+    await dispatchRound(exec, state, prepared.slots, parallel)
     const verdict = state.signal.aborted ? { kind: 'continue' as const } : collectRound(exec, state, prepared.slots, prepared.originalArgs)
     appendRound(state.history, { text: response.text, native: parsed.native, calls: parsed.calls, slots: prepared.slots })
     if (state.signal.aborted) return cancelled(state)

@@ -13,19 +13,14 @@ import type { Tool } from '../tools/tool.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { sortedBeforeHooks } from './hooks.js'
 import type { ParsedCall } from './parse.js'
-import { newSlot, settleUnexecuted, type ToolSlot } from './results.js'
+import { newSlot, unexecuted, type ToolSlot } from './results.js'
 
 /** Tools whose `approved` argument is set by the runtime only, never by the model. */
 const APPROVAL_MARKER_TOOLS: ReadonlySet<string> = new Set(['shell'])
 
-export interface ExecutableCall {
-  slot: ToolSlot
-  tool: Tool
-}
-
 export interface PreparedRound {
+  /** One per model call, in model order; runnable ones have `tool` set and no `prefill`. */
   slots: ToolSlot[]
-  executable: ExecutableCall[]
   /** Arguments as the model sent them, by slot index (loop detection keys on these). */
   originalArgs: Record<string, unknown>[]
 }
@@ -58,6 +53,13 @@ function withMarker (name: string, args: Record<string, unknown>, approved: bool
   return APPROVAL_MARKER_TOOLS.has(name) ? { ...args, approved } : args
 }
 
+/** What the operator is shown: the call as the model asked for it, without the runtime's marker. */
+function withoutMarker (name: string, args: Record<string, unknown>): Record<string, unknown> {
+  if (!APPROVAL_MARKER_TOOLS.has(name)) return args
+  const { approved: _approved, ...rest } = args
+  return rest
+}
+
 function observeUnavailable (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, text: string): void {
   const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
   const ids = { call_id: slot.callId, ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }) }
@@ -83,7 +85,6 @@ async function runBeforeHooks (exec: ResolvedAgentExecution, state: TurnState, n
 
 export async function prepareRound (exec: ResolvedAgentExecution, state: TurnState, calls: readonly ParsedCall[]): Promise<PreparedRound> {
   const slots: ToolSlot[] = []
-  const executable: ExecutableCall[] = []
   const originalArgs: Record<string, unknown>[] = []
   const roundShellSignatures = new Set<string>()
   if (exec.knobs.dedupScope === 'round') state.dedupSignatures.clear()
@@ -96,14 +97,14 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
 
     if (call.argumentsError !== undefined) {
       const text = `Error: invalid arguments for '${call.name}': ${call.argumentsError}`
-      settleUnexecuted(exec, state, slot, 'error', text)
+      slot.prefill = unexecuted('error', text)
       continue
     }
 
     const hooked = await runBeforeHooks(exec, state, call.name, call.arguments)
     if ('cancel' in hooked) {
       // The slot keeps the model's original name: the hook's rewrite never happened.
-      settleUnexecuted(exec, state, slot, 'cancelled', `Cancelled by hook: ${hooked.cancel}`, { error: hooked.cancel })
+      slot.prefill = unexecuted('cancelled', `Cancelled by hook: ${hooked.cancel}`, { error: hooked.cancel })
       continue
     }
     slot.name = hooked.name
@@ -112,7 +113,7 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
     const unavailable = unavailableText(exec, slot.name)
     if (unavailable !== null) {
       observeUnavailable(exec, state, slot, unavailable)
-      settleUnexecuted(exec, state, slot, 'error', unavailable)
+      slot.prefill = unexecuted('error', unavailable)
       continue
     }
     const tool = resolveTool(exec, slot.name) as Tool
@@ -120,7 +121,7 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
     slot.arguments = withMarker(tool.name, slot.arguments, false)
     const invalid = tool.validateArgs(slot.arguments)
     if (invalid !== null) {
-      settleUnexecuted(exec, state, slot, 'error', `Error: invalid arguments for '${slot.name}': ${invalid}`)
+      slot.prefill = unexecuted('error', `Error: invalid arguments for '${slot.name}': ${invalid}`)
       continue
     }
 
@@ -128,7 +129,7 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
     if (needsApproval && tool.name === 'shell') {
       const signature = callSignature(tool.name, slot.arguments)
       if (roundShellSignatures.has(signature)) {
-        settleUnexecuted(exec, state, slot, 'deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
+        slot.prefill = unexecuted('deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
         continue
       }
       if (state.promptShellSignatures.has(signature)) {
@@ -137,13 +138,13 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
       roundShellSignatures.add(signature)
     }
 
-    const gate = await gateToolApproval(exec, state, { callId: slot.callId, name: slot.name, arguments: slot.arguments })
+    const gate = await gateToolApproval(exec, state, { callId: slot.callId, name: slot.name, arguments: withoutMarker(tool.name, slot.arguments) })
     if (gate.kind === 'deny') {
-      settleUnexecuted(exec, state, slot, 'denied', gate.text)
+      slot.prefill = unexecuted('denied', gate.text)
       continue
     }
     if (gate.kind === 'replace') {
-      settleUnexecuted(exec, state, slot, 'replaced', gate.text, { success: true, error: null })
+      slot.prefill = unexecuted('replaced', gate.text, { success: true, error: null })
       continue
     }
     slot.arguments = withMarker(tool.name, slot.arguments, gate.approved)
@@ -151,13 +152,13 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
     if (exec.knobs.dedupEnabled && !exec.knobs.dedupExempt.has(tool.name)) {
       const signature = callSignature(slot.name, slot.arguments)
       if (state.dedupSignatures.has(signature)) {
-        settleUnexecuted(exec, state, slot, 'deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
+        slot.prefill = unexecuted('deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
         continue
       }
       state.dedupSignatures.add(signature)
     }
-    executable.push({ slot, tool })
+    slot.tool = tool
   }
   for (const signature of roundShellSignatures) state.promptShellSignatures.add(signature)
-  return { slots, executable, originalArgs }
+  return { slots, originalArgs }
 }

@@ -9,6 +9,7 @@ import type { ToolCallStatus } from '../../schemas/events.js'
 import type { ToolCallRecord } from '../../schemas/turn.js'
 import { digest } from '../json/canonical.js'
 import { scrubText, scrubValue } from '../security/redact.js'
+import type { Tool } from '../tools/tool.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { truncateToolResult } from './truncate.js'
 
@@ -18,6 +19,14 @@ export interface ToolSlot {
   providerCallId: string | null
   name: string
   arguments: Record<string, unknown>
+  /** The resolved tool, once preparation found one. */
+  tool: Tool | null
+  /**
+   * Decided during preparation (denied, replaced, deduplicated, invalid, hook-cancelled): the tool
+   * will not run. Settled (events emitted) when dispatch reaches the slot, so cards stream in
+   * model order.
+   */
+  prefill: RawOutcome | null
   /** True once a `tool_call` event was sent for this slot. */
   announced: boolean
   outcome: SlotOutcome | null
@@ -45,7 +54,7 @@ export const INTERRUPTED_TEXT = '[interrupted by user before this tool produced 
 export const NOT_RUN_TEXT = '[not executed: the turn was cancelled before this tool ran]'
 
 export function newSlot (index: number, name: string, args: Record<string, unknown>, providerCallId: string | null): ToolSlot {
-  return { index, callId: `call_${randomUUID()}`, providerCallId, name, arguments: args, announced: false, outcome: null }
+  return { index, callId: `call_${randomUUID()}`, providerCallId, name, arguments: args, tool: null, prefill: null, announced: false, outcome: null }
 }
 
 /** Emits the pending card for a slot; every slot gets exactly one, before its result. */
@@ -95,6 +104,7 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
   const record: ToolCallRecord = {
     call_id: slot.callId,
     iteration: state.iteration,
+    index: slot.index,
     name: slot.name,
     arguments: scrubValue(slot.arguments) as Record<string, unknown>,
     status: raw.status,
@@ -110,14 +120,11 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
   return outcome
 }
 
-/** A slot filled during preparation: the tool never runs. */
-export function settleUnexecuted (
-  exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot,
-  status: ToolCallStatus, output: string, options: { success?: boolean, error?: string | null } = {}
-): SlotOutcome {
+/** Outcome of a call that never runs. */
+export function unexecuted (status: ToolCallStatus, output: string, options: { success?: boolean, error?: string | null } = {}): RawOutcome {
   const success = options.success ?? false
   const error = options.error === undefined ? (success ? null : output) : options.error
-  return settleSlot(exec, state, slot, { status, success, output, error, durationMs: 0, executed: false })
+  return { status, success, output, error, durationMs: 0, executed: false }
 }
 
 export type RoundVerdict =
