@@ -60,10 +60,12 @@ test('the health routes stay open in jwt mode', async (t) => {
 test('a /v1 route registered without the authenticate hook makes start-up fail', async (t) => {
   const gateway = await buildServer({ config: await scratchConfig(t, jwtAuth()) })
   t.after(() => gateway.close())
-  await gateway.app.register(async (app) => {
-    app.get('/v1/forgotten', async () => ({ open: true }))
-  })
-  await assert.rejects(async () => { await gateway.app.ready() }, /GET \/v1\/forgotten has no authenticate\(\) onRequest hook/)
+  await assert.rejects(async () => {
+    await gateway.app.register(async (app) => {
+      app.get('/v1/forgotten', async () => ({ open: true }))
+    })
+    await gateway.app.ready()
+  }, /GET \/v1\/forgotten has no authenticate\(\) onRequest hook/)
 })
 
 test('a /v1 route registered with the authenticate hook is accepted and protected', async (t) => {
