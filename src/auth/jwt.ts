@@ -139,9 +139,7 @@ export function createJwtAuthenticator (auth: AuthSettings, env: NodeJS.ProcessE
         throw new TollgateError('TOKEN_INVALID', 'the bearer token is not acceptable', { detail: `tokens are limited to ${auth.max_token_bytes} bytes` })
       }
       try {
-        const { payload } = typeof verifier.key === 'function'
-          ? await jwtVerify(token, verifier.key, verifier.options)
-          : await jwtVerify(token, verifier.key, verifier.options)
+        const { payload } = await jwtVerify(token, verifier.key, verifier.options)
         return principalFromClaims(payload, rules)
       } catch (err) {
         throw refusal(err)
