@@ -4,7 +4,6 @@
  * unless they were started with detach:true.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { WebSocket } from 'ws'
 import type { ServerFrame } from '../schemas/ws.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import { principalKey, type Principal } from '../src/auth/principal.js'
@@ -35,7 +34,6 @@ class SocketSession {
 
   constructor (
     private readonly gateway: Gateway,
-    private readonly socket: WebSocket,
     private readonly principal: Principal,
     private readonly connection: Connection,
     readonly send: Send
@@ -188,7 +186,7 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
       }
       socket.send(JSON.stringify(frame))
     }
-    const session = new SocketSession(gateway, socket, principal, connection, send)
+    const session = new SocketSession(gateway, principal, connection, send)
     connection.follow = (turnId) => {
       session.followTurn(turnId, 0, undefined, false).catch((err: unknown) => { reportError(err, undefined) })
     }
