@@ -123,7 +123,10 @@ export class TurnService {
 
     if (options.ownerConnection !== null) {
       const connection = this.deps.connections.get(options.ownerConnection)
-      if (connection === undefined || connection.principal !== owner || connection.kind === 'http') {
+      // A client may name only a streaming connection as owner; a long-poll (?wait=true) request
+      // is passed in by its own route and owns just the turn it starts.
+      const clientNamed = request.owner_connection === options.ownerConnection
+      if (connection === undefined || connection.principal !== owner || (clientNamed && connection.kind === 'http')) {
         throw new TollgateError('CONNECTION_NOT_FOUND', 'owner_connection is not a live connection of this principal')
       }
     }
