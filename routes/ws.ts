@@ -8,7 +8,7 @@ import type { WebSocket } from 'ws'
 import type { ServerFrame } from '../schemas/ws.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import { principalKey, type Principal } from '../src/auth/principal.js'
-import type { Unsubscribe } from '../src/bus/bus.js'
+import type { BusEnvelope, Unsubscribe } from '../src/bus/bus.js'
 import { TollgateError } from '../src/errors.js'
 import type { Connection } from '../src/gateway/connections.js'
 import { followTurn } from '../src/gateway/follow.js'
@@ -63,24 +63,31 @@ class SocketSession {
     // Placeholder until the follow is live, so a racing unsubscribe or close still cleans up.
     this.subscriptions.set(key, () => {})
     this.connection.turns.add(turnId)
-    if (ack) this.send({ type: 'subscribed', ...(ref === undefined ? {} : { ref }), turn_id: turnId, status: turn.status, last_seq: turn.last_seq })
     const done = (): void => {
       this.subscriptions.get(key)?.()
       this.subscriptions.delete(key)
       this.connection.turns.delete(turnId)
     }
+    const forward = (e: BusEnvelope): void => { this.send({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event }) }
+    // Replayed events wait until the follow is known to be gap-free: a client must see either
+    // `subscribed` and then the events, or only the REPLAY_GAP error, never both.
+    let held: BusEnvelope[] | null = []
     const result = await followTurn({
       bus: this.gateway.bus,
       turnId,
       afterSeq,
       knownLastSeq: turn.last_seq,
-      deliver: (e) => { this.send({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event }) },
+      deliver: (e) => { if (held === null) forward(e); else held.push(e) },
       onEnd: () => { queueMicrotask(done) }
     })
     if (result.kind === 'gap') {
       done()
       throw new TollgateError('REPLAY_GAP', `events after seq ${afterSeq} are no longer retained (oldest kept: ${result.firstSeq}); refetch the turn`)
     }
+    if (ack) this.send({ type: 'subscribed', ...(ref === undefined ? {} : { ref }), turn_id: turnId, status: turn.status, last_seq: turn.last_seq })
+    const replayed = held
+    held = null
+    for (const e of replayed) forward(e)
     if (!this.subscriptions.has(key) || this.connection.closed) {
       result.unsubscribe()
       return
