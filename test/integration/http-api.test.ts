@@ -164,6 +164,24 @@ test('GET /v1/turns/:id/events with after_seq at or beyond the last seq returns 
   assert.deepEqual(beyond.body, { turn_id: turn.turn_id, status: 'completed', events: [] })
 })
 
+test('GET /v1/turns/:id/events with an after_seq that is not a non-negative integer is refused with 400 INVALID_REQUEST', async (t) => {
+  const g = await withHello(t)
+  g.provider.enqueue({ text: 'hi' })
+  const { turn } = await runTurn(g, { message: 'hello' })
+  assertProblem(await g.http('GET', `/v1/turns/${turn.turn_id}/events?after_seq=-1`), 400, 'INVALID_REQUEST')
+  assertProblem(await g.http('GET', `/v1/turns/${turn.turn_id}/events?after_seq=three`), 400, 'INVALID_REQUEST')
+})
+
+test('GET /v1/turns/:id/events past the retained log answers 410 REPLAY_GAP; the retained tail is still served', async (t) => {
+  const g = await withHello(t, { turns: { max_events_per_turn: 16 } })
+  g.provider.enqueue({ text: 'a long answer that streams in many small pieces, '.repeat(4) })
+  const turn = await finishedTurn(g, (await startTurn(g, { message: 'talk to me' })).turn_id)
+  assert.ok(turn.last_seq > 16)
+  assertProblem(await g.http('GET', `/v1/turns/${turn.turn_id}/events?after_seq=0`), 410, 'REPLAY_GAP')
+  const tail = await turnEvents(g, turn.turn_id, turn.last_seq - 16)
+  assert.deepEqual(tail.map((e) => e.seq), Array.from({ length: 16 }, (_, i) => turn.last_seq - 15 + i))
+})
+
 test('POST /v1/turns?wait=true answers 200 with the finished turn', async (t) => {
   const g = await withHello(t)
   g.provider.enqueue(...READ_THEN_ANSWER)
@@ -219,6 +237,19 @@ test('Accept: text/event-stream streams the turn as SSE with id = seq and event 
   }
   assert.equal(messages.at(-1)?.event, 'turn.completed')
   assert.deepEqual(envelopes, await turnEvents(g, turnId))
+})
+
+test('an SSE request whose turn cannot start answers problem JSON instead of a stream', async (t) => {
+  const g = await withHello(t)
+  const res = await g.http('POST', '/v1/turns', { message: 'hi', agent: 'nobody' }, { accept: 'text/event-stream' })
+  assertProblem(res, 400, 'UNKNOWN_AGENT')
+  assert.equal(g.gateway.connections.count(), 0)
+})
+
+test('owner_connection combined with ?wait=true is refused with 400 INVALID_REQUEST', async (t) => {
+  const g = await withHello(t)
+  assertProblem(await g.http('POST', '/v1/turns?wait=true', { message: 'hi', owner_connection: 'ws_x' }), 400, 'INVALID_REQUEST')
+  assert.equal(g.provider.requests.length, 0)
 })
 
 test('the same idempotency_key with the same body answers with the same turn', async (t) => {
