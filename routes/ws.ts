@@ -32,6 +32,8 @@ function originAllowed (request: FastifyRequest, allowed: readonly string[]): bo
 
 class SocketSession {
   private readonly subscriptions = new Map<string, Unsubscribe>()
+  /** Turns with a follow being set up, counted (two subscribes may race). */
+  private readonly claims = new Map<string, number>()
 
   constructor (
     private readonly gateway: Gateway,
@@ -56,7 +58,26 @@ class SocketSession {
     }
   }
 
+  /** A turn this socket follows by itself reaches it through that follow only. */
+  private followsTurn (turnId: string): boolean {
+    return this.subscriptions.has(`turn:${turnId}`) || this.claims.has(turnId)
+  }
+
   async followTurn (turnId: string, afterSeq: number, ref: string | undefined, ack: boolean): Promise<void> {
+    // Claimed before the first await: while the follow is being set up, events of this turn must
+    // not also arrive through a session subscription (the follow's replay delivers them), or the
+    // socket would see them twice.
+    this.claims.set(turnId, (this.claims.get(turnId) ?? 0) + 1)
+    try {
+      await this.startFollow(turnId, afterSeq, ref, ack)
+    } finally {
+      const left = (this.claims.get(turnId) ?? 1) - 1
+      if (left === 0) this.claims.delete(turnId)
+      else this.claims.set(turnId, left)
+    }
+  }
+
+  private async startFollow (turnId: string, afterSeq: number, ref: string | undefined, ack: boolean): Promise<void> {
     const key = `turn:${turnId}`
     const turn = await this.gateway.turns.get(this.principal, turnId)
     this.reserve(key)
@@ -106,6 +127,7 @@ class SocketSession {
     this.reserve(key)
     this.connection.sessions.add(sessionId)
     const unsubscribe = this.gateway.bus.subscribeSession(sessionId, (e) => {
+      if (this.followsTurn(e.turn_id)) return
       this.send({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event })
     })
     this.subscriptions.set(key, () => {
