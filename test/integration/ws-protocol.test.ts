@@ -188,6 +188,40 @@ test('a session subscription delivers the events of later turns of that session'
   assert.deepEqual(ws.events(first.turn_id), [])
 })
 
+test('a socket that owns a turn and watches its session receives each event of the turn once', async (t) => {
+  const g = await gateway(t)
+  g.provider.enqueue({ text: 'first' }, readerScript, readerScript)
+  const ws = await g.socket()
+  const first = await ws.request({ type: 'turn.start', message: 'hello', session_id: 'owned-and-watched' })
+  await ws.waitForTerminal(first.turn_id)
+  await ws.request({ type: 'subscribe', session_id: 'owned-and-watched' })
+  const second = await ws.request({ type: 'turn.start', message: 'read hello.txt', session_id: 'owned-and-watched' })
+  const events = await ws.waitForTerminal(second.turn_id)
+  await flush(ws)
+  assertSeqContiguous(ws.events(second.turn_id))
+  assert.deepEqual(shape(events), TOOL_TURN)
+})
+
+test('subscribing to a running turn of a watched session replays it once and never doubles live events', async (t) => {
+  const g = await gateway(t)
+  const hold = gate()
+  g.provider.enqueue(
+    { toolCalls: [{ id: 'c1', name: 'file_read', arguments: { path: 'hello.txt' } }], gate: hold.promise },
+    { text: 'done' }
+  )
+  const { turn_id: turnId } = await startTurn(g, { message: 'read hello.txt', session_id: 'watched-twice' })
+  await until(() => g.provider.requests.length === 1, 'the first provider request')
+  const ws = await g.socket()
+  await ws.request({ type: 'subscribe', session_id: 'watched-twice' })
+  await ws.request({ type: 'subscribe', turn_id: turnId, after_seq: 0 })
+  hold.open()
+  await ws.waitForTerminal(turnId)
+  await flush(ws)
+  const received = ws.events(turnId)
+  assertSeqContiguous(received)
+  assert.deepEqual(envelopes(received), await turnEvents(g, turnId))
+})
+
 test('unsubscribe stops the events of that turn', async (t) => {
   const g = await gateway(t)
   const hold = gate()
