@@ -11,7 +11,6 @@ export const ERROR_STATUS = {
   UNKNOWN_AGENT: 400,
   UNKNOWN_TOOL: 400,
   INVALID_DECISION: 400,
-  // A body field naming a connection that is not live: the request is wrong, the route exists.
   CONNECTION_NOT_FOUND: 400,
   UNAUTHENTICATED: 401,
   FORBIDDEN: 403,

@@ -123,11 +123,10 @@ export class TurnService {
 
     if (options.ownerConnection !== null) {
       const connection = this.deps.connections.get(options.ownerConnection)
-      // A client may name only a streaming connection as owner; a long-poll (?wait=true) request
-      // is passed in by its own route and owns just the turn it starts.
-      const clientNamed = request.owner_connection === options.ownerConnection
-      if (connection === undefined || connection.principal !== owner || (clientNamed && connection.kind === 'http')) {
-        throw new TollgateError('CONNECTION_NOT_FOUND', 'owner_connection is not a live connection of this principal')
+      // A client may name only a WebSocket as owner: it is the one kind that can answer approvals later.
+      const named = request.owner_connection === options.ownerConnection
+      if (connection === undefined || connection.principal !== owner || (named && connection.kind !== 'ws')) {
+        throw new TollgateError('CONNECTION_NOT_FOUND', 'owner_connection is not a live WebSocket connection of this principal')
       }
     }
     if (this.active.size >= config.turns.max_active_turns) throw new TollgateError('TOO_MANY_TURNS', 'too many turns are running; retry later')
