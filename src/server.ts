@@ -181,7 +181,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     } else if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError) {
       problem = toProblem(new TollgateError('INVALID_JSON', 'the body is not valid JSON'))
     } else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      problem = { ...toProblem(new TollgateError('INVALID_REQUEST', 'unsupported content-type; send application/json')), status: 415 }
+      problem = toProblem(new TollgateError('UNSUPPORTED_MEDIA_TYPE', 'unsupported content-type; send application/json'))
     } else if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
       problem = { ...toProblem(new TollgateError('INVALID_REQUEST', err.message)), status: err.statusCode }
     } else {
