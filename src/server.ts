@@ -182,8 +182,11 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       problem = toProblem(new TollgateError('INVALID_JSON', 'the body is not valid JSON'))
     } else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       problem = toProblem(new TollgateError('UNSUPPORTED_MEDIA_TYPE', 'unsupported content-type; send application/json'))
-    } else if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
-      problem = { ...toProblem(new TollgateError('INVALID_REQUEST', err.message)), status: err.statusCode }
+    } else if (err.statusCode === 400) {
+      problem = toProblem(new TollgateError('INVALID_REQUEST', err.message))
+    } else if (typeof err.statusCode === 'number' && err.statusCode > 400 && err.statusCode < 500) {
+      // Rare framework refusals (bad URL encodings, constraint misses): one code per status.
+      problem = { type: `https://tollgate.dev/problems/http-${err.statusCode}`, title: err.message, status: err.statusCode, code: `HTTP_${err.statusCode}` }
     } else {
       request.log.error({ err }, 'unhandled error')
       problem = toProblem(new TollgateError('INTERNAL', 'internal error'))

@@ -112,7 +112,8 @@ export class TurnService {
     const now = Date.now()
     this.sweep(now)
 
-    const fingerprint = canonicalJson({ ...request, idempotency_key: undefined })
+    // Defaults spelled out or left out are the same request.
+    const fingerprint = canonicalJson({ ...request, interactive: request.interactive !== false, detach: request.detach === true, idempotency_key: undefined })
     const idemKey = request.idempotency_key === undefined ? null : `${owner}\u0000${request.idempotency_key}`
     if (idemKey !== null) {
       const seen = this.idempotency.get(idemKey)

@@ -276,6 +276,15 @@ test('the same idempotency_key with a different body is refused with 409 IDEMPOT
   assert.equal(g.provider.requests.length, 1)
 })
 
+test('spelling out default values does not make a repeated idempotency_key a different request', async (t) => {
+  const g = await withHello(t)
+  g.provider.enqueue({ text: 'once' })
+  const first = await startTurn(g, { message: 'hello', idempotency_key: 'idem-3' })
+  const second = await startTurn(g, { message: 'hello', idempotency_key: 'idem-3', interactive: true, detach: false })
+  assert.equal(second.turn_id, first.turn_id)
+  await finishedTurn(g, first.turn_id)
+})
+
 test('a second turn on a session whose turn is still running is refused with 409 SESSION_BUSY', async (t) => {
   const g = await withHello(t)
   const hold = gate()

@@ -147,3 +147,12 @@ test('the provider receives the same tools array on every iteration of a turn', 
   assert.deepEqual(second, first)
   assert.deepEqual(third, first)
 })
+
+test('tools.allow naming a tool that policy hides is refused with UNKNOWN_TOOL instead of silently dropped', async (t) => {
+  const g = await gateway(t, { risk_profiles: { default: { excluded_tools: ['shell'] } } })
+  const res = await g.http('POST', '/v1/turns', { message: 'hi', tools: { allow: ['shell', 'file_read'] } })
+  assert.equal(res.status, 400)
+  assert.equal(res.body.code, 'UNKNOWN_TOOL')
+  assert.match(res.body.detail, /shell/)
+  assert.equal(g.provider.requests.length, 0)
+})
