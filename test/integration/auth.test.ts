@@ -222,7 +222,7 @@ test('a read-only socket may subscribe but not start, cancel or approve', async 
 test('a socket is closed with 1008 when its token expires', async (t) => {
   const g = await startGateway({ overrides: jwtAuth({ clock_tolerance_s: 0 }) })
   t.after(() => g.close())
-  const ws = await g.socket({ protocols: ['tollgate.v1', `bearer.${await mintToken({ expiresIn: 2 })}`] })
+  const ws = await g.socket({ protocols: ['tollgate.v1', `bearer.${await mintToken({ expiresIn: 3 })}`] })
   assert.equal((await ws.request({ type: 'ping' })).type, 'pong')
   assert.equal(await ws.closed(15_000), 1008)
   assert.equal(ws.closeReason, 'token expired')
