@@ -4,12 +4,14 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
+import { exportSPKI } from 'jose'
 import { deepMerge, loadConfig, type Config } from '../../src/config.js'
 import { buildServer } from '../../src/server.js'
 import { authenticate } from '../../src/auth/http.js'
 import { startGateway } from '../helpers/gateway.js'
 import { captureLogs } from '../helpers/log-capture.js'
-import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
+import { startJwksServer } from '../helpers/jwks-server.js'
+import { bearer, jwtAuth, mintToken, TEST_AUDIENCE, TEST_ISSUER, unsignedToken } from '../helpers/tokens.js'
 
 /** Config for a gateway built (not started) by the test itself, with a scratch workspace. */
 async function scratchConfig (t: TestContext, overrides: unknown): Promise<Config> {
@@ -91,6 +93,24 @@ test('a valid token starts a turn over HTTP and reads it back', async (t) => {
   const read = await g.http('GET', `/v1/turns/${started.body.turn_id as string}`)
   assert.equal(read.status, 200)
   assert.equal(read.body.status, 'completed')
+})
+
+test('a gateway verifying against a JWKS accepts its keys and refuses alg none and HS256 forged with the public key', async (t) => {
+  const jwks = await startJwksServer()
+  t.after(() => jwks.close())
+  const key = await jwks.addKey('RS256')
+  const g = await startGateway({ overrides: { auth: { mode: 'jwt', jwks_url: jwks.url, issuer: TEST_ISSUER, audience: TEST_AUDIENCE } } })
+  t.after(() => g.close())
+  const good = await mintToken({ alg: 'RS256', kid: key.kid, key: key.privateKey })
+  assert.equal((await g.http('GET', '/v1/tools', undefined, bearer(good))).status, 200)
+
+  const claims = { sub: 'alice', tenant: 'acme', scope: 'turns:read', iss: TEST_ISSUER, aud: TEST_AUDIENCE, exp: Math.floor(Date.now() / 1000) + 600 }
+  const forged = await mintToken({ alg: 'HS256', kid: key.kid, key: new TextEncoder().encode(await exportSPKI(key.publicKey)) })
+  for (const token of [unsignedToken(claims), forged]) {
+    const res = await g.http('GET', '/v1/tools', undefined, bearer(token))
+    assert.equal(res.status, 401)
+    assert.equal(res.body.code, 'TOKEN_INVALID')
+  }
 })
 
 test('an expired token is refused with 401 TOKEN_EXPIRED and an invalid_token challenge', async (t) => {
