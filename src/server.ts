@@ -18,6 +18,7 @@ import type { EventBus } from './bus/bus.js'
 import { TollgateError, toProblem } from './errors.js'
 import { ConnectionRegistry } from './gateway/connections.js'
 import { TurnService } from './gateway/turns.js'
+import { McpManager } from './mcp/manager.js'
 import { composeObservers, type Observer } from './observe/observer.js'
 import { createProviders } from './providers/index.js'
 import { MemoryStore } from './store/memory.js'
@@ -63,6 +64,7 @@ export interface Gateway {
   bus: EventBus
   auth: Authenticator
   log: Logger
+  mcp: McpManager
   close (): Promise<void>
 }
 
@@ -132,6 +134,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   const store = options.store ?? new MemoryStore()
   const providers = createProviders(config, env)
   const observer = composeObservers(options.observers ?? [], (err) => { log.error({ err }, 'observer failed') })
+  const mcp = await McpManager.start({ config, env, log })
   const turns = new TurnService({
     config,
     catalog: buildCatalog(config, options.tools ?? []),
@@ -141,7 +144,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     store,
     bus,
     connections,
-    log
+    log,
+    mcp
   })
 
   const app = Fastify({
@@ -162,11 +166,13 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     bus,
     auth,
     log,
+    mcp,
     async close () {
       if (closed) return
       closed = true
       await turns.shutdown()
       await app.close()
+      await mcp.close()
       for (const p of providers.values()) await p.close()
       await bus.close()
       await store.close()

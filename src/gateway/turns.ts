@@ -13,6 +13,7 @@ import { principalKey, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, ControlMessage, EventBus, ReplayResult } from '../bus/bus.js'
 import { TollgateError } from '../errors.js'
 import { canonicalJson } from '../json/canonical.js'
+import type { McpToolSource } from '../mcp/manager.js'
 import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
 import { ReceiptKey } from '../receipts/receipts.js'
@@ -35,6 +36,7 @@ export interface TurnServiceDeps {
   bus: EventBus
   connections: ConnectionRegistry
   log: Logger
+  mcp?: McpToolSource
 }
 
 export interface StartOptions {
@@ -158,6 +160,8 @@ export class TurnService {
       allowlist,
       channel: options.channel,
       ...(request.tools === undefined ? {} : { narrowing: request.tools }),
+      ...(this.deps.mcp === undefined ? {} : { mcp: this.deps.mcp }),
+      message: request.message,
       receiptGenerator: () => receipts
     })
     // Re-checked after the awaits above: two starts may race for one session.

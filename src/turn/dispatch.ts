@@ -4,12 +4,13 @@
  * must not race activation). Sequential dispatch checks cancellation before each call; a
  * cancelled parallel batch keeps finished siblings' real results and interrupts only the rest.
  */
+import { TOOL_SEARCH } from '../tools/activated.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import type { ParsedCall } from './parse.js'
 import { unavailableText, type ExecutableCall } from './prepare.js'
 import { announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, settleUnexecuted, type RawOutcome, type ToolSlot } from './results.js'
 
-export const TOOL_SEARCH = 'tool_search'
+export { TOOL_SEARCH }
 
 /** Decided on the model's calls before hooks, as the reference runtime does. */
 export function parallelEligible (exec: ResolvedAgentExecution, calls: readonly ParsedCall[]): boolean {
