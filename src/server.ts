@@ -18,6 +18,7 @@ import type { EventBus } from './bus/bus.js'
 import { TollgateError, toProblem } from './errors.js'
 import { ConnectionRegistry } from './gateway/connections.js'
 import { TurnService } from './gateway/turns.js'
+import { createDelegateTool } from './delegate/tool.js'
 import { McpManager } from './mcp/manager.js'
 import { composeObservers, type Observer } from './observe/observer.js'
 import { createProviders } from './providers/index.js'
@@ -137,7 +138,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   const mcp = await McpManager.start({ config, env, log })
   const turns = new TurnService({
     config,
-    catalog: buildCatalog(config, options.tools ?? []),
+    catalog: buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])]),
     providers,
     observer,
     hooks: options.hooks ?? NO_HOOKS,

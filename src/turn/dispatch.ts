@@ -55,7 +55,8 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, call:
       turnId: state.turnId,
       sessionId: state.sessionId,
       callId: slot.callId,
-      log: state.log.child({ tool: slot.name, call_id: slot.callId })
+      log: state.log.child({ tool: slot.name, call_id: slot.callId }),
+      ...(tool.reentrant ? { turn: { exec, state } } : {})
     }).then((result): RawOutcome => {
       const durationMs = performance.now() - started
       if (result.success) return { status: 'ok', success: true, output: result.output, error: null, durationMs, executed: true }
