@@ -33,6 +33,8 @@ export interface McpServerStatus {
   transport: McpServerConfig['transport']
   state: ConnectionState
   tools: number
+  /** Successful connections so far: above 1 means it reconnected. */
+  connects: number
   last_error?: string
 }
 
@@ -60,6 +62,7 @@ export class McpServerConnection {
   private wrappers: readonly Tool[] = []
   private listing = ''
   private attempt = 0
+  private connects = 0
   private timer: NodeJS.Timeout | null = null
   private lastError: string | null = null
   private stderrTail = ''
@@ -79,7 +82,7 @@ export class McpServerConnection {
   }
 
   status (): McpServerStatus {
-    const status: McpServerStatus = { name: this.name, transport: this.server.transport, state: this.state, tools: this.wrappers.length }
+    const status: McpServerStatus = { name: this.name, transport: this.server.transport, state: this.state, tools: this.wrappers.length, connects: this.connects }
     if (this.state !== 'ready' && this.lastError !== null) status.last_error = this.lastError
     return status
   }
@@ -104,6 +107,7 @@ export class McpServerConnection {
       if (this.client !== client) return
       this.applyListing(defs)
       this.state = 'ready'
+      this.connects += 1
       this.attempt = 0
       this.lastError = null
       this.log.info({ tools: this.wrappers.length }, 'MCP server connected')
