@@ -1,5 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import type { RiskProfileConfig, ToolFilterGroup } from '../../schemas/config.js'
 import { loadConfig } from '../../src/config.js'
 import { ToolCatalog } from '../../src/tools/registry.js'
 import { assembleScopedRegistry, assembleScopedTools, type AssembleOptions, type ToolNarrowing } from '../../src/tools/scoped.js'
@@ -18,24 +19,18 @@ function tool (name: string, source = 'builtin'): Tool {
 
 const MCP = [tool('gh__issues', 'mcp:gh'), tool('gh__secret', 'mcp:gh'), tool('wiki__search', 'mcp:wiki')]
 
-function options (overrides: { risk?: Record<string, unknown>, deferred?: boolean, groups?: unknown[], narrowing?: ToolNarrowing, message?: string } = {}): AssembleOptions {
-  const config = loadConfig({
-    env: {},
-    overrides: {
-      agents: { default: { tools: ['read', 'write'] } },
-      risk_profiles: { default: overrides.risk ?? {} },
-      runtime_profiles: { default: { tool_filter_groups: overrides.groups ?? [] } }
-    }
-  })
-  const { agent, risk, runtime } = resolveAgent(config, 'default')
+// Loaded once: the real defaults, then each test varies the risk profile and groups directly.
+const BASE = resolveAgent(loadConfig({ env: {}, overrides: { agents: { default: { tools: ['read', 'write'] } } } }), 'default')
+
+function options (overrides: { risk?: Partial<RiskProfileConfig>, deferred?: boolean, groups?: ToolFilterGroup[], narrowing?: ToolNarrowing, message?: string } = {}): AssembleOptions {
   const catalog = new ToolCatalog()
   catalog.add(tool('read'))
   catalog.add(tool('write'))
   return {
     catalog,
-    agent,
-    risk,
-    mcp: { tools: MCP, deferred: overrides.deferred ?? false, groups: runtime.tool_filter_groups },
+    agent: BASE.agent,
+    risk: { ...BASE.risk, ...overrides.risk },
+    mcp: { tools: MCP, deferred: overrides.deferred ?? false, groups: overrides.groups ?? [] },
     ...(overrides.narrowing === undefined ? {} : { narrowing: overrides.narrowing }),
     ...(overrides.message === undefined ? {} : { message: overrides.message })
   }
@@ -107,7 +102,7 @@ test('tools a filter group hides are excluded for the turn, not just left unadve
 })
 
 test('an always group pre-activates its deferred stubs and the section lists only the rest', () => {
-  const scoped = assembleScopedTools(options({ deferred: true, groups: [{ mode: 'always', tools: ['gh__*'] }, { mode: 'dynamic', tools: ['wiki__search'], keywords: ['wiki'] }], message: 'search the WIKI' }))
+  const scoped = assembleScopedTools(options({ deferred: true, groups: [{ mode: 'always', tools: ['gh__*'], keywords: [] }, { mode: 'dynamic', tools: ['wiki__search'], keywords: ['wiki'] }], message: 'search the WIKI' }))
   assert.deepEqual(names(scoped.activated?.list() ?? []), ['gh__issues', 'gh__secret'])
   assert.match(scoped.deferred?.section ?? '', /<available-deferred-tools>\nwiki__search - wiki__search tool\n<\/available-deferred-tools>/)
 })
