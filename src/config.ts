@@ -108,7 +108,7 @@ function crossCheckMcp (config: Config): void {
       throw new ConfigError(`mcp.servers.${name}: a server name is 1-32 letters and digits, optionally joined by single - or _ (its tools are named <server>__<tool>)`)
     }
     if (server.transport === 'stdio' && server.command === undefined) throw new ConfigError(`mcp.servers.${name}.command is required for transport "stdio"`)
-    if (server.transport === 'http' && server.url === undefined) throw new ConfigError(`mcp.servers.${name}.url is required for transport "http"`)
+    if (server.transport === 'http' && (server.url === undefined || !URL.canParse(server.url))) throw new ConfigError(`mcp.servers.${name}.url is required for transport "http" and must be an http(s) URL`)
   }
   if (mcp.reconnect_initial_ms > mcp.reconnect_max_ms) throw new ConfigError('mcp.reconnect_initial_ms must not exceed mcp.reconnect_max_ms')
   for (const [name, agent] of Object.entries(config.agents)) {

@@ -91,9 +91,6 @@ export class McpServerConnection {
     if (this.state === 'closed') return
     this.state = this.attempt === 0 ? 'connecting' : 'reconnecting'
     this.stderrTail = ''
-    const { transport, stderr, missingEnv } = createTransport(this.server, this.options.env)
-    if (missingEnv.length > 0) this.log.warn({ missing: missingEnv }, 'MCP server config names gateway environment variables that are not set')
-    stderr?.on('data', (chunk: Buffer) => { this.onStderr(chunk.toString('utf8')) })
     const client = new Client(CLIENT_INFO, {
       capabilities: {},
       listChanged: { tools: { autoRefresh: false, onChanged: () => { void this.refreshTools(client) } } }
@@ -102,6 +99,9 @@ export class McpServerConnection {
     client.onerror = (err) => { this.log.debug({ err: message(err) }, 'MCP transport error') }
     this.client = client
     try {
+      const { transport, stderr, missingEnv } = createTransport(this.server, this.options.env)
+      if (missingEnv.length > 0 && this.attempt === 0) this.log.warn({ missing: missingEnv }, 'MCP server config names gateway environment variables that are not set')
+      stderr?.on('data', (chunk: Buffer) => { this.onStderr(chunk.toString('utf8')) })
       await client.connect(transport, { timeout: this.options.connectTimeoutMs })
       const defs = await this.listTools(client)
       if (this.client !== client) return

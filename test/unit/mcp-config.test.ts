@@ -35,6 +35,7 @@ test('a stdio server needs a command and an http server a URL', () => {
   assert.throws(() => load({ mcp: { servers: { s: { transport: 'stdio' } } } }), /mcp\.servers\.s\.command is required/)
   assert.throws(() => load({ mcp: { servers: { s: { transport: 'http' } } } }), /mcp\.servers\.s\.url is required/)
   assert.throws(() => load({ mcp: { servers: { s: { transport: 'http', url: 'ftp://x' } } } }), ConfigError)
+  assert.throws(() => load({ mcp: { servers: { s: { transport: 'http', url: 'http://' } } } }), /must be an http\(s\) URL/)
 })
 
 test('an unknown key in a server entry is refused', () => {
