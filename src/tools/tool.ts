@@ -59,7 +59,7 @@ export interface Tool {
   readonly parameters: JsonSchema
   readonly attribution: ToolAttribution
   /** Runs a nested turn and so receives the parent turn in `ctx.turn`; no other tool sees it. */
-  readonly reentrant: boolean
+  readonly reentrant?: boolean
   /** Built once per tool and shared by every provider request (never re-cloned per iteration). */
   readonly spec: ToolSpec
   /** Returns a human-readable problem with the arguments, or null when they match the schema. */

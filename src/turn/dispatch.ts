@@ -10,8 +10,6 @@ import type { ParsedCall } from './parse.js'
 import { unavailableText, type ExecutableCall } from './prepare.js'
 import { announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, settleUnexecuted, type RawOutcome, type ToolSlot } from './results.js'
 
-export { TOOL_SEARCH }
-
 /** Decided on the model's calls before hooks, as the reference runtime does. */
 export function parallelEligible (exec: ResolvedAgentExecution, calls: readonly ParsedCall[]): boolean {
   if (!exec.knobs.parallelTools || calls.length <= 1) return false
@@ -56,7 +54,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, call:
       sessionId: state.sessionId,
       callId: slot.callId,
       log: state.log.child({ tool: slot.name, call_id: slot.callId }),
-      ...(tool.reentrant ? { turn: { exec, state } } : {})
+      ...(tool.reentrant === true ? { turn: { exec, state } } : {})
     }).then((result): RawOutcome => {
       const durationMs = performance.now() - started
       if (result.success) return { status: 'ok', success: true, output: result.output, error: null, durationMs, executed: true }
