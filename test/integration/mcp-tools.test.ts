@@ -9,6 +9,8 @@ import { advertised, httpServerConfig, runTurn, stdioServerConfig, toolResults, 
 import { startHttpMcpServer, type HttpMcpServer } from '../fixtures/mcp/http-server.js'
 
 const FULL = { risk_profiles: { default: { level: 'full' } } }
+/** A stdio fixture child compiles the SDK through tsx before it answers; a loaded machine is slow at that. */
+const STDIO = { connect_timeout_ms: 60_000 }
 
 /** A gateway whose default agent bundles the in-process HTTP fixture as server `web`. */
 async function withHttpServer (t: { after: (fn: () => Promise<void>) => void }, overrides: unknown = {}): Promise<{ g: TestGateway, server: HttpMcpServer }> {
@@ -22,7 +24,7 @@ async function withHttpServer (t: { after: (fn: () => Promise<void>) => void }, 
 }
 
 test('a stdio MCP server\'s tools run in a turn under <server>__<tool> names', async (t) => {
-  const g = await startGateway({ overrides: { mcp: { servers: { files: stdioServerConfig() } }, agents: { default: { mcp_bundles: ['files'] } }, ...FULL } })
+  const g = await startGateway({ overrides: { mcp: { ...STDIO, servers: { files: stdioServerConfig() } }, agents: { default: { mcp_bundles: ['files'] } }, ...FULL } })
   t.after(() => g.close())
   g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'files__echo', arguments: { text: 'hi' } }] }, { text: 'done' })
   const { events } = await runTurn(g, { message: 'echo hi' })
@@ -122,10 +124,10 @@ test('cancelling a turn cancels the running MCP request on the server', async (t
   g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'web__wait' }] })
   const ws = await g.socket()
   const accepted = await ws.request({ type: 'turn.start', message: 'wait' })
-  await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'tool_call')
+  await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'tool_call', 20_000)
   await waitUntil(() => server.events.includes('call wait'), 'the server sees the call')
   ws.send({ type: 'cancel', turn_id: accepted.turn_id })
-  const events = await ws.waitForTerminal(accepted.turn_id)
+  const events = await ws.waitForTerminal(accepted.turn_id, 20_000)
   assert.equal(events.at(-1)?.event.kind, 'turn.cancelled')
   assert.equal(toolResults(events)[0]?.status, 'interrupted')
   await waitUntil(() => server.events.includes('cancelled wait'), 'the server sees the cancellation')
@@ -170,7 +172,7 @@ test('a stdio MCP server gets the environment its config hands it and nothing el
   const g = await startGateway({
     env: { FILES_TOKEN: 'tok-123' },
     overrides: {
-      mcp: { servers: { files: stdioServerConfig({ env: { GREETING: 'hello' }, envFrom: { TOKEN: 'FILES_TOKEN' } }) } },
+      mcp: { ...STDIO, servers: { files: stdioServerConfig({ env: { GREETING: 'hello' }, envFrom: { TOKEN: 'FILES_TOKEN' } }) } },
       agents: { default: { mcp_bundles: ['files'] } },
       ...FULL
     }
@@ -211,7 +213,7 @@ test('a stdio MCP server that exits is started again and its tools work afterwar
   const log = join(dir, 'server.log')
   const g = await startGateway({
     overrides: {
-      mcp: { reconnect_initial_ms: 20, servers: { files: stdioServerConfig({ log }) } },
+      mcp: { ...STDIO, reconnect_initial_ms: 20, servers: { files: stdioServerConfig({ log }) } },
       agents: { default: { mcp_bundles: ['files'] } },
       ...FULL
     }
@@ -221,7 +223,7 @@ test('a stdio MCP server that exits is started again and its tools work afterwar
   const first = await runTurn(g, { message: 'pid, then exit' })
   const pid = toolResults(first.events)[0]?.output
   assert.match(pid ?? '', /^\d+$/)
-  await waitUntil(() => g.gateway.mcp.status()[0]?.connects === 2 && g.gateway.mcp.status()[0]?.state === 'ready', 'the server is reconnected', 20_000)
+  await waitUntil(() => g.gateway.mcp.status()[0]?.connects === 2 && g.gateway.mcp.status()[0]?.state === 'ready', 'the server is reconnected', 60_000)
 
   g.provider.enqueue({ toolCalls: [{ id: 'c3', name: 'files__pid' }] }, { text: 'again' })
   const second = await runTurn(g, { message: 'pid again' })
@@ -245,7 +247,7 @@ test('an HTTP MCP server that was down at start is connected once it answers, an
   assert.deepEqual((await g.http('GET', '/readyz')).body, { status: 'degraded' })
   const server = await startHttpMcpServer({ port })
   t.after(() => server.close())
-  await waitUntil(async () => (await g.http('GET', '/readyz')).body.status === 'ready', 'the server is connected', 20_000)
+  await waitUntil(async () => (await g.http('GET', '/readyz')).body.status === 'ready', 'the server is connected', 60_000)
   const listing = await g.http('GET', '/v1/tools')
   assert.equal(listing.body.tools.some((tool: { name: string }) => tool.name === 'web__echo'), true)
 })
