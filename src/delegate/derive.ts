@@ -10,7 +10,6 @@ import type { TurnEvent } from '../../schemas/events.js'
 import type { AgentConfig, Config } from '../../schemas/config.js'
 import type { ToolCallRecord } from '../../schemas/turn.js'
 import { createDeferredTools } from '../mcp/deferred.js'
-import { createToolSearchTool } from '../mcp/tool-search.js'
 import type { ModelProvider } from '../providers/types.js'
 import { ActivatedToolSet, TOOL_SEARCH } from '../tools/activated.js'
 import { ScopedRegistry } from '../tools/scoped.js'
@@ -80,18 +79,13 @@ export function deriveSubTurn (deps: DelegateDeps, scope: { exec: ResolvedAgentE
     activated = new ActivatedToolSet()
     for (const t of parent.activated.list()) if (keep(t) && !parent.registry.isExcluded(t.name)) activated.activate(t)
   }
+  const statics = parent.registry.list().filter(keep)
   let deferred: ResolvedAgentExecution['deferred'] = null
-  const statics: Tool[] = []
-  for (const t of parent.registry.list()) {
-    if (!keep(t)) continue
-    if (t.name === TOOL_SEARCH && parent.deferred !== null && activated !== null) {
-      // A fresh tool_search over the parent's stubs that activates into the sub-turn's own set.
-      const stubs = [...parent.deferred.stubs.values()].filter((s) => sameAgent || targetAdmits(target, s))
-      deferred = createDeferredTools(stubs, activated)
-      statics.push(createToolSearchTool(deferred))
-    } else {
-      statics.push(t)
-    }
+  if (parent.deferred !== null && activated !== null && statics.some((t) => t.name === TOOL_SEARCH)) {
+    // tool_search works on the calling turn's deferred set: the sub-turn gets its own over the
+    // parent's stubs, activating into the sub-turn's set, never the parent's.
+    const stubs = [...parent.deferred.stubs.values()].filter((s) => sameAgent || targetAdmits(target, s))
+    deferred = createDeferredTools(stubs, activated)
   }
 
   const { runtime } = resolveAgent(config, targetName)

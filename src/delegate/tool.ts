@@ -46,7 +46,7 @@ export function createDelegateTool (deps: DelegateDeps): Tool {
       },
       required: ['task']
     },
-    reentrant: true,
+    turnScoped: true,
     async execute (args, ctx) {
       if (ctx.turn === undefined) return fail('delegate can only run inside a turn')
       const sub = deriveSubTurn(deps, ctx.turn, args, ctx)

@@ -4,7 +4,7 @@
  * other query ranks stubs by how many of its words occur in their name and description.
  */
 import { TOOL_SEARCH } from '../tools/activated.js'
-import { defineTool, fail, ok, type Tool } from '../tools/tool.js'
+import { defineTool, fail, ok, type Tool, type ToolContext } from '../tools/tool.js'
 import type { DeferredTools } from './deferred.js'
 
 export const DEFAULT_MAX_RESULTS = 5
@@ -43,7 +43,12 @@ export function renderFunctions (tools: readonly Tool[]): string {
   return `<functions>\n${lines.map((l) => `${l}\n`).join('')}</functions>\n`
 }
 
-export function createToolSearchTool (deferred: DeferredTools): Tool {
+/**
+ * `deferredOf` finds the deferred set of the call's turn. The gateway uses one tool_search for
+ * every turn (TOOL_SEARCH_TOOL): a tool built per turn would compile its schema per turn, and the
+ * shared ajv instance keeps every compiled schema.
+ */
+export function createToolSearchTool (deferredOf: (ctx: ToolContext) => DeferredTools | null): Tool {
   return defineTool<{ query?: unknown, max_results?: unknown }>({
     name: TOOL_SEARCH,
     description: 'Fetch deferred tools so they can be called. Query "select:name1,name2" fetches those exact tools; ' +
@@ -57,7 +62,10 @@ export function createToolSearchTool (deferred: DeferredTools): Tool {
       required: ['query']
     },
     attribution: { provenance: 'native', source: 'runtime' },
-    async execute (args) {
+    turnScoped: true,
+    async execute (args, ctx) {
+      const deferred = deferredOf(ctx)
+      if (deferred === null) return fail('this turn has no deferred tools')
       const query = typeof args.query === 'string' ? args.query.trim() : ''
       if (query === '') return fail('query parameter is required')
       const maxResults = typeof args.max_results === 'number' ? args.max_results : DEFAULT_MAX_RESULTS
@@ -77,3 +85,6 @@ export function createToolSearchTool (deferred: DeferredTools): Tool {
     }
   })
 }
+
+/** The tool_search of every turn and sub-turn: it works on the deferred set of the calling turn. */
+export const TOOL_SEARCH_TOOL = createToolSearchTool((ctx) => ctx.turn?.exec.deferred ?? null)

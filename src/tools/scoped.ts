@@ -10,7 +10,7 @@ import { TollgateError } from '../errors.js'
 import { createDeferredTools, type DeferredTools } from '../mcp/deferred.js'
 import { matchesAlwaysGroup, visibleUnderGroups } from '../mcp/filter-groups.js'
 import { mcpAccessPolicy, mcpAdmits, riskAdmits } from '../mcp/policy.js'
-import { createToolSearchTool } from '../mcp/tool-search.js'
+import { TOOL_SEARCH_TOOL } from '../mcp/tool-search.js'
 import { ActivatedToolSet, TOOL_SEARCH } from './activated.js'
 import { normaliseToolName } from './names.js'
 import type { ToolCatalog } from './registry.js'
@@ -127,7 +127,7 @@ function assemble (options: AssembleOptions, purpose: 'turn' | 'listing'): Scope
   const activated = new ActivatedToolSet()
   for (const tool of visible) if (matchesAlwaysGroup(mcp.groups, tool.name)) activated.activate(tool)
   const deferred = createDeferredTools(visible, activated)
-  const registry = new ScopedRegistry([...builtins, createToolSearchTool(deferred)], [...excluded, ...hidden])
+  const registry = new ScopedRegistry([...builtins, TOOL_SEARCH_TOOL], [...excluded, ...hidden])
   return { registry, activated, deferred }
 }
 

@@ -30,7 +30,7 @@ export interface ToolResult {
   data?: unknown
 }
 
-/** The running turn, handed only to re-entrant agent tools (delegate) that run a nested turn. */
+/** The running turn, handed only to tools that act on the turn itself (delegate, tool_search). */
 export interface TurnScope {
   exec: ResolvedAgentExecution
   state: TurnState
@@ -43,7 +43,7 @@ export interface ToolContext {
   sessionId: string
   callId: string
   log: Logger
-  /** Set only for tools defined with `reentrant: true`. */
+  /** Set only for tools defined with `turnScoped: true`. */
   turn?: TurnScope
 }
 
@@ -58,8 +58,11 @@ export interface Tool {
   readonly description: string
   readonly parameters: JsonSchema
   readonly attribution: ToolAttribution
-  /** Runs a nested turn and so receives the parent turn in `ctx.turn`; no other tool sees it. */
-  readonly reentrant?: boolean
+  /**
+   * Acts on the running turn (runs a nested one, activates deferred tools) and so receives it in
+   * `ctx.turn`; no other tool sees the turn.
+   */
+  readonly turnScoped?: boolean
   /** Built once per tool and shared by every provider request (never re-cloned per iteration). */
   readonly spec: ToolSpec
   /** Returns a human-readable problem with the arguments, or null when they match the schema. */
@@ -72,7 +75,7 @@ export interface ToolDefinition<A = Record<string, unknown>> {
   description: string
   parameters: JsonSchema
   attribution?: ToolAttribution
-  reentrant?: boolean
+  turnScoped?: boolean
   execute (args: A, ctx: ToolContext): Promise<ToolResult>
 }
 
@@ -112,7 +115,7 @@ export function defineTool<A = Record<string, unknown>> (def: ToolDefinition<A>)
     description: def.description,
     parameters,
     attribution: def.attribution ?? { provenance: 'native', source: 'builtin' },
-    reentrant: def.reentrant === true,
+    turnScoped: def.turnScoped === true,
     spec,
     validateArgs (args: unknown): string | null {
       if (validate === null) return null

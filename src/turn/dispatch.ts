@@ -54,7 +54,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, call:
       sessionId: state.sessionId,
       callId: slot.callId,
       log: state.log.child({ tool: slot.name, call_id: slot.callId }),
-      ...(tool.reentrant === true ? { turn: { exec, state } } : {})
+      ...(tool.turnScoped === true ? { turn: { exec, state } } : {})
     }).then((result): RawOutcome => {
       const durationMs = performance.now() - started
       if (result.success) return { status: 'ok', success: true, output: result.output, error: null, durationMs, executed: true }

@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ActivatedToolSet } from '../../src/tools/activated.js'
 import { buildDeferredSection, createDeferredTools } from '../../src/mcp/deferred.js'
-import { createToolSearchTool, NO_MATCH_TEXT } from '../../src/mcp/tool-search.js'
+import { createToolSearchTool, NO_MATCH_TEXT, TOOL_SEARCH_TOOL } from '../../src/mcp/tool-search.js'
 import { defineTool, ok, type Tool, type ToolContext } from '../../src/tools/tool.js'
 import { pino } from 'pino'
 
@@ -27,7 +27,8 @@ const ctx: ToolContext = { signal: new AbortController().signal, turnId: 't', se
 
 function setUp (): { search: Tool, activated: ActivatedToolSet } {
   const activated = new ActivatedToolSet()
-  return { search: createToolSearchTool(createDeferredTools(STUBS, activated)), activated }
+  const deferred = createDeferredTools(STUBS, activated)
+  return { search: createToolSearchTool(() => deferred), activated }
 }
 
 test('tool_search refuses an empty query', async () => {
@@ -75,6 +76,10 @@ test('reactivation is idempotent: a second fetch reports nothing newly activated
   assert.deepEqual((first.data as { activated: string[] }).activated, ['wiki__search'])
   assert.deepEqual((second.data as { activated: string[] }).activated, [])
   assert.equal(activated.list().length, 1)
+})
+
+test('tool_search outside a turn with deferred tools fails instead of guessing a set', async () => {
+  assert.deepEqual(await TOOL_SEARCH_TOOL.execute({ query: 'select:gh__issues' }, ctx), { success: false, output: '', error: 'this turn has no deferred tools' })
 })
 
 test('the activated set resolves a unique suffix and refuses an ambiguous one', () => {
