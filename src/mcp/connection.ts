@@ -5,6 +5,7 @@
  * ever throws into the gateway: a server that is down just has no tools, or failing calls.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from 'pino'
 import type { McpServerConfig } from '../../schemas/config.js'
@@ -56,6 +57,14 @@ function isConnectionFailure (err: unknown): boolean {
   return true
 }
 
+/**
+ * A Streamable HTTP server answers 404 to a session it no longer knows (it restarted): the
+ * request was never processed, and the protocol says to start a new session.
+ */
+function isSessionGone (err: unknown): boolean {
+  return err instanceof StreamableHTTPError && err.code === 404
+}
+
 export class McpServerConnection {
   private client: Client | null = null
   private state: ConnectionState = 'connecting'
@@ -66,6 +75,8 @@ export class McpServerConnection {
   private timer: NodeJS.Timeout | null = null
   private lastError: string | null = null
   private stderrTail = ''
+  /** An immediate reconnect that concurrent calls hitting a lost session wait for together. */
+  private renewal: Promise<void> | null = null
   private readonly log: Logger
 
   constructor (readonly name: string, private readonly server: McpServerConfig, private readonly options: ConnectionOptions) {
@@ -207,7 +218,17 @@ export class McpServerConnection {
     this.timer.unref()
   }
 
-  async call (tool: string, args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult> {
+  private async renewSession (client: Client): Promise<void> {
+    if (this.client === client) {
+      this.client = null
+      this.log.info('MCP server lost the session; starting a new one')
+      void client.close().catch(() => {})
+      this.renewal = this.connect().finally(() => { this.renewal = null })
+    }
+    await this.renewal
+  }
+
+  async call (tool: string, args: Record<string, unknown>, ctx: ToolContext, retry = true): Promise<ToolResult> {
     const client = this.client
     if (client === null || this.state !== 'ready') {
       throw new Error(`MCP server "${this.name}" is not connected${this.lastError === null ? '' : ` (${this.lastError})`}`)
@@ -220,6 +241,10 @@ export class McpServerConnection {
       if (ctx.signal.aborted) throw err
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
         throw new Error(`MCP server "${this.name}" did not answer within ${timeout} ms`)
+      }
+      if (retry && isSessionGone(err)) {
+        await this.renewSession(client)
+        return await this.call(tool, args, ctx, false)
       }
       if (isConnectionFailure(err)) this.markBroken(client, err)
       throw err

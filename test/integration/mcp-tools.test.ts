@@ -251,3 +251,23 @@ test('an HTTP MCP server that was down at start is connected once it answers, an
   const listing = await g.http('GET', '/v1/tools')
   assert.equal(listing.body.tools.some((tool: { name: string }) => tool.name === 'web__echo'), true)
 })
+
+test('after an HTTP MCP server restarts and forgets the session, the next call starts a new session and still runs', async (t) => {
+  const first = await startHttpMcpServer()
+  const { port } = first
+  const g = await startGateway({
+    overrides: { mcp: { servers: { web: httpServerConfig(first.url) } }, agents: { default: { mcp_bundles: ['web'] } }, ...FULL }
+  })
+  t.after(() => g.close())
+  g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'web__echo', arguments: { text: 'before' } }] }, { text: 'ok' })
+  assert.equal(toolResults((await runTurn(g, { message: 'echo' })).events)[0]?.output, 'echo: before')
+  await first.close()
+  const second = await startHttpMcpServer({ port })
+  t.after(() => second.close())
+
+  g.provider.enqueue({ toolCalls: [{ id: 'c2', name: 'web__echo', arguments: { text: 'after' } }] }, { text: 'ok' })
+  const { events } = await runTurn(g, { message: 'echo again' })
+  assert.equal(toolResults(events)[0]?.output, 'echo: after')
+  assert.deepEqual(second.events, ['call echo'])
+  assert.equal(g.gateway.mcp.status()[0]?.connects, 2)
+})
