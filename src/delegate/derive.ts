@@ -14,8 +14,7 @@ import type { ModelProvider } from '../providers/types.js'
 import { ActivatedToolSet, TOOL_SEARCH } from '../tools/activated.js'
 import { ScopedRegistry } from '../tools/scoped.js'
 import type { Tool, ToolContext } from '../tools/tool.js'
-import { resolveAgent, resolveKnobs, resolveModelBinding, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
-import { LoopDetector } from '../turn/loop-detector.js'
+import { freshLoopBookkeeping, resolveAgent, resolveKnobs, resolveModelBinding, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
 
 export const DELEGATE = 'delegate'
 
@@ -125,18 +124,7 @@ export function deriveSubTurn (deps: DelegateDeps, scope: { exec: ResolvedAgentE
     recordApproval: (entry) => { parentState.recordApproval(entry) },
     // Shared: repeating a prompt-required shell call through a sub-turn aborts it, as in the parent.
     promptShellSignatures: parentState.promptShellSignatures,
-    dedupSignatures: new Set(),
-    loopDetector: new LoopDetector({
-      enabled: runtime.loop_detection.enabled,
-      windowSize: runtime.loop_detection.window_size,
-      maxRepeats: runtime.loop_detection.max_repeats
-    }),
-    systemNotes: [],
-    iteration: 0,
-    startedAt: Date.now(),
-    lastOutputHash: null,
-    identicalOutputCount: 0,
-    receipts: []
+    ...freshLoopBookkeeping(runtime)
   }
   return { exec, state, calls }
 }

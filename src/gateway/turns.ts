@@ -19,10 +19,9 @@ import type { ModelProvider } from '../providers/types.js'
 import { ReceiptKey } from '../receipts/receipts.js'
 import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
 import type { ToolCatalog } from '../tools/registry.js'
-import { resolveAgent, resolveTurnContext, type TurnState } from '../turn/context.js'
+import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type TurnState } from '../turn/context.js'
 import type { ToolHooks } from '../turn/hooks.js'
 import { trimHistory } from '../turn/history.js'
-import { LoopDetector } from '../turn/loop-detector.js'
 import { CancelReason, runToolLoop, type TurnOutcome } from '../turn/loop.js'
 import type { ConnectionRegistry } from './connections.js'
 
@@ -208,18 +207,7 @@ export class TurnService {
       recordToolCall: (r) => { record.tool_calls.push(r) },
       recordApproval: (e) => { record.approvals.push(e) },
       promptShellSignatures: new Set(),
-      dedupSignatures: new Set(),
-      loopDetector: new LoopDetector({
-        enabled: runtime.loop_detection.enabled,
-        windowSize: runtime.loop_detection.window_size,
-        maxRepeats: runtime.loop_detection.max_repeats
-      }),
-      systemNotes: [],
-      iteration: 0,
-      startedAt: Date.now(),
-      lastOutputHash: null,
-      identicalOutputCount: 0,
-      receipts: []
+      ...freshLoopBookkeeping(runtime)
     }
 
     emit({ kind: 'turn.started', session_id: sessionId, agent: agentName })

@@ -19,7 +19,7 @@ import type { ActivatedToolSet } from '../tools/activated.js'
 import type { ToolCatalog } from '../tools/registry.js'
 import { assembleScopedTools, type ScopedRegistry, type ToolNarrowing } from '../tools/scoped.js'
 import type { ToolHooks } from './hooks.js'
-import type { LoopDetector } from './loop-detector.js'
+import { LoopDetector } from './loop-detector.js'
 
 export interface ModelBinding {
   provider: ModelProvider
@@ -104,6 +104,26 @@ export interface TurnState {
   lastOutputHash: string | null
   identicalOutputCount: number
   receipts: string[]
+}
+
+export type LoopBookkeeping = Pick<TurnState, 'dedupSignatures' | 'loopDetector' | 'systemNotes' | 'iteration' | 'startedAt' | 'lastOutputHash' | 'identicalOutputCount' | 'receipts'>
+
+/** The loop bookkeeping every turn, and every delegated sub-turn, starts from. */
+export function freshLoopBookkeeping (runtime: RuntimeProfileConfig): LoopBookkeeping {
+  return {
+    dedupSignatures: new Set(),
+    loopDetector: new LoopDetector({
+      enabled: runtime.loop_detection.enabled,
+      windowSize: runtime.loop_detection.window_size,
+      maxRepeats: runtime.loop_detection.max_repeats
+    }),
+    systemNotes: [],
+    iteration: 0,
+    startedAt: Date.now(),
+    lastOutputHash: null,
+    identicalOutputCount: 0,
+    receipts: []
+  }
 }
 
 export interface ResolveOptions {
