@@ -13,7 +13,7 @@ import { createDeferredTools } from '../mcp/deferred.js'
 import type { ModelProvider } from '../providers/types.js'
 import { ActivatedToolSet, TOOL_SEARCH } from '../tools/activated.js'
 import { ScopedRegistry } from '../tools/scoped.js'
-import type { Tool, ToolContext } from '../tools/tool.js'
+import type { Tool, ToolContext, TurnScope } from '../tools/tool.js'
 import { freshLoopBookkeeping, resolveAgent, resolveKnobs, resolveModelBinding, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
 
 export const DELEGATE = 'delegate'
@@ -37,7 +37,7 @@ export interface SubTurn {
 }
 
 /** Everything the parent turn can run at this moment, by name. */
-export function effectiveTools (exec: ResolvedAgentExecution): Map<string, Tool> {
+function effectiveTools (exec: ResolvedAgentExecution): Map<string, Tool> {
   const tools = new Map(exec.registry.list().map((t) => [t.name, t]))
   for (const t of exec.activated?.list() ?? []) if (!exec.registry.isExcluded(t.name) && !tools.has(t.name)) tools.set(t.name, t)
   return tools
@@ -50,7 +50,7 @@ function targetAdmits (target: AgentConfig, tool: Tool): boolean {
   return target.tools.includes(tool.name)
 }
 
-export function deriveSubTurn (deps: DelegateDeps, scope: { exec: ResolvedAgentExecution, state: TurnState }, request: DelegateRequest, ctx: ToolContext): SubTurn | { error: string } {
+export function deriveSubTurn (deps: DelegateDeps, scope: TurnScope, request: DelegateRequest, ctx: ToolContext): SubTurn | { error: string } {
   const { config } = deps
   const parent = scope.exec
   const depth = parent.delegateDepth + 1
