@@ -4,18 +4,20 @@ import { Problem } from '../schemas/common.js'
 import { ToolList, ToolsQuery } from '../schemas/tools.js'
 import { ApprovalManager } from '../src/approval/manager.js'
 import { authenticate } from '../src/auth/http.js'
+import { mcpOffer } from '../src/mcp/offer.js'
 import { resolveAgent } from '../src/turn/context.js'
 import { assembleScopedRegistry } from '../src/tools/scoped.js'
 
 export default async function toolRoutes (app: FastifyInstance): Promise<void> {
-  const { config, auth, turns } = app.gateway
+  const { config, auth, turns, mcp } = app.gateway
   app.get('/v1/tools', {
     onRequest: authenticate(auth, 'turns:read'),
     schema: { summary: 'List the effective tools of an agent', querystring: ToolsQuery, response: { 200: ToolList, 400: Problem, 401: Problem } }
   }, async (request) => {
     const name = (request.query as { agent?: string }).agent ?? config.default_agent
-    const { agent, risk } = resolveAgent(config, name)
-    const registry = assembleScopedRegistry({ catalog: turns.catalog, agent, risk })
+    const { agent, runtime, risk } = resolveAgent(config, name)
+    const offer = mcpOffer(config, agent, runtime, mcp)
+    const registry = assembleScopedRegistry({ catalog: turns.catalog, agent, risk, ...(offer === undefined ? {} : { mcp: offer }) })
     const approval = new ApprovalManager(risk, new Set())
     return {
       agent: name,

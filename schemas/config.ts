@@ -119,6 +119,8 @@ export const AgentConfig = Type.Object({
   model: Type.Optional(Type.String()),
   system_prompt: Type.String({ default: 'You are Tollgate\'s assistant. Use the tools available to you when they help, then answer concisely.' }),
   tools: Type.Array(Type.String(), { default: ['shell', 'file_read', 'file_write', 'http_request'], description: 'Tool bundle admitted for this agent' }),
+  mcp_bundles: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'MCP servers (names under [mcp.servers]) whose tools this agent may use; none by default' }),
+  delegate_agents: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Other agents the `delegate` tool may hand a sub-task to (the agent itself always may)' }),
   runtime_profile: Type.String({ default: 'default' }),
   risk_profile: Type.String({ default: 'default' })
 }, { additionalProperties: false })
@@ -129,6 +131,17 @@ export const ToolReceiptsConfig = Type.Object({
   show_in_response: Type.Boolean({ default: false }),
   inject_system_prompt: Type.Boolean({ default: true })
 }, { additionalProperties: false, default: {} })
+
+/**
+ * Decides which admitted MCP tools a turn sees (never which exist: policy and denylist do that).
+ * Patterns are exact names or contain one `*` wildcard (prefix*suffix).
+ */
+export const ToolFilterGroup = Type.Object({
+  mode: Type.Union([Type.Literal('always'), Type.Literal('dynamic')], { default: 'dynamic', description: 'always: visible (and pre-activated when deferred); dynamic: visible when the user message contains a keyword' }),
+  tools: Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 256 }),
+  keywords: Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { default: [], maxItems: 256 })
+}, { additionalProperties: false })
+export type ToolFilterGroup = Static<typeof ToolFilterGroup>
 
 export const RuntimeProfileConfig = Type.Object({
   max_tool_iterations: Type.Integer({ minimum: 0, default: 10, description: '0 means 10' }),
@@ -147,7 +160,8 @@ export const RuntimeProfileConfig = Type.Object({
     ignore_tools: Names,
     identical_output_min_elapsed_ms: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { default: null, description: 'null disables the identical-output abort' })
   }, { additionalProperties: false, default: {} }),
-  tool_receipts: ToolReceiptsConfig
+  tool_receipts: ToolReceiptsConfig,
+  tool_filter_groups: Type.Array(ToolFilterGroup, { default: [], maxItems: 64, description: 'Which MCP tools a turn sees; none: all admitted MCP tools' })
 }, { additionalProperties: false })
 export type RuntimeProfileConfig = Static<typeof RuntimeProfileConfig>
 
@@ -162,6 +176,43 @@ export const RiskProfileConfig = Type.Object({
 }, { additionalProperties: false })
 export type RiskProfileConfig = Static<typeof RiskProfileConfig>
 
+/** One MCP server; `<server>__<tool>` names its tools, so the name has no `__` and no edge separators. */
+export const MCP_SERVER_NAME = '^[A-Za-z0-9]+([-_][A-Za-z0-9]+)*$'
+
+function stringMap (description: string) {
+  return Type.Record(Type.String(), Type.String({ maxLength: 8192 }), { default: {}, description })
+}
+
+export const McpServerConfig = Type.Object({
+  transport: Type.Union([Type.Literal('stdio'), Type.Literal('http')]),
+  command: Type.Optional(Type.String({ minLength: 1, description: 'stdio: executable to spawn (no shell)' })),
+  args: Type.Array(Type.String(), { default: [], description: 'stdio: arguments' }),
+  env: stringMap('stdio: extra environment (the gateway\'s own environment is not inherited beyond PATH, HOME, USER, SHELL, TERM, LOGNAME)'),
+  env_from: stringMap('stdio: VAR = "GATEWAY_VAR": copy a value from the gateway\'s environment (keeps secrets out of the file)'),
+  cwd: Type.Optional(Type.String({ description: 'stdio: working directory' })),
+  url: Type.Optional(Type.String({ pattern: '^https?://', description: 'http: Streamable HTTP endpoint' })),
+  headers: stringMap('http: extra request headers'),
+  headers_from_env: stringMap('http: Header = "GATEWAY_VAR": copy a value from the gateway\'s environment'),
+  timeout_ms: Type.Optional(Type.Integer({ minimum: 100, description: 'Per-call timeout; default mcp.call_timeout_ms' }))
+}, { additionalProperties: false })
+export type McpServerConfig = Static<typeof McpServerConfig>
+
+export const McpConfig = Type.Object({
+  enabled: Type.Boolean({ default: true }),
+  deferred_loading: Type.Boolean({ default: false, description: 'true: turns see a tool_search stub and a Deferred Tools prompt section instead of every MCP wrapper' }),
+  connect_timeout_ms: Type.Integer({ minimum: 100, default: 10_000, description: 'Bound on connecting and listing tools at start (and on each reconnect)' }),
+  call_timeout_ms: Type.Integer({ minimum: 100, default: 60_000 }),
+  max_output_chars: Type.Integer({ minimum: 1024, default: 262_144, description: 'Bound on the text one MCP call result is converted to' }),
+  max_tools_per_server: Type.Integer({ minimum: 1, maximum: 1024, default: 128 }),
+  reconnect_initial_ms: Type.Integer({ minimum: 10, default: 500 }),
+  reconnect_max_ms: Type.Integer({ minimum: 10, default: 30_000 }),
+  servers: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'name → McpServerConfig' })
+}, { additionalProperties: false, default: {} })
+
+export const DelegateConfig = Type.Object({
+  max_depth: Type.Integer({ minimum: 1, maximum: 8, default: 2, description: 'Nesting bound: a sub-turn at this depth is not offered `delegate`' })
+}, { additionalProperties: false, default: {} })
+
 export const GatewayConfig = Type.Object({
   server: ServerConfig,
   log: LogConfig,
@@ -170,6 +221,8 @@ export const GatewayConfig = Type.Object({
   turns: TurnsConfig,
   workspace: WorkspaceConfig,
   tools: ToolsConfig,
+  mcp: McpConfig,
+  delegate: DelegateConfig,
   default_agent: Type.String({ default: 'default' }),
   providers: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
   agents: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
@@ -178,7 +231,9 @@ export const GatewayConfig = Type.Object({
 }, { additionalProperties: false })
 
 type Base = Static<typeof GatewayConfig>
-export type Config = Omit<Base, 'providers' | 'agents' | 'runtime_profiles' | 'risk_profiles'> & {
+export type McpConfig = Omit<Static<typeof McpConfig>, 'servers'> & { servers: Record<string, McpServerConfig> }
+export type Config = Omit<Base, 'providers' | 'agents' | 'runtime_profiles' | 'risk_profiles' | 'mcp'> & {
+  mcp: McpConfig
   providers: Record<string, ProviderConfig>
   agents: Record<string, AgentConfig>
   runtime_profiles: Record<string, RuntimeProfileConfig>

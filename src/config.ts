@@ -7,7 +7,7 @@ import { resolve } from 'node:path'
 import { Ajv, type ValidateFunction } from 'ajv'
 import { parse as parseToml } from 'smol-toml'
 import {
-  GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, type Config
+  GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig, MCP_SERVER_NAME, type Config
 } from '../schemas/config.js'
 
 export type { Config } from '../schemas/config.js'
@@ -76,7 +76,8 @@ const VALIDATORS = {
   provider: compile(ProviderConfig),
   agent: compile(AgentConfig),
   runtime: compile(RuntimeProfileConfig),
-  risk: compile(RiskProfileConfig)
+  risk: compile(RiskProfileConfig),
+  mcpServer: compile(McpServerConfig)
 }
 
 function check (validate: ValidateFunction, value: unknown, where: string): void {
@@ -102,9 +103,31 @@ function crossCheck (config: Config): void {
     if (config.runtime_profiles[agent.runtime_profile] === undefined) throw new ConfigError(`agents.${name}.runtime_profile ${JSON.stringify(agent.runtime_profile)} is not defined`)
     if (config.risk_profiles[agent.risk_profile] === undefined) throw new ConfigError(`agents.${name}.risk_profile ${JSON.stringify(agent.risk_profile)} is not defined`)
   }
+  crossCheckMcp(config)
   for (const [name, provider] of Object.entries(config.providers)) {
     if (provider.kind === 'openai' && (provider.base_url === undefined || provider.base_url === '')) {
       throw new ConfigError(`providers.${name}.base_url is required for kind "openai"`)
+    }
+  }
+}
+
+function crossCheckMcp (config: Config): void {
+  const { mcp } = config
+  const serverName = new RegExp(MCP_SERVER_NAME)
+  for (const [name, server] of Object.entries(mcp.servers)) {
+    if (!serverName.test(name) || name.length > 32) {
+      throw new ConfigError(`mcp.servers.${name}: a server name is 1-32 letters and digits, optionally joined by single - or _ (its tools are named <server>__<tool>)`)
+    }
+    if (server.transport === 'stdio' && server.command === undefined) throw new ConfigError(`mcp.servers.${name}.command is required for transport "stdio"`)
+    if (server.transport === 'http' && (server.url === undefined || !URL.canParse(server.url))) throw new ConfigError(`mcp.servers.${name}.url is required for transport "http" and must be an http(s) URL`)
+  }
+  if (mcp.reconnect_initial_ms > mcp.reconnect_max_ms) throw new ConfigError('mcp.reconnect_initial_ms must not exceed mcp.reconnect_max_ms')
+  for (const [name, agent] of Object.entries(config.agents)) {
+    for (const server of agent.mcp_bundles) {
+      if (mcp.servers[server] === undefined) throw new ConfigError(`agents.${name}.mcp_bundles names ${JSON.stringify(server)}, which is not defined under [mcp.servers]`)
+    }
+    for (const other of agent.delegate_agents) {
+      if (config.agents[other] === undefined) throw new ConfigError(`agents.${name}.delegate_agents names ${JSON.stringify(other)}, which is not defined under [agents]`)
     }
   }
 }
@@ -130,6 +153,7 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
   validateMap(config.agents as Plain, VALIDATORS.agent, 'agents')
   validateMap(config.runtime_profiles as Plain, VALIDATORS.runtime, 'runtime_profiles')
   validateMap(config.risk_profiles as Plain, VALIDATORS.risk, 'risk_profiles')
+  validateMap((config.mcp as Plain).servers as Plain, VALIDATORS.mcpServer, 'mcp.servers')
   const typed = config as unknown as Config
   crossCheck(typed)
   return typed

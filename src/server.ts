@@ -18,6 +18,8 @@ import type { EventBus } from './bus/bus.js'
 import { TollgateError, toProblem } from './errors.js'
 import { ConnectionRegistry } from './gateway/connections.js'
 import { TurnService } from './gateway/turns.js'
+import { createDelegateTool } from './delegate/tool.js'
+import { McpManager } from './mcp/manager.js'
 import { composeObservers, type Observer } from './observe/observer.js'
 import { createProviders } from './providers/index.js'
 import { MemoryStore } from './store/memory.js'
@@ -63,6 +65,7 @@ export interface Gateway {
   bus: EventBus
   auth: Authenticator
   log: Logger
+  mcp: McpManager
   close (): Promise<void>
 }
 
@@ -125,16 +128,18 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   const store = options.store ?? new MemoryStore()
   const providers = createProviders(config, env)
   const observer = composeObservers(options.observers ?? [], (err) => { log.error({ err }, 'observer failed') })
+  const mcp = await McpManager.start({ config, env, log })
   const turns = new TurnService({
     config,
-    catalog: buildCatalog(config, options.tools ?? []),
+    catalog: buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])]),
     providers,
     observer,
     hooks: options.hooks ?? NO_HOOKS,
     store,
     bus,
     connections,
-    log
+    log,
+    mcp
   })
 
   const app = Fastify({
@@ -155,6 +160,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     bus,
     auth,
     log,
+    mcp,
     async close () {
       if (closed) return
       closed = true
@@ -162,6 +168,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       await turns.shutdown()
       for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
       await app.close()
+      await mcp.close()
       for (const p of providers.values()) await p.close()
       await bus.close()
       await store.close()

@@ -13,16 +13,16 @@ import { principalKey, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, ControlMessage, EventBus, ReplayResult } from '../bus/bus.js'
 import { TollgateError } from '../errors.js'
 import { canonicalJson } from '../json/canonical.js'
+import type { McpToolSource } from '../mcp/manager.js'
 import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
 import { scrubText } from '../security/redact.js'
 import { ReceiptKey } from '../receipts/receipts.js'
 import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
 import type { ToolCatalog } from '../tools/registry.js'
-import { resolveAgent, resolveTurnContext, type TurnState } from '../turn/context.js'
+import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type TurnState } from '../turn/context.js'
 import type { ToolHooks } from '../turn/hooks.js'
 import { trimHistory } from '../turn/history.js'
-import { LoopDetector } from '../turn/loop-detector.js'
 import { CancelReason, runToolLoop, type TurnOutcome } from '../turn/loop.js'
 import type { ConnectionRegistry } from './connections.js'
 
@@ -36,6 +36,7 @@ export interface TurnServiceDeps {
   bus: EventBus
   connections: ConnectionRegistry
   log: Logger
+  mcp?: McpToolSource
 }
 
 export interface StartOptions {
@@ -165,6 +166,8 @@ export class TurnService {
       allowlist,
       channel: options.channel,
       ...(request.tools === undefined ? {} : { narrowing: request.tools }),
+      ...(this.deps.mcp === undefined ? {} : { mcp: this.deps.mcp }),
+      message: request.message,
       receiptGenerator: () => receipts
     })
     // Re-checked after the awaits above: two starts may race for one session or the last slot.
@@ -217,18 +220,7 @@ export class TurnService {
       },
       recordApproval: (e) => { record.approvals.push(e) },
       promptShellSignatures: new Set(),
-      dedupSignatures: new Set(),
-      loopDetector: new LoopDetector({
-        enabled: runtime.loop_detection.enabled,
-        windowSize: runtime.loop_detection.window_size,
-        maxRepeats: runtime.loop_detection.max_repeats
-      }),
-      systemNotes: [],
-      iteration: 0,
-      startedAt: Date.now(),
-      lastOutputHash: null,
-      identicalOutputCount: 0,
-      receipts: []
+      ...freshLoopBookkeeping(runtime)
     }
 
     emit({ kind: 'turn.started', session_id: sessionId, agent: agentName })

@@ -4,6 +4,27 @@
  */
 import type { Tool } from './tool.js'
 
+/** The deferred-tool lookup stub; a batch containing it never runs in parallel. */
+export const TOOL_SEARCH = 'tool_search'
+
+/**
+ * Exact name, else the unique `server__tool` whose part after the first `__` equals `name`
+ * (only for names without `__`); an ambiguous suffix resolves to nothing.
+ */
+export function resolveToolName (tools: ReadonlyMap<string, Tool>, name: string): Tool | undefined {
+  const exact = tools.get(name)
+  if (exact !== undefined || name.includes('__')) return exact
+  let found: Tool | undefined
+  for (const [full, tool] of tools) {
+    const at = full.indexOf('__')
+    if (at !== -1 && full.slice(at + 2) === name) {
+      if (found !== undefined) return undefined
+      found = tool
+    }
+  }
+  return found
+}
+
 export class ActivatedToolSet {
   private readonly tools = new Map<string, Tool>()
 
@@ -14,19 +35,12 @@ export class ActivatedToolSet {
     return true
   }
 
-  /** Exact name, else the unique activated `server__tool` whose part after the first `__` equals `name`. */
+  has (name: string): boolean {
+    return this.tools.has(name)
+  }
+
   resolve (name: string): Tool | undefined {
-    const exact = this.tools.get(name)
-    if (exact !== undefined || name.includes('__')) return exact
-    let found: Tool | undefined
-    for (const [full, tool] of this.tools) {
-      const at = full.indexOf('__')
-      if (at !== -1 && full.slice(at + 2) === name) {
-        if (found !== undefined) return undefined
-        found = tool
-      }
-    }
-    return found
+    return resolveToolName(this.tools, name)
   }
 
   list (): Tool[] {

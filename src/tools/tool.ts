@@ -5,6 +5,7 @@
 import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { Logger } from 'pino'
+import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 
 // ajv-formats ships CJS with a default export; under NodeNext the callable sits on `.default`.
 type AddFormats = (ajv: Ajv) => Ajv
@@ -29,6 +30,12 @@ export interface ToolResult {
   data?: unknown
 }
 
+/** The running turn, handed only to tools that act on the turn itself (delegate, tool_search). */
+export interface TurnScope {
+  exec: ResolvedAgentExecution
+  state: TurnState
+}
+
 export interface ToolContext {
   /** Fires when the turn is cancelled; tools must stop promptly. */
   signal: AbortSignal
@@ -36,6 +43,8 @@ export interface ToolContext {
   sessionId: string
   callId: string
   log: Logger
+  /** Set only for tools defined with `turnScoped: true`. */
+  turn?: TurnScope
 }
 
 export interface ToolSpec {
@@ -49,6 +58,11 @@ export interface Tool {
   readonly description: string
   readonly parameters: JsonSchema
   readonly attribution: ToolAttribution
+  /**
+   * Acts on the running turn (runs a nested one, activates deferred tools) and so receives it in
+   * `ctx.turn`; no other tool sees the turn.
+   */
+  readonly turnScoped?: boolean
   /** Built once per tool and shared by every provider request (never re-cloned per iteration). */
   readonly spec: ToolSpec
   /** Returns a human-readable problem with the arguments, or null when they match the schema. */
@@ -61,6 +75,7 @@ export interface ToolDefinition<A = Record<string, unknown>> {
   description: string
   parameters: JsonSchema
   attribution?: ToolAttribution
+  turnScoped?: boolean
   execute (args: A, ctx: ToolContext): Promise<ToolResult>
 }
 
@@ -100,6 +115,7 @@ export function defineTool<A = Record<string, unknown>> (def: ToolDefinition<A>)
     description: def.description,
     parameters,
     attribution: def.attribution ?? { provenance: 'native', source: 'builtin' },
+    turnScoped: def.turnScoped === true,
     spec,
     validateArgs (args: unknown): string | null {
       if (validate === null) return null

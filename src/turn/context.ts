@@ -12,11 +12,14 @@ import type { ApprovalChannel } from '../approval/gate.js'
 import { TollgateError } from '../errors.js'
 import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ModelProvider } from '../providers/types.js'
+import type { DeferredTools } from '../mcp/deferred.js'
+import type { McpToolSource } from '../mcp/manager.js'
+import { mcpOffer } from '../mcp/offer.js'
 import type { ActivatedToolSet } from '../tools/activated.js'
 import type { ToolCatalog } from '../tools/registry.js'
-import { assembleScopedRegistry, type ScopedRegistry, type ToolNarrowing } from '../tools/scoped.js'
+import { assembleScopedTools, type ScopedRegistry, type ToolNarrowing } from '../tools/scoped.js'
 import type { ToolHooks } from './hooks.js'
-import type { LoopDetector } from './loop-detector.js'
+import { LoopDetector } from './loop-detector.js'
 
 export interface ModelBinding {
   provider: ModelProvider
@@ -69,7 +72,11 @@ export interface ResolvedAgentExecution {
   systemPrompt: string
   /** Deferred-tool activation set; null when the agent has no deferred tools. */
   activated: ActivatedToolSet | null
+  /** Deferred MCP stubs and their prompt section; null unless deferred loading offers some. */
+  deferred: DeferredTools | null
   receipts: ReceiptOptions | null
+  /** 0 for a turn; n for a sub-turn n `delegate` calls deep. */
+  delegateDepth: number
 }
 
 /** Per-turn mutable state; owned by one running turn, never shared. */
@@ -99,6 +106,26 @@ export interface TurnState {
   receipts: string[]
 }
 
+export type LoopBookkeeping = Pick<TurnState, 'dedupSignatures' | 'loopDetector' | 'systemNotes' | 'iteration' | 'startedAt' | 'lastOutputHash' | 'identicalOutputCount' | 'receipts'>
+
+/** The loop bookkeeping every turn, and every delegated sub-turn, starts from. */
+export function freshLoopBookkeeping (runtime: RuntimeProfileConfig): LoopBookkeeping {
+  return {
+    dedupSignatures: new Set(),
+    loopDetector: new LoopDetector({
+      enabled: runtime.loop_detection.enabled,
+      windowSize: runtime.loop_detection.window_size,
+      maxRepeats: runtime.loop_detection.max_repeats
+    }),
+    systemNotes: [],
+    iteration: 0,
+    startedAt: Date.now(),
+    lastOutputHash: null,
+    identicalOutputCount: 0,
+    receipts: []
+  }
+}
+
 export interface ResolveOptions {
   config: Config
   agentName: string
@@ -111,6 +138,10 @@ export interface ResolveOptions {
   narrowing?: ToolNarrowing
   channel: string
   receiptGenerator?: (profile: RuntimeProfileConfig) => ReceiptGenerator | null
+  /** Connected MCP servers; absent: the agent gets no MCP tools. */
+  mcp?: McpToolSource
+  /** The turn's user message (dynamic tool_filter_groups match against it). */
+  message?: string
 }
 
 export function resolveAgent (config: Config, name: string): { agent: AgentConfig, runtime: RuntimeProfileConfig, risk: RiskProfileConfig } {
@@ -122,43 +153,61 @@ export function resolveAgent (config: Config, name: string): { agent: AgentConfi
   return { agent, runtime, risk }
 }
 
-export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecution {
-  const { config, agentName } = options
-  const { agent, runtime, risk } = resolveAgent(config, agentName)
-  const provider = options.providers.get(agent.provider)
+export function resolveModelBinding (config: Config, agent: AgentConfig, providers: ReadonlyMap<string, ModelProvider>): ModelBinding {
+  const provider = providers.get(agent.provider)
   if (provider === undefined) throw new TollgateError('INTERNAL', `provider ${agent.provider} is not built`)
   const providerConfig = config.providers[agent.provider]
   const model: ModelBinding = { provider, model: agent.model ?? providerConfig?.model ?? 'default' }
   if (providerConfig?.temperature !== undefined) model.temperature = providerConfig.temperature
-  const narrowingOptions = options.narrowing === undefined ? {} : { narrowing: options.narrowing }
-  const registry = assembleScopedRegistry({ catalog: options.catalog, agent, risk, ...narrowingOptions })
+  return model
+}
+
+export function resolveKnobs (config: Config, runtime: RuntimeProfileConfig): RuntimeKnobs {
+  return {
+    maxIterations: runtime.max_tool_iterations === 0 ? 10 : runtime.max_tool_iterations,
+    parallelTools: runtime.parallel_tools,
+    maxToolResultChars: runtime.max_tool_result_chars,
+    maxEventOutputChars: config.turns.max_event_output_chars,
+    dedupEnabled: runtime.dedup_enabled,
+    dedupScope: runtime.dedup_scope,
+    // Re-entrant agent tools must be able to run twice with the same brief.
+    dedupExempt: new Set([...runtime.tool_call_dedup_exempt, 'delegate', 'spawn_subagent']),
+    strictToolParsing: runtime.strict_tool_parsing,
+    maxIterationBehavior: runtime.max_iteration_behavior,
+    loopDetection: runtime.loop_detection,
+    approvalTimeoutMs: config.turns.approval_timeout_ms
+  }
+}
+
+export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecution {
+  const { config, agentName } = options
+  const { agent, runtime, risk } = resolveAgent(config, agentName)
+  const model = resolveModelBinding(config, agent, options.providers)
+  const offer = mcpOffer(config, agent, runtime, options.mcp)
+  const scoped = assembleScopedTools({
+    catalog: options.catalog,
+    agent,
+    risk,
+    ...(options.narrowing === undefined ? {} : { narrowing: options.narrowing }),
+    ...(offer === undefined ? {} : { mcp: offer }),
+    ...(options.message === undefined ? {} : { message: options.message })
+  })
   const generator = runtime.tool_receipts.enabled ? options.receiptGenerator?.(runtime) ?? null : null
   return {
     agent: agentName,
     channel: options.channel,
     model,
-    registry,
+    registry: scoped.registry,
     approval: new ApprovalManager(risk, options.allowlist),
     observer: options.observer,
     hooks: options.hooks,
-    knobs: {
-      maxIterations: runtime.max_tool_iterations === 0 ? 10 : runtime.max_tool_iterations,
-      parallelTools: runtime.parallel_tools,
-      maxToolResultChars: runtime.max_tool_result_chars,
-      maxEventOutputChars: config.turns.max_event_output_chars,
-      dedupEnabled: runtime.dedup_enabled,
-      dedupScope: runtime.dedup_scope,
-      // Re-entrant agent tools must be able to run twice with the same brief.
-      dedupExempt: new Set([...runtime.tool_call_dedup_exempt, 'delegate', 'spawn_subagent']),
-      strictToolParsing: runtime.strict_tool_parsing,
-      maxIterationBehavior: runtime.max_iteration_behavior,
-      loopDetection: runtime.loop_detection,
-      approvalTimeoutMs: config.turns.approval_timeout_ms
-    },
+    knobs: resolveKnobs(config, runtime),
     systemPrompt: agent.system_prompt,
-    activated: null,
+    activated: scoped.activated,
+    deferred: scoped.deferred,
     receipts: generator === null
       ? null
-      : { generator, showInResponse: runtime.tool_receipts.show_in_response, injectSystemPrompt: runtime.tool_receipts.inject_system_prompt }
+      : { generator, showInResponse: runtime.tool_receipts.show_in_response, injectSystemPrompt: runtime.tool_receipts.inject_system_prompt },
+    delegateDepth: 0
   }
 }

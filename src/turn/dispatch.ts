@@ -5,12 +5,11 @@
  * cancelled parallel batch keeps finished siblings' real results and interrupts only the rest.
  */
 import { scrubText, scrubValue } from '../security/redact.js'
+import { TOOL_SEARCH } from '../tools/activated.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import type { ParsedCall } from './parse.js'
 import { unavailableText } from './prepare.js'
 import { announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, unexecuted, type RawOutcome, type ToolSlot } from './results.js'
-
-export const TOOL_SEARCH = 'tool_search'
 
 /** Decided on the model's calls before hooks, as the reference runtime does. */
 export function parallelEligible (exec: ResolvedAgentExecution, calls: readonly ParsedCall[]): boolean {
@@ -58,7 +57,8 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       turnId: state.turnId,
       sessionId: state.sessionId,
       callId: slot.callId,
-      log: state.log.child({ tool: slot.name, call_id: slot.callId })
+      log: state.log.child({ tool: slot.name, call_id: slot.callId }),
+      ...(tool.turnScoped === true ? { turn: { exec, state } } : {})
     }).then((result): RawOutcome => {
       const durationMs = performance.now() - started
       if (result.success) return { status: 'ok', success: true, output: result.output, error: null, durationMs, executed: true }

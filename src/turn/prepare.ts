@@ -9,6 +9,7 @@ import { gateToolApproval } from '../approval/gate.js'
 import { TurnFailure } from '../errors.js'
 import { canonicalJson } from '../json/canonical.js'
 import { scrubText, scrubValue } from '../security/redact.js'
+import { TOOL_SEARCH } from '../tools/activated.js'
 import type { Tool } from '../tools/tool.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { sortedBeforeHooks } from './hooks.js'
@@ -40,9 +41,18 @@ export function resolveTool (exec: ResolvedAgentExecution, name: string): Tool |
   return exec.registry.get(name) ?? exec.activated?.resolve(name)
 }
 
-export function unavailableText (exec: ResolvedAgentExecution, name: string): string | null {
+/**
+ * A call after a tool_search in the same round may name a deferred stub that search is about to
+ * activate: such a batch runs sequentially, and the dispatcher re-resolves at the door, so the
+ * call runs only if the search really activated it.
+ */
+function resolveForRound (exec: ResolvedAgentExecution, name: string, searchPending: boolean): Tool | undefined {
+  return resolveTool(exec, name) ?? (searchPending ? exec.deferred?.lookup(name) : undefined)
+}
+
+export function unavailableText (exec: ResolvedAgentExecution, name: string, searchPending = false): string | null {
   if (exec.registry.isExcluded(name)) return `Tool not available in this turn: ${name}`
-  const tool = resolveTool(exec, name)
+  const tool = resolveForRound(exec, name, searchPending)
   if (tool === undefined) return `Unknown tool: ${name}`
   // The resolved tool's real name is checked too, so a suffix alias cannot route around a denylist.
   if (exec.registry.isExcluded(tool.name)) return `Tool not available in this turn: ${name}`
@@ -89,6 +99,7 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
   const roundShellSignatures = new Set<string>()
   if (exec.knobs.dedupScope === 'round') state.dedupSignatures.clear()
   const dedupText = `with identical arguments in this ${exec.knobs.dedupScope === 'round' ? 'response' : 'turn'}.`
+  let searchPending = false
 
   for (const [index, call] of calls.entries()) {
     originalArgs.push(call.arguments)
@@ -110,13 +121,13 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
     slot.name = hooked.name
     slot.arguments = hooked.args
 
-    const unavailable = unavailableText(exec, slot.name)
+    const unavailable = unavailableText(exec, slot.name, searchPending)
     if (unavailable !== null) {
       observeUnavailable(exec, state, slot, unavailable)
       slot.prefill = unexecuted('error', unavailable)
       continue
     }
-    const tool = resolveTool(exec, slot.name) as Tool
+    const tool = resolveForRound(exec, slot.name, searchPending) as Tool
 
     slot.arguments = withMarker(tool.name, slot.arguments, false)
     const invalid = tool.validateArgs(slot.arguments)
@@ -158,6 +169,7 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
       state.dedupSignatures.add(signature)
     }
     slot.tool = tool
+    if (tool.name === TOOL_SEARCH) searchPending = true
   }
   for (const signature of roundShellSignatures) state.promptShellSignatures.add(signature)
   return { slots, originalArgs }

@@ -3,6 +3,7 @@
  * on the wire (native) or into the prompt (text protocol), and the one leading system message.
  */
 import type { ChatMessage } from '../providers/types.js'
+import { TOOL_SEARCH } from '../tools/activated.js'
 import type { ToolSpec } from '../tools/tool.js'
 import type { ResolvedAgentExecution } from './context.js'
 import { buildToolProtocolInstructions } from './text-protocol.js'
@@ -36,7 +37,11 @@ export function buildIterationRequest (exec: ResolvedAgentExecution, history: re
   const specs = withTools ? iterationSpecs(exec) : []
   const useNative = exec.model.provider.nativeTools && specs.length > 0
   const sections = [exec.systemPrompt]
-  // Strict parsing executes native calls only, so a text-only provider is not taught the protocol.
+  // Strict parsing executes native calls only, so a text-only provider is not taught the protocol
+  // nor told about tools it could only fetch through it.
+  const describeTools = useNative || !exec.knobs.strictToolParsing
+  // The section is only true while tool_search is on offer (per-run exclude can take it away).
+  if (describeTools && exec.deferred !== null && specs.some((s) => s.name === TOOL_SEARCH)) sections.push(exec.deferred.section)
   if (!useNative && specs.length > 0 && !exec.knobs.strictToolParsing) sections.push(buildToolProtocolInstructions(specs))
   if (exec.receipts?.injectSystemPrompt === true) sections.push(RECEIPTS_ADDENDUM)
   sections.push(...systemNotes)
