@@ -1,5 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { TollgateError } from '../../src/errors.js'
 import type { RiskProfileConfig, ToolFilterGroup } from '../../schemas/config.js'
 import { loadConfig } from '../../src/config.js'
 import { ToolCatalog } from '../../src/tools/registry.js'
@@ -82,9 +83,13 @@ test('a per-run allow narrows MCP tools strictly, without the server__tool auto-
   assert.deepEqual(names(scoped.registry.list()), ['read', 'wiki__search'])
 })
 
-test('a per-run allow still honours the denylist', () => {
-  const scoped = assembleScopedTools(options({ risk: { excluded_tools: ['wiki__search'] }, narrowing: { allow: ['wiki__search'] } }))
-  assert.deepEqual(names(scoped.registry.list()), [])
+test('a per-run allow cannot reach past the denylist: naming a denied tool is refused as unknown', () => {
+  assert.throws(
+    () => assembleScopedTools(options({ risk: { excluded_tools: ['wiki__search'] }, narrowing: { allow: ['wiki__search'] } })),
+    (err: unknown) => err instanceof TollgateError && err.code === 'UNKNOWN_TOOL' && err.detail?.includes('wiki__search') === true
+  )
+  const scoped = assembleScopedTools(options({ risk: { excluded_tools: ['wiki__search'] }, narrowing: { allow: ['gh__issues'] } }))
+  assert.deepEqual(names(scoped.registry.list()), ['gh__issues'])
   assert.equal(scoped.registry.isExcluded('wiki__search'), true)
 })
 
