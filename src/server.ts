@@ -33,6 +33,7 @@ import approvalRoutes from '../routes/approvals.js'
 import sessionRoutes from '../routes/sessions.js'
 import toolRoutes from '../routes/tools.js'
 import wsRoutes from '../routes/ws.js'
+import receiptRoutes from '../routes/receipts.js'
 
 type AddFormats = (ajv: Ajv) => Ajv
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
@@ -214,5 +215,6 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   await app.register(sessionRoutes)
   await app.register(toolRoutes)
   await app.register(wsRoutes)
+  await app.register(receiptRoutes)
   return gateway
 }
