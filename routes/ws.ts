@@ -187,6 +187,7 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
         return
       }
       socket.send(JSON.stringify(frame))
+      if (frame.type === 'event') gateway.metrics?.eventSent('ws')
     }
     const session = new SocketSession(gateway, socket, principal, connection, send)
     connection.follow = (turnId) => {

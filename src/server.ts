@@ -18,7 +18,9 @@ import type { EventBus } from './bus/bus.js'
 import { TollgateError, toProblem } from './errors.js'
 import { ConnectionRegistry } from './gateway/connections.js'
 import { TurnService } from './gateway/turns.js'
-import { composeObservers, type Observer } from './observe/observer.js'
+import type { GatewayMetrics } from './observe/metrics.js'
+import { createObservability } from './observe/observability.js'
+import type { Observer } from './observe/observer.js'
 import { createProviders } from './providers/index.js'
 import { MemoryStore } from './store/memory.js'
 import type { Store } from './store/store.js'
@@ -34,6 +36,7 @@ import sessionRoutes from '../routes/sessions.js'
 import toolRoutes from '../routes/tools.js'
 import wsRoutes from '../routes/ws.js'
 import receiptRoutes from '../routes/receipts.js'
+import metricsRoutes from '../routes/metrics.js'
 
 type AddFormats = (ajv: Ajv) => Ajv
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
@@ -64,6 +67,8 @@ export interface Gateway {
   bus: EventBus
   auth: Authenticator
   log: Logger
+  /** null when `metrics.enabled` is false. */
+  metrics: GatewayMetrics | null
   close (): Promise<void>
 }
 
@@ -132,12 +137,18 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   })
   const store = options.store ?? new MemoryStore()
   const providers = createProviders(config, env)
-  const observer = composeObservers(options.observers ?? [], (err) => { log.error({ err }, 'observer failed') })
+  const catalog = buildCatalog(config, options.tools ?? [])
+  const observability = createObservability({
+    config,
+    log,
+    extra: options.observers ?? [],
+    sources: { activeTurns: () => turns.activeCount, wsConnections: () => connections.count('ws'), isKnownTool: (name) => catalog.has(name) }
+  })
   const turns = new TurnService({
     config,
-    catalog: buildCatalog(config, options.tools ?? []),
+    catalog,
     providers,
-    observer,
+    observer: observability.observer,
     hooks: options.hooks ?? NO_HOOKS,
     store,
     bus,
@@ -163,11 +174,13 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     bus,
     auth,
     log,
+    metrics: observability.metrics,
     async close () {
       if (closed) return
       closed = true
       // Turns first, so every socket still receives its turns' terminal events; then 1001 "going away".
       await turns.shutdown()
+      observability.close()
       for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
       await app.close()
       for (const p of providers.values()) await p.close()
@@ -216,5 +229,6 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   await app.register(toolRoutes)
   await app.register(wsRoutes)
   await app.register(receiptRoutes)
+  await app.register(metricsRoutes)
   return gateway
 }

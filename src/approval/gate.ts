@@ -26,7 +26,16 @@ export interface ApprovalReply {
   requestId: string | null
   decidedBy: string
   channel: string
-  principal?: string
+  /** Principal key (`tenant/sub`) of the operator who answered, or `runtime` when nobody did. */
+  principal: string
+}
+
+/** Who decides when no person does; not a principal key (those always contain a `/`). */
+export const RUNTIME_DECIDER = 'runtime'
+
+/** The runtime failing closed: a denial nobody can be blamed for, audited as the runtime's. */
+export function runtimeDenial (source: Exclude<ApprovalSource, 'operator'>, requestId: string | null): ApprovalReply {
+  return { decision: 'no', source, requestId, decidedBy: RUNTIME_DECIDER, channel: RUNTIME_DECIDER, principal: RUNTIME_DECIDER }
 }
 
 /** The turn's approval backchannel (WebSocket owner/subscribers, SSE + REST). */
@@ -36,7 +45,7 @@ export interface ApprovalChannel {
 
 export const NO_BACKCHANNEL: ApprovalChannel = {
   async ask () {
-    return { decision: 'no', source: 'unavailable', requestId: null, decidedBy: 'runtime', channel: 'runtime' }
+    return runtimeDenial('unavailable', null)
   }
 }
 
@@ -89,9 +98,10 @@ export async function gateToolApproval (
     decision,
     decided_by: reply.decidedBy,
     channel: reply.channel,
+    principal: reply.principal,
     timestamp: new Date().toISOString()
   }
-  state.recordApproval(reply.principal === undefined ? entry : { ...entry, principal: reply.principal })
+  state.recordApproval(entry)
   exec.observer.record({
     kind: 'approval',
     tool: call.name,
@@ -100,6 +110,7 @@ export async function gateToolApproval (
     decision,
     decided_by: reply.decidedBy,
     approval_channel: reply.channel,
+    principal: reply.principal,
     turn_id: state.turnId,
     session_id: state.sessionId,
     agent: exec.agent,
