@@ -18,10 +18,10 @@ import type { EventBus } from './bus/bus.js'
 import { TollgateError, toProblem } from './errors.js'
 import { ConnectionRegistry } from './gateway/connections.js'
 import { TurnService } from './gateway/turns.js'
+import { composeObservers, type Observer } from './observe/observer.js'
+import { createProviders } from './providers/index.js'
 import type { GatewayMetrics } from './observe/metrics.js'
 import { createObservability } from './observe/observability.js'
-import type { Observer } from './observe/observer.js'
-import { createProviders } from './providers/index.js'
 import { MemoryStore } from './store/memory.js'
 import type { Store } from './store/store.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
@@ -30,13 +30,13 @@ import type { Tool } from './tools/tool.js'
 import { NO_HOOKS, type ToolHooks } from './turn/hooks.js'
 import { redactionPaths } from './security/log-redaction.js'
 import healthRoutes from '../routes/health.js'
+import metricsRoutes from '../routes/metrics.js'
 import turnRoutes from '../routes/turns.js'
 import approvalRoutes from '../routes/approvals.js'
+import receiptRoutes from '../routes/receipts.js'
 import sessionRoutes from '../routes/sessions.js'
 import toolRoutes from '../routes/tools.js'
 import wsRoutes from '../routes/ws.js'
-import receiptRoutes from '../routes/receipts.js'
-import metricsRoutes from '../routes/metrics.js'
 
 type AddFormats = (ajv: Ajv) => Ajv
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
@@ -64,11 +64,11 @@ export interface Gateway {
   config: Config
   turns: TurnService
   connections: ConnectionRegistry
+  /** null when `metrics.enabled` is false. */
+  metrics: GatewayMetrics | null
   bus: EventBus
   auth: Authenticator
   log: Logger
-  /** null when `metrics.enabled` is false. */
-  metrics: GatewayMetrics | null
   close (): Promise<void>
 }
 
@@ -137,18 +137,17 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   })
   const store = options.store ?? new MemoryStore()
   const providers = createProviders(config, env)
-  const catalog = buildCatalog(config, options.tools ?? [])
   const observability = createObservability({
     config,
     log,
-    extra: options.observers ?? [],
-    sources: { activeTurns: () => turns.activeCount, wsConnections: () => connections.count('ws'), isKnownTool: (name) => catalog.has(name) }
+    sources: { activeTurns: () => turns.activeCount, wsConnections: () => connections.count('ws'), isKnownTool: (name) => turns.catalog.has(name) }
   })
+  const observer = composeObservers(options.observers ?? [], (err) => { log.error({ err }, 'observer failed') })
   const turns = new TurnService({
     config,
-    catalog,
+    catalog: buildCatalog(config, options.tools ?? []),
     providers,
-    observer: observability.observer,
+    observer: observability.around(observer),
     hooks: options.hooks ?? NO_HOOKS,
     store,
     bus,
@@ -171,10 +170,10 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     config,
     turns,
     connections,
+    metrics: observability.metrics,
     bus,
     auth,
     log,
-    metrics: observability.metrics,
     async close () {
       if (closed) return
       closed = true
@@ -223,12 +222,12 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     }
   })
   await app.register(healthRoutes)
+  await app.register(metricsRoutes)
   await app.register(turnRoutes)
   await app.register(approvalRoutes)
+  await app.register(receiptRoutes)
   await app.register(sessionRoutes)
   await app.register(toolRoutes)
   await app.register(wsRoutes)
-  await app.register(receiptRoutes)
-  await app.register(metricsRoutes)
   return gateway
 }

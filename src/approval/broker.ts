@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import type { TurnEvent } from '../../schemas/events.js'
 import { TollgateError } from '../errors.js'
-import { runtimeDenial, type ApprovalChannel, type ApprovalQuestion, type ApprovalReply } from './gate.js'
+import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from './gate.js'
 
 export interface OperatorAnswer {
   decision: 'yes' | 'no' | 'always' | 'edit'
@@ -53,14 +53,14 @@ export class ApprovalBroker {
 
   private async ask (route: TurnApprovalRoute, question: ApprovalQuestion, signal: AbortSignal): Promise<ApprovalReply> {
     if (!route.hasBackchannel()) {
-      return runtimeDenial('unavailable', null)
+      return { decision: 'no', source: 'unavailable', requestId: null, decidedBy: 'runtime', channel: 'runtime' }
     }
-    if (signal.aborted) return runtimeDenial('cancelled', null)
+    if (signal.aborted) return { decision: 'no', source: 'cancelled', requestId: null, decidedBy: 'runtime', channel: 'runtime' }
     const requestId = `apr_${randomUUID()}`
     const expiresAt = new Date(Date.now() + question.timeoutMs).toISOString()
     return await new Promise<ApprovalReply>((resolve) => {
       let timer: NodeJS.Timeout | undefined
-      const onAbort = (): void => { settle(runtimeDenial('cancelled', requestId)) }
+      const onAbort = (): void => { settle({ decision: 'no', source: 'cancelled', requestId, decidedBy: 'runtime', channel: 'runtime' }) }
       const settle = (reply: ApprovalReply): void => {
         if (!this.pending.has(requestId)) return
         this.pending.delete(requestId)
@@ -70,7 +70,7 @@ export class ApprovalBroker {
         resolve(reply)
       }
       this.pending.set(requestId, { requestId, turnId: route.turnId, owner: route.owner, settle })
-      timer = setTimeout(() => { settle(runtimeDenial('timed_out', requestId)) }, question.timeoutMs)
+      timer = setTimeout(() => { settle({ decision: 'no', source: 'timed_out', requestId, decidedBy: 'runtime', channel: 'runtime' }) }, question.timeoutMs)
       signal.addEventListener('abort', onAbort, { once: true })
       route.emit({
         kind: 'approval.requested',

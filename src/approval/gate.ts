@@ -26,17 +26,12 @@ export interface ApprovalReply {
   requestId: string | null
   decidedBy: string
   channel: string
-  /** Principal key (`tenant/sub`) of the operator who answered, or `runtime` when nobody did. */
-  principal: string
+  /** Principal key (`tenant/sub`) of the operator who answered; the broker always sets it for operator answers. */
+  principal?: string
 }
 
-/** Who decides when no person does; not a principal key (those always contain a `/`). */
+/** The audit's principal for runtime decisions; never a principal key (those always contain a `/`). */
 export const RUNTIME_DECIDER = 'runtime'
-
-/** The runtime failing closed: a denial nobody can be blamed for, audited as the runtime's. */
-export function runtimeDenial (source: Exclude<ApprovalSource, 'operator'>, requestId: string | null): ApprovalReply {
-  return { decision: 'no', source, requestId, decidedBy: RUNTIME_DECIDER, channel: RUNTIME_DECIDER, principal: RUNTIME_DECIDER }
-}
 
 /** The turn's approval backchannel (WebSocket owner/subscribers, SSE + REST). */
 export interface ApprovalChannel {
@@ -45,7 +40,7 @@ export interface ApprovalChannel {
 
 export const NO_BACKCHANNEL: ApprovalChannel = {
   async ask () {
-    return runtimeDenial('unavailable', null)
+    return { decision: 'no', source: 'unavailable', requestId: null, decidedBy: 'runtime', channel: 'runtime' }
   }
 }
 
@@ -87,6 +82,7 @@ export async function gateToolApproval (
     : await NO_BACKCHANNEL.ask({ callId: call.callId, tool: call.name, arguments: {}, summary, timeoutMs: 0 }, state.signal)
 
   const decision = auditDecision(reply)
+  const principal = reply.principal ?? RUNTIME_DECIDER
   if (reply.requestId !== null) {
     state.emit({ kind: 'approval.resolved', request_id: reply.requestId, call_id: call.callId, decision, decided_by: reply.decidedBy })
   }
@@ -98,7 +94,7 @@ export async function gateToolApproval (
     decision,
     decided_by: reply.decidedBy,
     channel: reply.channel,
-    principal: reply.principal,
+    principal,
     timestamp: new Date().toISOString()
   }
   state.recordApproval(entry)
@@ -110,7 +106,7 @@ export async function gateToolApproval (
     decision,
     decided_by: reply.decidedBy,
     approval_channel: reply.channel,
-    principal: reply.principal,
+    principal,
     turn_id: state.turnId,
     session_id: state.sessionId,
     agent: exec.agent,

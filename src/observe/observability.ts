@@ -1,6 +1,6 @@
 /**
  * The gateway's own observers, built once from config: structured log lines, Prometheus
- * metrics and OpenTelemetry spans, followed by any observers an embedder or test attached.
+ * metrics and OpenTelemetry spans. Observers an embedder or test attached run after them.
  */
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
@@ -13,11 +13,11 @@ export interface ObservabilityOptions {
   config: Config
   log: Logger
   sources: MetricsSources
-  extra: readonly Observer[]
 }
 
 export interface Observability {
-  observer: Observer
+  /** The gateway's observers followed by `extra`; one failing observer never stops the others. */
+  around (extra: Observer): Observer
   /** null when `metrics.enabled` is false: nothing is counted and /metrics is not served. */
   metrics: GatewayMetrics | null
   close (): void
@@ -32,9 +32,8 @@ export function createObservability (options: ObservabilityOptions): Observabili
   const observers: Observer[] = [createLogObserver(log, { toolCalls: config.log.tool_calls, maxFieldChars: config.log.max_field_chars })]
   if (metrics !== null) observers.push(metrics)
   if (tracing !== null) observers.push(tracing)
-  observers.push(...options.extra)
   return {
-    observer: composeObservers(observers, (err) => { log.error({ err }, 'observer failed') }),
+    around: (extra) => composeObservers([...observers, extra], (err) => { log.error({ err }, 'observer failed') }),
     metrics,
     close () {
       tracing?.close()
