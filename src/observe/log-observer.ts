@@ -1,11 +1,10 @@
 /**
  * Structured log lines from observer records: one info line when a tool call starts, one when it
- * ends, and one audit line per approval decision. Arguments and results are scrubbed again here
- * (cheap, idempotent) and bounded, so a log line never carries a credential or a megabyte.
+ * ends, and one audit line per approval decision. Arguments and results arrive scrubbed (and the
+ * gateway logger scrubs every line again); here they are bounded, so no line carries a megabyte.
  */
 import type { Logger } from 'pino'
 import { canonicalJson } from '../json/canonical.js'
-import { scrubText, scrubValue } from '../security/redact.js'
 import type { Observer, ObserverEvent } from './observer.js'
 
 export interface LogObserverOptions {
@@ -21,14 +20,13 @@ function bounded (text: string, max: number): string {
 
 /** Small arguments stay structured (searchable); large ones become a bounded JSON preview. */
 function boundedArguments (args: unknown, max: number): unknown {
-  const scrubbed = scrubValue(args)
   let text: string
   try {
-    text = canonicalJson(scrubbed)
+    text = canonicalJson(args)
   } catch {
     return '[unserialisable arguments]'
   }
-  return text.length <= max ? scrubbed : bounded(text, max)
+  return text.length <= max ? args : bounded(text, max)
 }
 
 function correlation (e: ObserverEvent): Record<string, string> {
@@ -61,7 +59,7 @@ export function createLogObserver (log: Logger, options: LogObserverOptions): Ob
             status: event.status,
             success: event.success,
             duration_ms: event.duration_ms,
-            result: bounded(scrubText(event.result), max),
+            result: bounded(event.result, max),
             ...correlation(event)
           }, 'tool call finished')
           return

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startGateway, type TestGateway, type TestSocket } from '../helpers/gateway.js'
-import { collectLogLines, type LogLines } from '../helpers/log-lines.js'
+import { captureLogs, type LogCapture } from '../helpers/log-capture.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
 import { MemoryStore } from '../../src/store/memory.js'
 
@@ -10,12 +10,12 @@ const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 interface Setup {
   g: TestGateway
-  logs: LogLines
+  logs: LogCapture
   store: MemoryStore
 }
 
 async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<Setup> {
-  const logs = collectLogLines()
+  const logs = captureLogs('info')
   const store = new MemoryStore()
   const g = await startGateway({ logger: logs.logger, store, tools: createProbes().tools, overrides: probeOverrides(extra) })
   t.after(async () => { await g.close() })

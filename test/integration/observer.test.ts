@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
-import { collectLogLines } from '../helpers/log-lines.js'
+import { captureLogs } from '../helpers/log-capture.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
 import type { Observer, ObserverEvent } from '../../src/observe/observer.js'
 
@@ -109,7 +109,7 @@ test('parallel calls each pair their start and end by call_id', async (t) => {
 })
 
 test('a throwing observer is logged and neither the turn nor the other observers notice', async (t) => {
-  const logs = collectLogLines()
+  const logs = captureLogs('info')
   const records: ObserverEvent[] = []
   const g = await startGateway({
     logger: logs.logger,

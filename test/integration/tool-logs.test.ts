@@ -1,11 +1,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
-import { collectLogLines, type LogLines } from '../helpers/log-lines.js'
+import { captureLogs, type LogCapture } from '../helpers/log-capture.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
 
-async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<{ g: TestGateway, logs: LogLines }> {
-  const logs = collectLogLines()
+async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<{ g: TestGateway, logs: LogCapture }> {
+  const logs = captureLogs('info')
   const g = await startGateway({ logger: logs.logger, tools: createProbes().tools, overrides: probeOverrides(extra) })
   t.after(async () => { await g.close() })
   return { g, logs }
@@ -13,7 +13,7 @@ async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Re
 
 const probe = (id: string, args: Record<string, unknown>): { id: string, name: string, arguments: Record<string, unknown> } => ({ id, name: 'probe', arguments: args })
 
-function toolLines (logs: LogLines): Array<Record<string, any>> {
+function toolLines (logs: LogCapture): Array<Record<string, any>> {
   return logs.lines().filter((l) => l.event === 'tool_call_start' || l.event === 'tool_call')
 }
 
