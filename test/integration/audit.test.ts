@@ -2,6 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startGateway, type TestGateway, type TestSocket } from '../helpers/gateway.js'
 import { captureLogs, type LogCapture } from '../helpers/log-capture.js'
+import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
 import { MemoryStore } from '../../src/store/memory.js'
 
@@ -139,4 +140,23 @@ test('several decisions in one turn are all audited, in the order they were made
   assert.deepEqual(turn.body.approvals.map((a: { decision: string, arguments_summary: string }) => [a.decision, a.arguments_summary]), [['no', 'label: x'], ['yes', 'label: y']])
   assert.deepEqual((await s.store.getTurn(accepted.turn_id))?.approvals, turn.body.approvals)
   assert.equal(s.logs.lines().filter((l) => l.audit === 'approval_decision').length, 2)
+})
+
+test('with JWT auth the audit names the tenant/sub that answered', async (t) => {
+  const logs = captureLogs('info')
+  const g = await startGateway({ logger: logs.logger, tools: createProbes().tools, overrides: probeOverrides(jwtAuth()) })
+  t.after(async () => { await g.close() })
+  const token = await mintToken({ tenant: 'acme', sub: 'alice' })
+  g.provider.enqueue({ toolCalls: [risky] }, { text: 'ok' })
+  const ws = await g.socket({ protocols: ['tollgate.v1', `bearer.${token}`] })
+  const accepted = await ws.request({ type: 'turn.start', message: 'go' })
+  const asked = await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested')
+  assert.ok(asked.event.kind === 'approval.requested')
+  const answer = await g.http('POST', `/v1/approvals/${asked.event.request_id}`, { decision: 'yes' }, bearer(token))
+  assert.equal(answer.status, 200)
+  await ws.waitForTerminal(accepted.turn_id)
+  const turn = await g.http('GET', `/v1/turns/${accepted.turn_id}`, undefined, bearer(token))
+  assert.deepEqual([turn.body.approvals[0].principal, turn.body.approvals[0].decided_by, turn.body.approvals[0].channel], ['acme/alice', 'rest:alice', 'rest'])
+  const line = logs.lines().find((l) => l.audit === 'approval_decision')
+  assert.deepEqual([line?.principal, line?.decision], ['acme/alice', 'yes'])
 })

@@ -2,6 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { parseExposition, valueOf, type Sample } from '../helpers/prometheus.js'
+import { jwtAuth } from '../helpers/tokens.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
 
 async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<TestGateway> {
@@ -38,6 +39,14 @@ test('/metrics answers Prometheus text without credentials', async (t) => {
   assert.match(text, /^# HELP tollgate_tool_calls_total /m)
   assert.match(text, /^# TYPE tollgate_tool_call_duration_seconds histogram$/m)
   assert.match(text, /^process_cpu_user_seconds_total /m)
+})
+
+test('/metrics stays open when every /v1 route needs a bearer token', async (t) => {
+  const g = await setup(t, jwtAuth())
+  assert.equal((await g.http('GET', '/v1/tools')).status, 401)
+  const res = await fetch(`${g.url}/metrics`)
+  assert.equal(res.status, 200)
+  assert.match(await res.text(), /^# TYPE tollgate_turns_total counter$/m)
 })
 
 test('a scripted turn is counted: tool calls by tool and status, their durations, the turn and its provider requests', async (t) => {

@@ -1,6 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
+import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
 import { createProbes, probeOverrides, type Probes } from '../helpers/tools.js'
 import type { EventEnvelope, TurnEvent } from '../../schemas/events.js'
 
@@ -227,4 +228,22 @@ test('a receipt is bound to its turn: presented under the next turn of the sessi
   assert.deepEqual(crossed.body, { valid: false, reason: 'mismatch' })
   const own = await g.http('POST', '/v1/receipts/verify', { receipt: b.receipt, turn_id: second.body.turn_id, call_id: b.call_id, tool: 'probe', arguments: b.arguments, output: b.output })
   assert.deepEqual(own.body, { valid: true })
+})
+
+test('with JWT auth only the turn\'s owner may verify, and only with the turns:read scope', async (t) => {
+  const probes = createProbes()
+  const g = await startGateway({ tools: probes.tools, overrides: probeOverrides({ ...jwtAuth(), runtime_profiles: { default: { tool_receipts: { enabled: true } } } }) })
+  t.after(async () => { await g.close() })
+  const owner = await mintToken({ tenant: 'acme', sub: 'alice' })
+  g.provider.enqueue({ toolCalls: [probe('c1', { label: 'a' })] }, { text: 'done' })
+  const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' }, bearer(owner))
+  const record = res.body.tool_calls[0]
+  const body = { receipt: record.receipt, turn_id: res.body.turn_id, call_id: record.call_id, tool: record.name, arguments: record.arguments, output: record.output }
+  assert.deepEqual((await g.http('POST', '/v1/receipts/verify', body, bearer(owner))).body, { valid: true })
+  const stranger = await g.http('POST', '/v1/receipts/verify', body, bearer(await mintToken({ tenant: 'globex', sub: 'alice' })))
+  assert.deepEqual([stranger.status, stranger.body.code], [404, 'TURN_NOT_FOUND'])
+  const writeOnly = await g.http('POST', '/v1/receipts/verify', body, bearer(await mintToken({ tenant: 'acme', sub: 'alice', scopes: ['turns:write'] })))
+  assert.deepEqual([writeOnly.status, writeOnly.body.code], [403, 'FORBIDDEN'])
+  const anonymous = await g.http('POST', '/v1/receipts/verify', body)
+  assert.equal(anonymous.status, 401)
 })
