@@ -8,7 +8,7 @@ import type { ServerFrame } from '../schemas/ws.js'
 import { whenExpired } from '../src/auth/expiry.js'
 import { FRAME_SCOPES } from '../src/auth/frame-scopes.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
-import { principalKey, requireScope, type Principal } from '../src/auth/principal.js'
+import { hasScope, principalKey, requireScope, type Principal } from '../src/auth/principal.js'
 import type { BusEnvelope, Unsubscribe } from '../src/bus/bus.js'
 import { TollgateError } from '../src/errors.js'
 import type { Connection } from '../src/gateway/connections.js'
@@ -209,7 +209,7 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
     websocket: true
   }, (socket, request) => {
     const principal = principalOf(request)
-    const connection = connections.open('ws', principalKey(principal))
+    const connection = connections.open('ws', principalKey(principal), hasScope(principal, 'approvals:answer'))
     let alive = true
     const send: Send = (frame) => {
       if (socket.readyState !== socket.OPEN) return

@@ -289,7 +289,7 @@ export class TurnService {
     const { record } = active
     if (active.ownerConnection !== null) {
       const owner = this.deps.connections.get(active.ownerConnection)
-      if (owner !== undefined && !owner.closed && owner.kind !== 'http') return true
+      if (owner !== undefined && !owner.closed && owner.kind !== 'http' && owner.canAnswer) return true
     }
     return this.deps.connections.watchedBy(record.owner, record.turn_id, record.session_id)
   }

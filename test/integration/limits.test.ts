@@ -152,3 +152,37 @@ test('a consumer that stops reading is closed with 1008 once its unsent bytes pa
   assert.equal(await slow.closed(30_000), 1008)
   assert.equal(slow.closeReason, 'slow consumer: too many unsent bytes')
 })
+
+test('an SSE reader that stops reading loses its stream once its unsent bytes pass the bound, and the turn it owned is cancelled', async (t) => {
+  const probes = createProbes()
+  const g = await startGateway({
+    tools: probes.tools,
+    overrides: probeOverrides({ ws: { max_buffered_bytes: 65_536 }, turns: { max_event_output_chars: 65_536 }, runtime_profiles: { default: { max_tool_iterations: 20, loop_detection: { enabled: false } } } })
+  })
+  t.after(() => g.close())
+  let round = 0
+  const bigRound = (): ScriptedReply => {
+    round++
+    return { toolCalls: Array.from({ length: 20 }, (_, i) => ({ id: `c${round}_${i}`, name: 'probe', arguments: { label: `r${round}i${i}`, output: `r${round}i${i}:${'y'.repeat(60_000)}` } })) }
+  }
+  g.provider.enqueue(...Array.from({ length: 21 }, () => bigRound))
+  const { request } = await import('node:http')
+  const turnId = await new Promise<string>((resolve, reject) => {
+    const req = request(new URL('/v1/turns', g.url), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' } }, (res) => {
+      res.pause()
+      resolve(String(res.headers['x-turn-id']))
+    })
+    req.on('error', () => {})
+    req.end(JSON.stringify({ message: 'flood me' }))
+    t.after(() => { req.destroy() })
+    setTimeout(() => reject(new Error('no SSE response')), 5000)
+  })
+  const deadline = Date.now() + 20_000
+  let status = 'running'
+  while (status === 'running' && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    status = (await g.http('GET', `/v1/turns/${turnId}`)).body.status
+  }
+  assert.equal(status, 'cancelled')
+  await assertServed(g)
+})

@@ -125,3 +125,17 @@ test('a query-string token never appears in the request log', async (t) => {
   assert.match(String(incoming.req.url), /access_token=eyJh\*\[REDACTED\]/)
   for (const part of token.split('.')) assert.ok(!logs.text().includes(part), 'a token segment was logged')
 })
+
+test('session history shown to clients has tool data scrubbed while the model saw the real values', async (t) => {
+  const probes = createProbes()
+  const g = await startGateway({ tools: probes.tools, overrides: probeOverrides() })
+  t.after(() => g.close())
+  const secret = 'sk-live-0123456789abcdefghijklmnop'
+  g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'probe', arguments: { label: `api_key=${secret}`, output: `token=${secret}` } }] }, { text: 'ok' })
+  await g.http('POST', '/v1/turns?wait=true', { message: 'go', session_id: 'scrub-history' })
+  assert.ok(JSON.stringify(g.provider.requests[1]?.body.messages).includes(secret), 'the model needs the real data')
+  const session = await g.http('GET', '/v1/sessions/scrub-history')
+  const shown = JSON.stringify(session.body.history)
+  assert.equal(shown.includes(secret), false)
+  assert.match(shown, /\[REDACTED\]/)
+})

@@ -165,3 +165,15 @@ test('events and approval requests of a turn reach no socket of another principa
   assert.equal((await intruder.request({ type: 'ping' })).type, 'pong')
   assert.equal(intruder.frames.filter((f) => f.type === 'event').length, 0)
 })
+
+test('a socket whose token lacks approvals:answer is no backchannel: its prompt-required calls are auto-denied at once', async (t) => {
+  const c = await setup(t)
+  c.g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'risky', arguments: { label: 'x' } }] }, { text: 'ok' })
+  const watcher = await socketOf(c.g, await mintToken({ tenant: 'acme', sub: 'alice', scopes: ['turns:read', 'turns:write'] }))
+  const accepted = await watcher.request({ type: 'turn.start', message: 'go' })
+  const events = await watcher.waitForTerminal(accepted.turn_id)
+  assert.equal(events.some((e) => e.event.kind === 'approval.requested'), false)
+  const result = events.find((e) => e.event.kind === 'tool_result')?.event
+  assert.ok(result?.kind === 'tool_result' && result.status === 'denied')
+  assert.match(result.output, /no operator decision was available/)
+})
