@@ -22,7 +22,7 @@ export function publicTurn (turn: TurnRecord): Omit<TurnRecord, 'owner'> {
 }
 
 export default async function turnRoutes (app: FastifyInstance): Promise<void> {
-  const { turns, connections, bus, auth, config } = app.gateway
+  const { turns, connections, bus, auth, config, metrics } = app.gateway
 
   app.post('/v1/turns', {
     onRequest: authenticate(auth, 'turns:write'),
@@ -93,6 +93,7 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
         }
         const { session_id: _s, ...wire } = envelope
         raw.write(`id: ${envelope.seq}\nevent: ${envelope.event.kind}\ndata: ${JSON.stringify(wire)}\n\n`)
+        metrics?.eventSent('sse')
       },
       onEnd: end
     })

@@ -219,6 +219,7 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
         return
       }
       socket.send(JSON.stringify(frame))
+      if (frame.type === 'event') gateway.metrics?.eventSent('ws')
     }
     const session = new SocketSession(gateway, principal, connection, send)
     connection.follow = (turnId) => {

@@ -21,7 +21,9 @@ export const LogConfig = Type.Object({
   level: Type.Union([
     Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'),
     Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')
-  ], { default: 'info' })
+  ], { default: 'info' }),
+  tool_calls: Type.Boolean({ default: true, description: 'One info line per tool call start and end (arguments and results scrubbed and bounded)' }),
+  max_field_chars: Type.Integer({ minimum: 64, default: 2048, description: 'Bound on tool arguments and results in log lines' })
 }, { additionalProperties: false, default: {} })
 
 export const JWT_ALGORITHMS = [
@@ -76,6 +78,16 @@ export const TurnsConfig = Type.Object({
 
 export const WorkspaceConfig = Type.Object({
   dir: Type.String({ default: './workspace' })
+}, { additionalProperties: false, default: {} })
+
+export const MetricsConfig = Type.Object({
+  enabled: Type.Boolean({ default: true, description: 'Serve GET /metrics (Prometheus text). It needs no credentials: keep it on a private network' }),
+  prefix: Type.String({ default: 'tollgate_', pattern: '^([A-Za-z_:][A-Za-z0-9_:]*)?$', description: 'Prefix of every metric name' }),
+  process_metrics: Type.Boolean({ default: true, description: 'Also export Node.js process metrics (CPU, memory, event loop lag, GC)' })
+}, { additionalProperties: false, default: {} })
+
+export const TracingConfig = Type.Object({
+  enabled: Type.Boolean({ default: true, description: 'OpenTelemetry spans through @opentelemetry/api: a no-op unless the process registers an SDK' })
 }, { additionalProperties: false, default: {} })
 
 export const ToolsConfig = Type.Object({
@@ -216,6 +228,8 @@ export const DelegateConfig = Type.Object({
 export const GatewayConfig = Type.Object({
   server: ServerConfig,
   log: LogConfig,
+  metrics: MetricsConfig,
+  tracing: TracingConfig,
   auth: AuthConfig,
   ws: WsConfig,
   turns: TurnsConfig,

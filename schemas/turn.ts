@@ -69,7 +69,7 @@ export const ApprovalAuditEntry = Type.Object({
   decision: ApprovalDecision,
   decided_by: Type.String({ description: 'ws:<connection>, rest:<sub>, or runtime' }),
   channel: Type.String({ description: 'websocket | rest | sse | runtime' }),
-  principal: Type.Optional(Type.String()),
+  principal: Type.String({ description: 'tenant/sub of the operator who answered, or runtime when the gateway decided (auto-deny, expired, cancelled)' }),
   timestamp: Timestamp
 })
 export type ApprovalAuditEntry = Static<typeof ApprovalAuditEntry>

@@ -22,6 +22,8 @@ import { createDelegateTool } from './delegate/tool.js'
 import { McpManager } from './mcp/manager.js'
 import { composeObservers, type Observer } from './observe/observer.js'
 import { createProviders } from './providers/index.js'
+import type { GatewayMetrics } from './observe/metrics.js'
+import { createObservability } from './observe/observability.js'
 import { MemoryStore } from './store/memory.js'
 import type { Store } from './store/store.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
@@ -30,8 +32,10 @@ import type { Tool } from './tools/tool.js'
 import { NO_HOOKS, type ToolHooks } from './turn/hooks.js'
 import { createGatewayLogger } from './security/log-scrub.js'
 import healthRoutes from '../routes/health.js'
+import metricsRoutes from '../routes/metrics.js'
 import turnRoutes from '../routes/turns.js'
 import approvalRoutes from '../routes/approvals.js'
+import receiptRoutes from '../routes/receipts.js'
 import sessionRoutes from '../routes/sessions.js'
 import toolRoutes from '../routes/tools.js'
 import wsRoutes from '../routes/ws.js'
@@ -62,6 +66,8 @@ export interface Gateway {
   config: Config
   turns: TurnService
   connections: ConnectionRegistry
+  /** null when `metrics.enabled` is false. */
+  metrics: GatewayMetrics | null
   bus: EventBus
   auth: Authenticator
   log: Logger
@@ -127,13 +133,18 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   })
   const store = options.store ?? new MemoryStore()
   const providers = createProviders(config, env)
+  const observability = createObservability({
+    config,
+    log,
+    sources: { activeTurns: () => turns.activeCount, wsConnections: () => connections.count('ws'), isKnownTool: (name) => turns.catalog.has(name) }
+  })
   const observer = composeObservers(options.observers ?? [], (err) => { log.error({ err }, 'observer failed') })
   const mcp = await McpManager.start({ config, env, log })
   const turns = new TurnService({
     config,
     catalog: buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])]),
     providers,
-    observer,
+    observer: observability.around(observer),
     hooks: options.hooks ?? NO_HOOKS,
     store,
     bus,
@@ -157,6 +168,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     config,
     turns,
     connections,
+    metrics: observability.metrics,
     bus,
     auth,
     log,
@@ -166,6 +178,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       closed = true
       // Turns first, so every socket still receives its turns' terminal events; then 1001 "going away".
       await turns.shutdown()
+      observability.close()
       for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
       await app.close()
       await mcp.close()
@@ -213,8 +226,10 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   })
   enforceAuthentication(app)
   await app.register(healthRoutes)
+  await app.register(metricsRoutes)
   await app.register(turnRoutes)
   await app.register(approvalRoutes)
+  await app.register(receiptRoutes)
   await app.register(sessionRoutes)
   await app.register(toolRoutes)
   await app.register(wsRoutes)

@@ -26,8 +26,12 @@ export interface ApprovalReply {
   requestId: string | null
   decidedBy: string
   channel: string
+  /** Principal key (`tenant/sub`) of the operator who answered; the broker always sets it for operator answers. */
   principal?: string
 }
+
+/** The audit's principal for runtime decisions; never a principal key (those always contain a `/`). */
+export const RUNTIME_DECIDER = 'runtime'
 
 /** The turn's approval backchannel (WebSocket owner/subscribers, SSE + REST). */
 export interface ApprovalChannel {
@@ -79,6 +83,7 @@ export async function gateToolApproval (
     : await NO_BACKCHANNEL.ask({ callId: call.callId, tool: call.name, arguments: {}, summary, timeoutMs: 0 }, state.signal)
 
   const decision = auditDecision(reply)
+  const principal = reply.principal ?? RUNTIME_DECIDER
   if (reply.requestId !== null) {
     state.emit({ kind: 'approval.resolved', request_id: reply.requestId, call_id: call.callId, decision, decided_by: reply.decidedBy })
   }
@@ -90,9 +95,10 @@ export async function gateToolApproval (
     decision,
     decided_by: reply.decidedBy,
     channel: reply.channel,
+    principal,
     timestamp: new Date().toISOString()
   }
-  state.recordApproval(reply.principal === undefined ? entry : { ...entry, principal: reply.principal })
+  state.recordApproval(entry)
   exec.observer.record({
     kind: 'approval',
     tool: call.name,
@@ -101,6 +107,7 @@ export async function gateToolApproval (
     decision,
     decided_by: reply.decidedBy,
     approval_channel: reply.channel,
+    principal,
     turn_id: state.turnId,
     session_id: state.sessionId,
     agent: exec.agent,

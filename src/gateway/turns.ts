@@ -407,8 +407,13 @@ export class TurnService {
     })
   }
 
+  /** The turn's receipt key while it lives: during the turn and `turns.retention_ms` after it. */
   verifyReceipt (turnId: string): ReceiptKey | null {
-    return this.active.get(turnId)?.receipts ?? this.receiptKeys.get(turnId)?.key ?? null
+    const active = this.active.get(turnId)
+    if (active !== undefined) return active.receipts
+    const kept = this.receiptKeys.get(turnId)
+    // Swept only when a turn starts, so an expired entry may still be here: its key is gone all the same.
+    return kept !== undefined && kept.expires > Date.now() ? kept.key : null
   }
 
   /** Cancels every running turn and waits for each to record its terminal event. */

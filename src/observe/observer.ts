@@ -17,7 +17,7 @@ export type ObserverEvent =
   | ({ kind: 'llm_response', provider: string, model: string, duration_ms: number, success: boolean, error?: string, input_tokens?: number, output_tokens?: number } & ObserverCorrelation)
   | ({ kind: 'tool_call_start', tool: string, call_id: string, provider_call_id?: string, arguments: unknown } & ObserverCorrelation)
   | ({ kind: 'tool_call', tool: string, call_id: string, provider_call_id?: string, arguments: unknown, duration_ms: number, success: boolean, status: string, result: string } & ObserverCorrelation)
-  | ({ kind: 'approval', tool: string, call_id: string, request_id: string | null, decision: string, decided_by: string, approval_channel: string } & ObserverCorrelation)
+  | ({ kind: 'approval', tool: string, call_id: string, request_id: string | null, decision: string, decided_by: string, approval_channel: string, principal: string } & ObserverCorrelation)
 
 export interface Observer {
   record (event: ObserverEvent): void

@@ -39,12 +39,21 @@ export class ReceiptKey implements ReceiptGenerator {
   }
 
   verify (receipt: string, input: ReceiptInput): boolean {
+    return this.check(receipt, input).valid
+  }
+
+  /** Why a receipt does not verify: it is not a receipt at all, or it was not made for this input. */
+  check (receipt: string, input: ReceiptInput): ReceiptVerdict {
     const parsed = parseReceipt(receipt)
-    if (parsed === null) return false
+    if (parsed === null) return { valid: false, reason: 'malformed' }
     const expected = mac(this.key, input, parsed.ts)
     return parsed.mac.length === expected.length && timingSafeEqual(parsed.mac, expected)
+      ? { valid: true }
+      : { valid: false, reason: 'mismatch' }
   }
 }
+
+export type ReceiptVerdict = { valid: true } | { valid: false, reason: 'malformed' | 'mismatch' }
 
 export function parseReceipt (receipt: string): { ts: number, mac: Buffer } | null {
   if (!receipt.startsWith(PREFIX)) return null
@@ -53,6 +62,10 @@ export function parseReceipt (receipt: string): { ts: number, mac: Buffer } | nu
   if (dash <= 0) return null
   const tsText = rest.slice(0, dash)
   const macText = rest.slice(dash + 1)
-  if (!/^\d{1,12}$/.test(tsText) || !/^[A-Za-z0-9_-]{43}$/.test(macText)) return null
-  return { ts: Number(tsText), mac: Buffer.from(macText, 'base64url') }
+  // One MAC has exactly one receipt string, so an altered string never verifies: no leading zeros
+  // in the timestamp, and the 43rd character's two unused bits must be zero (canonical base64url).
+  if (!/^(?:0|[1-9]\d{0,11})$/.test(tsText) || !/^[A-Za-z0-9_-]{43}$/.test(macText)) return null
+  const decoded = Buffer.from(macText, 'base64url')
+  if (decoded.toString('base64url') !== macText) return null
+  return { ts: Number(tsText), mac: decoded }
 }

@@ -74,7 +74,10 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
   }
 
   if (raw instanceof Interrupted) {
-    settleSlot(exec, state, slot, { status: 'interrupted', success: false, output: INTERRUPTED_TEXT, error: null, durationMs: performance.now() - started, executed: false })
+    const durationMs = performance.now() - started
+    settleSlot(exec, state, slot, { status: 'interrupted', success: false, output: INTERRUPTED_TEXT, error: null, durationMs, executed: false })
+    // Unlike the reference, a started call always gets its terminal record: spans end, metrics count it.
+    exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: Math.round(durationMs), success: false, status: 'interrupted', result: INTERRUPTED_TEXT, ...correlation })
     return
   }
   const outcome = settleSlot(exec, state, slot, raw)

@@ -1,0 +1,112 @@
+/**
+ * Prometheus metrics of one gateway. Each gateway owns its own Registry (never prom-client's
+ * global one), so two gateways in one process count separately and close cleanly.
+ *
+ * Labels carry only bounded values: tool names the catalog knows (anything else the model
+ * invents is `_unknown`), statuses and decisions from closed enums, provider and model names
+ * from config, transports. Never turn, session, call or principal ids.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { Observer, ObserverEvent } from './observer.js'
+
+export interface MetricsSources {
+  activeTurns: () => number
+  wsConnections: () => number
+  /** Whether a tool name may become a label value (the catalog is bounded; model text is not). */
+  isKnownTool: (name: string) => boolean
+}
+
+export interface MetricsOptions {
+  prefix: string
+  processMetrics: boolean
+  sources: MetricsSources
+}
+
+export type EventTransport = 'ws' | 'sse'
+
+export const UNKNOWN_TOOL_LABEL = '_unknown'
+
+const TOOL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
+const PROVIDER_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120]
+
+function isCount (n: number | undefined): n is number {
+  return typeof n === 'number' && Number.isFinite(n) && n >= 0
+}
+
+export class GatewayMetrics implements Observer {
+  readonly registry = new Registry()
+  private readonly sources: MetricsSources
+  private readonly toolCalls: Counter<'tool' | 'status'>
+  private readonly toolDuration: Histogram<'tool' | 'status'>
+  private readonly approvals: Counter<'decision' | 'channel'>
+  private readonly turnsTotal: Counter<'status'>
+  private readonly eventsSent: Counter<'transport'>
+  private readonly providerDuration: Histogram<'provider' | 'model' | 'outcome'>
+  private readonly providerErrors: Counter<'provider' | 'model'>
+  private readonly providerTokens: Counter<'provider' | 'model' | 'type'>
+
+  constructor (options: MetricsOptions) {
+    const p = options.prefix
+    const registers = [this.registry]
+    this.sources = options.sources
+    this.toolCalls = new Counter({ name: `${p}tool_calls_total`, help: 'Tool calls dispatched for execution, by terminal status (ok, error, interrupted)', labelNames: ['tool', 'status'], registers })
+    this.toolDuration = new Histogram({ name: `${p}tool_call_duration_seconds`, help: 'Wall time of dispatched tool calls', labelNames: ['tool', 'status'], buckets: TOOL_BUCKETS, registers })
+    this.approvals = new Counter({ name: `${p}approvals_total`, help: 'Approval decisions, by decision and the channel that decided', labelNames: ['decision', 'channel'], registers })
+    this.turnsTotal = new Counter({ name: `${p}turns_total`, help: 'Finished turns, by terminal status', labelNames: ['status'], registers })
+    this.eventsSent = new Counter({ name: `${p}events_sent_total`, help: 'Turn events written to clients, by transport', labelNames: ['transport'], registers })
+    this.providerDuration = new Histogram({ name: `${p}provider_request_duration_seconds`, help: 'Model provider requests, by outcome', labelNames: ['provider', 'model', 'outcome'], buckets: PROVIDER_BUCKETS, registers })
+    this.providerErrors = new Counter({ name: `${p}provider_errors_total`, help: 'Model provider requests that failed (cancelled requests excluded)', labelNames: ['provider', 'model'], registers })
+    this.providerTokens = new Counter({ name: `${p}provider_tokens_total`, help: 'Tokens the provider reported, by direction', labelNames: ['provider', 'model', 'type'], registers })
+    const sources = this.sources
+    // Gauges read live state at scrape time: nothing to keep in step with turns and sockets.
+    this.registry.registerMetric(new Gauge({ name: `${p}turns_active`, help: 'Turns running in this process', registers: [], collect () { this.set(sources.activeTurns()) } }))
+    this.registry.registerMetric(new Gauge({ name: `${p}ws_connections`, help: 'Open WebSocket connections', registers: [], collect () { this.set(sources.wsConnections()) } }))
+    // Unprefixed on purpose: standard Node.js dashboards expect process_* and nodejs_* names.
+    if (options.processMetrics) collectDefaultMetrics({ register: this.registry })
+  }
+
+  private toolLabel (name: string): string {
+    return this.sources.isKnownTool(name) ? name : UNKNOWN_TOOL_LABEL
+  }
+
+  record (event: ObserverEvent): void {
+    switch (event.kind) {
+      case 'tool_call': {
+        const labels = { tool: this.toolLabel(event.tool), status: event.status }
+        this.toolCalls.inc(labels)
+        this.toolDuration.observe(labels, event.duration_ms / 1000)
+        return
+      }
+      case 'approval':
+        this.approvals.inc({ decision: event.decision, channel: event.approval_channel })
+        return
+      case 'turn_end':
+        this.turnsTotal.inc({ status: event.status })
+        return
+      case 'llm_response': {
+        const labels = { provider: event.provider, model: event.model }
+        this.providerDuration.observe({ ...labels, outcome: event.success ? 'ok' : 'error' }, event.duration_ms / 1000)
+        if (!event.success) this.providerErrors.inc(labels)
+        // Usage is the provider's word; a negative or non-numeric count must not throw here.
+        if (isCount(event.input_tokens)) this.providerTokens.inc({ ...labels, type: 'input' }, event.input_tokens)
+        if (isCount(event.output_tokens)) this.providerTokens.inc({ ...labels, type: 'output' }, event.output_tokens)
+      }
+    }
+  }
+
+  eventSent (transport: EventTransport): void {
+    this.eventsSent.inc({ transport })
+  }
+
+  get contentType (): string {
+    return this.registry.contentType
+  }
+
+  async exposition (): Promise<string> {
+    return await this.registry.metrics()
+  }
+
+  close (): void {
+    this.registry.clear()
+  }
+}

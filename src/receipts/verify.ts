@@ -1,0 +1,21 @@
+/**
+ * Receipt verification for a client: only the owner of a turn may ask, and only this gateway,
+ * while the turn's key lives, can answer. Nothing here says the call was approved or persisted.
+ */
+import type { ReceiptVerifyRequest, ReceiptVerifyResult } from '../../schemas/receipts.js'
+import type { Principal } from '../auth/principal.js'
+import type { TurnService } from '../gateway/turns.js'
+
+export async function verifyToolReceipt (turns: TurnService, principal: Principal, request: ReceiptVerifyRequest): Promise<ReceiptVerifyResult> {
+  // Ownership first: another principal's turn answers TURN_NOT_FOUND, like a missing one.
+  await turns.get(principal, request.turn_id)
+  const key = turns.verifyReceipt(request.turn_id)
+  if (key === null) return { valid: false, reason: 'key_unavailable' }
+  return key.check(request.receipt, {
+    turnId: request.turn_id,
+    callId: request.call_id,
+    tool: request.tool,
+    arguments: request.arguments,
+    output: request.output
+  })
+}

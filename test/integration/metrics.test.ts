@@ -1,0 +1,166 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { startGateway, type TestGateway } from '../helpers/gateway.js'
+import { parseExposition, valueOf, type Sample } from '../helpers/prometheus.js'
+import { jwtAuth } from '../helpers/tokens.js'
+import { createProbes, probeOverrides } from '../helpers/tools.js'
+
+async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<TestGateway> {
+  const g = await startGateway({ tools: createProbes().tools, overrides: probeOverrides(extra) })
+  t.after(async () => { await g.close() })
+  return g
+}
+
+async function scrape (g: TestGateway): Promise<Sample[]> {
+  const res = await fetch(`${g.url}/metrics`)
+  assert.equal(res.status, 200)
+  return parseExposition(await res.text())
+}
+
+/** Gauges follow server-side state that settles a moment after the client acts; no timing assumed, only a bound. */
+async function eventually (g: TestGateway, check: (samples: Sample[]) => boolean): Promise<Sample[]> {
+  const deadline = Date.now() + 5000
+  for (;;) {
+    const samples = await scrape(g)
+    if (check(samples)) return samples
+    if (Date.now() > deadline) throw new Error('metric did not reach the expected value')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+const probe = (id: string, args: Record<string, unknown>): { id: string, name: string, arguments: Record<string, unknown> } => ({ id, name: 'probe', arguments: args })
+
+test('/metrics answers Prometheus text without credentials', async (t) => {
+  const g = await setup(t)
+  const res = await fetch(`${g.url}/metrics`)
+  assert.equal(res.status, 200)
+  assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/)
+  const text = await res.text()
+  assert.match(text, /^# HELP tollgate_tool_calls_total /m)
+  assert.match(text, /^# TYPE tollgate_tool_call_duration_seconds histogram$/m)
+  assert.match(text, /^process_cpu_user_seconds_total /m)
+})
+
+test('/metrics stays open when every /v1 route needs a bearer token', async (t) => {
+  const g = await setup(t, jwtAuth())
+  assert.equal((await g.http('GET', '/v1/tools')).status, 401)
+  const res = await fetch(`${g.url}/metrics`)
+  assert.equal(res.status, 200)
+  assert.match(await res.text(), /^# TYPE tollgate_turns_total counter$/m)
+})
+
+test('a scripted turn is counted: tool calls by tool and status, their durations, the turn and its provider requests', async (t) => {
+  const g = await setup(t)
+  g.provider.enqueue(
+    { toolCalls: [probe('c1', { label: 'a' }), probe('c2', { label: 'b', fail: true }), { id: 'c3', name: 'invented_tool', arguments: {} }], usage: { prompt_tokens: 30, completion_tokens: 7 } },
+    { text: 'done', usage: { prompt_tokens: 50, completion_tokens: 3 } }
+  )
+  const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
+  assert.equal(res.body.status, 'completed')
+  const m = await scrape(g)
+  assert.equal(valueOf(m, 'tollgate_tool_calls_total', { tool: 'probe', status: 'ok' }), 1)
+  assert.equal(valueOf(m, 'tollgate_tool_calls_total', { tool: 'probe', status: 'error' }), 1)
+  assert.equal(valueOf(m, 'tollgate_tool_calls_total', { tool: '_unknown', status: 'error' }), 1, 'a name the model invented never becomes a label')
+  assert.equal(m.some((s) => s.labels.tool === 'invented_tool'), false)
+  assert.equal(valueOf(m, 'tollgate_tool_call_duration_seconds_count', { tool: 'probe', status: 'ok' }), 1)
+  assert.equal(valueOf(m, 'tollgate_tool_call_duration_seconds_bucket', { tool: 'probe', status: 'ok', le: '+Inf' }), 1)
+  assert.equal(valueOf(m, 'tollgate_turns_total', { status: 'completed' }), 1)
+  assert.equal(valueOf(m, 'tollgate_provider_request_duration_seconds_count', { provider: 'fake', model: 'fake-model', outcome: 'ok' }), 2)
+  assert.equal(valueOf(m, 'tollgate_provider_tokens_total', { provider: 'fake', type: 'input' }), 80)
+  assert.equal(valueOf(m, 'tollgate_provider_tokens_total', { provider: 'fake', type: 'output' }), 10)
+  assert.equal(valueOf(m, 'tollgate_provider_errors_total', { provider: 'fake' }), 0)
+})
+
+test('a failing provider is counted as a provider error and a failed turn', async (t) => {
+  const g = await setup(t)
+  g.provider.enqueue({ status: 503 })
+  const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
+  assert.equal(res.body.status, 'failed')
+  const m = await scrape(g)
+  assert.equal(valueOf(m, 'tollgate_provider_errors_total', { provider: 'fake', model: 'fake-model' }), 1)
+  assert.equal(valueOf(m, 'tollgate_provider_request_duration_seconds_count', { provider: 'fake', outcome: 'error' }), 1)
+  assert.equal(valueOf(m, 'tollgate_turns_total', { status: 'failed' }), 1)
+})
+
+test('approval decisions are counted by decision and deciding channel', async (t) => {
+  const g = await setup(t)
+  g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'risky', arguments: { label: 'x' } }] }, { text: 'ok' }, { toolCalls: [{ id: 'c1', name: 'risky', arguments: { label: 'y' } }] }, { text: 'ok' })
+  const ws = await g.socket()
+  const accepted = await ws.request({ type: 'turn.start', message: 'go' })
+  const asked = await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested')
+  assert.ok(asked.event.kind === 'approval.requested')
+  await ws.request({ type: 'approval.respond', request_id: asked.event.request_id, decision: 'yes' })
+  await ws.waitForTerminal(accepted.turn_id)
+  await g.http('POST', '/v1/turns?wait=true', { message: 'go', interactive: false })
+  const m = await scrape(g)
+  assert.equal(valueOf(m, 'tollgate_approvals_total', { decision: 'yes', channel: 'websocket' }), 1)
+  assert.equal(valueOf(m, 'tollgate_approvals_total', { decision: 'auto-deny', channel: 'runtime' }), 1)
+  assert.equal(valueOf(m, 'tollgate_tool_calls_total', { tool: 'risky', status: 'ok' }), 1, 'the denied call never ran, so only the approved one is a tool call')
+})
+
+test('events_sent_total counts every event frame written to a WebSocket and every SSE event', async (t) => {
+  const g = await setup(t)
+  g.provider.enqueue({ toolCalls: [probe('c1', { label: 'a' })] }, { text: 'done' }, { text: 'streamed' })
+  const ws = await g.socket()
+  const accepted = await ws.request({ type: 'turn.start', message: 'go' })
+  const wsEvents = await ws.waitForTerminal(accepted.turn_id)
+  const sse = await fetch(`${g.url}/v1/turns`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ message: 'go' }) })
+  const sseEvents = (await sse.text()).split('\n\n').filter((block) => block.startsWith('id: '))
+  assert.ok(sseEvents.length >= 4)
+  const m = await scrape(g)
+  assert.equal(valueOf(m, 'tollgate_events_sent_total', { transport: 'ws' }), wsEvents.length)
+  assert.equal(valueOf(m, 'tollgate_events_sent_total', { transport: 'sse' }), sseEvents.length)
+})
+
+test('turns_active and ws_connections follow the live turns and sockets', async (t) => {
+  const g = await setup(t)
+  g.provider.enqueue({ toolCalls: [probe('c1', { label: 'slow', ms: 10_000 })] })
+  const owner = await g.socket()
+  const watcher = await g.socket()
+  await eventually(g, (m) => valueOf(m, 'tollgate_ws_connections') === 2)
+  const accepted = await owner.request({ type: 'turn.start', message: 'go' })
+  await owner.waitForEvent(accepted.turn_id, (e) => e.kind === 'tool_call')
+  assert.equal(valueOf(await scrape(g), 'tollgate_turns_active'), 1)
+  await owner.request({ type: 'cancel', turn_id: accepted.turn_id })
+  await owner.waitForTerminal(accepted.turn_id)
+  owner.close()
+  watcher.close()
+  const m = await eventually(g, (s) => valueOf(s, 'tollgate_ws_connections') === 0)
+  assert.equal(valueOf(m, 'tollgate_turns_active'), 0)
+  assert.equal(valueOf(m, 'tollgate_turns_total', { status: 'cancelled' }), 1)
+  assert.equal(valueOf(m, 'tollgate_tool_calls_total', { tool: 'probe', status: 'interrupted' }), 1)
+})
+
+test('no label value is a turn, session or call id', async (t) => {
+  const g = await setup(t)
+  g.provider.enqueue({ toolCalls: [probe('c1', { label: 'a' })] }, { text: 'done' })
+  const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go', session_id: 'session-visible-in-no-label' })
+  const text = await (await fetch(`${g.url}/metrics`)).text()
+  for (const id of [res.body.turn_id, res.body.session_id, res.body.tool_calls[0].call_id, 'c1']) assert.equal(text.includes(`"${String(id)}"`), false, id)
+  const labelNames = new Set(parseExposition(text).filter((s) => s.name.startsWith('tollgate_')).flatMap((s) => Object.keys(s.labels)))
+  const bounded = new Set(['channel', 'decision', 'le', 'model', 'outcome', 'provider', 'status', 'tool', 'transport', 'type'])
+  for (const name of labelNames) assert.ok(bounded.has(name), `unexpected label ${name}`)
+})
+
+test('two gateways in one process keep separate counts', async (t) => {
+  const a = await setup(t)
+  const b = await setup(t)
+  a.provider.enqueue({ text: 'one' })
+  await a.http('POST', '/v1/turns?wait=true', { message: 'go' })
+  assert.equal(valueOf(await scrape(a), 'tollgate_turns_total', { status: 'completed' }), 1)
+  assert.equal(valueOf(await scrape(b), 'tollgate_turns_total', { status: 'completed' }), 0)
+})
+
+test('metrics.enabled = false serves no /metrics', async (t) => {
+  const g = await setup(t, { metrics: { enabled: false } })
+  const res = await g.http('GET', '/metrics')
+  assert.deepEqual([res.status, res.body.code], [404, 'NOT_FOUND'])
+  assert.equal(g.gateway.metrics, null)
+})
+
+test('metrics.prefix renames every gateway metric', async (t) => {
+  const g = await setup(t, { metrics: { prefix: 'edge_', process_metrics: false } })
+  const text = await (await fetch(`${g.url}/metrics`)).text()
+  assert.match(text, /^# TYPE edge_turns_total counter$/m)
+  assert.doesNotMatch(text, /tollgate_|process_cpu/)
+})
