@@ -51,6 +51,7 @@ export interface FanoutFigures {
 export interface Report {
   date: string
   machine: Machine
+  versions: string
   knobs: Knobs
   loadBefore: string
   loadAfter: string
@@ -97,6 +98,7 @@ export function renderReport (report: Report): string {
     ['cores', String(m.cores)],
     ['memory', `${fmt(m.memoryGiB, 1)} GiB (${fmt(m.freeGiB, 1)} GiB free at start)`],
     ['node', m.node],
+    ['code', report.versions],
     ['open files per process', String(m.openFiles)],
     ['load average (1, 5, 15 min) at start', report.loadBefore],
     ['load average (1, 5, 15 min) at end', report.loadAfter]

@@ -10,7 +10,7 @@ import { ChildGroup, type Child } from './children.js'
 import type { LoopResult } from './closed-loop.js'
 import { monotonicNs } from './ipc.js'
 import { KnobError, readKnobs, type Knobs } from './knobs.js'
-import { describeMachine, loadAverage } from './machine.js'
+import { describeMachine, describeVersions, loadAverage } from './machine.js'
 import { renderReport, type FanoutFigures, type FirstEventFigures, type IdleFigures, type Report, type RunnerFigures, type ThroughputFigures } from './report.js'
 import { summarize } from './stats.js'
 import { HOLD_PREFIX, TURN_MESSAGE } from './workload.js'
@@ -257,7 +257,7 @@ async function main (): Promise<void> {
   process.once('SIGINT', stop)
   process.once('SIGTERM', stop)
 
-  const report: Report = { date: new Date().toISOString(), machine, knobs, loadBefore: loadAverage(), loadAfter: '', warnings: [] }
+  const report: Report = { date: new Date().toISOString(), machine, versions: describeVersions(join(HERE, '..')), knobs, loadBefore: loadAverage(), loadAfter: '', warnings: [] }
   try {
     const provider = await group.spawn('fake-provider', 'fake-provider-server.ts')
     const ctx: Ctx = { knobs, group, provider: provider.child, providerUrl: String(provider.ready.baseUrl), warnings: report.warnings, log }
