@@ -27,14 +27,14 @@ export class Child {
   private output = ''
   readonly exited: Promise<number | null>
 
-  constructor (readonly name: string, readonly process: ChildProcess, verbose: boolean) {
+  constructor (readonly name: string, readonly proc: ChildProcess, verbose: boolean) {
     const keep = (chunk: Buffer): void => {
-      if (verbose) globalThis.process.stderr.write(`[${name}] ${chunk.toString('utf8')}`)
+      if (verbose) process.stderr.write(`[${name}] ${chunk.toString('utf8')}`)
       this.output = (this.output + chunk.toString('utf8')).slice(-TAIL_BYTES)
     }
-    process.stdout?.on('data', keep)
-    process.stderr?.on('data', keep)
-    process.on('message', (raw: unknown) => {
+    proc.stdout?.on('data', keep)
+    proc.stderr?.on('data', keep)
+    proc.on('message', (raw: unknown) => {
       const message = raw as Record<string, unknown> & { id?: number, type: string }
       if (message.id === undefined) return
       const waiter = this.pending.get(message.id)
@@ -45,7 +45,7 @@ export class Child {
       else waiter.resolve(message)
     })
     this.exited = new Promise((resolve) => {
-      process.once('exit', (code) => {
+      proc.once('exit', (code) => {
         for (const [id, waiter] of this.pending) {
           clearTimeout(waiter.timer)
           waiter.reject(new Error(`${name} exited (code ${code ?? 'signal'}) during a command${this.tail()}`))
@@ -69,14 +69,14 @@ export class Child {
         reject(new Error(`${this.name}: no answer to ${command.type} within ${timeoutMs} ms${this.tail()}`))
       }, timeoutMs)
       this.pending.set(id, { resolve: resolve as (v: Record<string, unknown>) => void, reject, timer })
-      this.process.send({ ...command, id })
+      this.proc.send({ ...command, id })
     })
   }
 
   async stop (): Promise<void> {
-    if (this.process.exitCode !== null || this.process.signalCode !== null) return
-    this.process.kill('SIGTERM')
-    const timer = setTimeout(() => { this.process.kill('SIGKILL') }, 3000)
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return
+    this.proc.kill('SIGTERM')
+    const timer = setTimeout(() => { this.proc.kill('SIGKILL') }, 3000)
     await this.exited
     clearTimeout(timer)
   }
@@ -84,7 +84,7 @@ export class Child {
 
 export class ChildGroup {
   private readonly children = new Set<Child>()
-  private readonly killAll = (): void => { for (const c of this.children) c.process.kill('SIGKILL') }
+  private readonly killAll = (): void => { for (const c of this.children) c.proc.kill('SIGKILL') }
 
   constructor (private readonly verbose: boolean) {
     // Last resort if the orchestrator dies abruptly: children also exit when IPC disconnects.
