@@ -49,10 +49,12 @@ async function providerRequests (ctx: Ctx): Promise<number> {
   return (await ctx.provider.request<{ requests: number }>({ type: 'stats' })).requests
 }
 
+interface Loop { concurrency: number, warmupMs: number, durationMs: number }
+
 interface Runner {
   key: keyof ThroughputFigures
   label: string
-  run: () => Promise<LoopResult>
+  run: (loop: Loop) => Promise<LoopResult>
   toolRuns: () => Promise<number>
 }
 
@@ -77,36 +79,39 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
     ctx.group.spawn('http-load', 'http-load.ts'),
     ctx.group.spawn('baseline', 'baseline-undici.ts', { options })
   ])
-  const loop = { concurrency: knobs.concurrency, warmupMs: knobs.warmupMs, durationMs: knobs.durationMs }
+  const loop: Loop = { concurrency: knobs.concurrency, warmupMs: knobs.warmupMs, durationMs: knobs.durationMs }
   const timeout = knobs.warmupMs + knobs.durationMs + 60_000
   const runs = async (child: Child): Promise<number> => (await child.request<{ runs: number }>({ type: 'tools' })).runs
   const runners: Runner[] = [
     {
       key: 'baseline',
       label: 'baseline: bare loop, undici + direct tool calls',
-      run: async () => await baseline.child.request<LoopResult>({ type: 'run', ...loop }, timeout),
+      run: async (loop) => await baseline.child.request<LoopResult>({ type: 'run', ...loop }, timeout),
       toolRuns: async () => await runs(baseline.child)
     },
     {
       key: 'tollgate',
       label: 'Tollgate: POST /v1/turns?wait=true',
-      run: async () => await load.child.request<LoopResult>({ type: 'run', ...loop, url: `${url}/v1/turns?wait=true`, body: { message: TURN_MESSAGE, interactive: false } }, timeout),
+      run: async (loop) => await load.child.request<LoopResult>({ type: 'run', ...loop, url: `${url}/v1/turns?wait=true`, body: { message: TURN_MESSAGE, interactive: false } }, timeout),
       toolRuns: async () => await runs(gateway)
     },
     {
       key: 'peer',
       label: `peer: Fastify route + AI SDK ${knobs.stream ? 'streamText' : 'generateText'}`,
-      run: async () => await load.child.request<LoopResult>({ type: 'run', ...loop, url: `${String(peer.ready.url)}/v1/turns`, body: { message: TURN_MESSAGE } }, timeout),
+      run: async (loop) => await load.child.request<LoopResult>({ type: 'run', ...loop, url: `${String(peer.ready.url)}/v1/turns`, body: { message: TURN_MESSAGE } }, timeout),
       toolRuns: async () => await runs(peer.child)
     }
   ]
   const tallies = new Map<string, Tally>(runners.map((r) => [r.key, { completed: 0, windowMs: 0, total: 0, errors: 0, firstError: null, latencies: [], providerCalls: 0, toolRuns: 0, rounds: [] }]))
+  // Each runner's first run would otherwise also pay its JIT and connection set-up, which a
+  // warm-up of a few seconds does not cover on a loaded machine: prime them all once, unmeasured.
+  if (knobs.warmupMs > 0) for (const runner of runners) await runner.run({ ...loop, warmupMs: 0, durationMs: knobs.warmupMs })
   for (let round = 0; round < knobs.rounds; round++) {
     const order = runners.map((_, i) => runners[(i + round) % runners.length] as Runner)
     for (const runner of order) {
       const tally = tallies.get(runner.key) as Tally
       const [calls0, tools0] = [await providerRequests(ctx), await runner.toolRuns()]
-      const result = await runner.run()
+      const result = await runner.run(loop)
       const [calls1, tools1] = [await providerRequests(ctx), await runner.toolRuns()]
       tally.completed += result.completed
       tally.windowMs += result.windowMs
