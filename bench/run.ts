@@ -79,7 +79,7 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
     ctx.group.spawn('http-load', 'http-load.ts'),
     ctx.group.spawn('baseline', 'baseline-undici.ts', { options })
   ])
-  const loop: Loop = { concurrency: knobs.concurrency, warmupMs: knobs.warmupMs, durationMs: knobs.durationMs }
+  const measured: Loop = { concurrency: knobs.concurrency, warmupMs: knobs.warmupMs, durationMs: knobs.durationMs }
   const timeout = knobs.warmupMs + knobs.durationMs + 60_000
   const runs = async (child: Child): Promise<number> => (await child.request<{ runs: number }>({ type: 'tools' })).runs
   const runners: Runner[] = [
@@ -105,20 +105,20 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
   const tallies = new Map<string, Tally>(runners.map((r) => [r.key, { completed: 0, windowMs: 0, total: 0, errors: 0, firstError: null, latencies: [], providerCalls: 0, toolRuns: 0, rounds: [] }]))
   // Each runner's first run would otherwise also pay its JIT and connection set-up, which a
   // warm-up of a few seconds does not cover on a loaded machine: prime them all once, unmeasured.
-  if (knobs.warmupMs > 0) for (const runner of runners) await runner.run({ ...loop, warmupMs: 0, durationMs: knobs.warmupMs })
+  if (knobs.warmupMs > 0) for (const runner of runners) await runner.run({ ...measured, warmupMs: 0, durationMs: knobs.warmupMs })
   for (let round = 0; round < knobs.rounds; round++) {
     const order = runners.map((_, i) => runners[(i + round) % runners.length] as Runner)
     for (const runner of order) {
       const tally = tallies.get(runner.key) as Tally
       const [calls0, tools0] = [await providerRequests(ctx), await runner.toolRuns()]
-      const result = await runner.run(loop)
+      const result = await runner.run(measured)
       const [calls1, tools1] = [await providerRequests(ctx), await runner.toolRuns()]
       tally.completed += result.completed
       tally.windowMs += result.windowMs
       tally.total += result.total
       tally.errors += result.errors
       tally.firstError ??= result.firstError
-      tally.latencies.push(...result.latencies)
+      for (const latency of result.latencies) tally.latencies.push(latency)
       tally.providerCalls += calls1 - calls0
       tally.toolRuns += tools1 - tools0
       tally.rounds.push(result.completed / (result.windowMs / 1000))
