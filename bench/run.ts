@@ -17,6 +17,7 @@ import { HOLD_PREFIX, TURN_MESSAGE } from './workload.js'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const CONNECT_IN_FLIGHT = 64
+const PRIME_TURNS = 1000
 
 interface Ctx {
   knobs: Knobs
@@ -103,9 +104,16 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
     }
   ]
   const tallies = new Map<string, Tally>(runners.map((r) => [r.key, { completed: 0, windowMs: 0, total: 0, errors: 0, firstError: null, latencies: [], providerCalls: 0, toolRuns: 0, rounds: [] }]))
-  // Each runner's first run would otherwise also pay its JIT and connection set-up, which a
-  // warm-up of a few seconds does not cover on a loaded machine: prime them all once, unmeasured.
-  if (knobs.warmupMs > 0) for (const runner of runners) await runner.run({ ...measured, warmupMs: 0, durationMs: knobs.warmupMs })
+  // A cold gateway is several times slower for its first ~1000 turns (JIT, lazy set-up; seen
+  // here), more than a few seconds of warm-up cover on a loaded machine: prime every runner,
+  // unmeasured, until it has run PRIME_TURNS turns or for 5 warm-up periods.
+  for (const runner of runners) {
+    const until = Date.now() + 5 * knobs.warmupMs
+    let primed = 0
+    while (primed < PRIME_TURNS && Date.now() < until) {
+      primed += (await runner.run({ ...measured, warmupMs: 0, durationMs: Math.min(1000, knobs.warmupMs) })).total
+    }
+  }
   for (let round = 0; round < knobs.rounds; round++) {
     const order = runners.map((_, i) => runners[(i + round) % runners.length] as Runner)
     for (const runner of order) {
