@@ -4,7 +4,8 @@
  * provider. Commands let the orchestrator read memory (after a full GC), count tool runs, and
  * read the emit times of a watched turn's events.
  */
-import { mkdtemp, rm } from 'node:fs/promises'
+import { rmSync } from 'node:fs'
+import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../src/config.js'
@@ -26,6 +27,8 @@ function fullGc (): void {
 async function main (): Promise<void> {
   const options = childOptions<Options>()
   const workspace = await mkdtemp(join(tmpdir(), 'tollgate-bench-'))
+  // Every way out (close, SIGTERM, the orchestrator going away) ends in process.exit.
+  process.once('exit', () => { rmSync(workspace, { recursive: true, force: true }) })
   let toolRuns = 0
   const tools = NOOP_TOOLS.map((t) => defineTool<{ n: number }>({
     name: t.name,
@@ -55,12 +58,8 @@ async function main (): Promise<void> {
   const gateway = await buildServer({ config, tools, bus })
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0, backlog: 4096 })
 
-  const close = async (): Promise<void> => {
-    await gateway.close()
-    await rm(workspace, { recursive: true, force: true })
-  }
-  // Stopped by the orchestrator without a `close` command (it is failing): still leave no scratch dir.
-  process.once('SIGTERM', () => { void close().finally(() => process.exit(0)) })
+  // Stopped by the orchestrator without a `close` command (it is failing): still close cleanly.
+  process.once('SIGTERM', () => { void gateway.close().finally(() => process.exit(0)) })
 
   serveCommands({
     memory: () => {
@@ -75,7 +74,7 @@ async function main (): Promise<void> {
     },
     emits: (m) => ({ emits: bus.take(String(m.turnId)).map(([seq, ns]) => [seq, ns.toString()]) }),
     close: async () => {
-      await close()
+      await gateway.close()
       return {}
     }
   })
