@@ -1,0 +1,131 @@
+/**
+ * Zero-latency OpenAI-compatible provider, run as its own process so its work does not count
+ * against any runner. It answers from the request alone: while the conversation has no tool
+ * result yet it asks for the two no-op tools, afterwards it gives the final text. JSON or SSE,
+ * following the request's `stream`. A first call whose user message starts with `hold:` waits for
+ * the orchestrator's `release` (so fan-out subscribers can attach to a running turn).
+ */
+import { createServer, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import { announceReady, serveCommands } from './ipc.js'
+import { FINAL_TEXT, HOLD_PREFIX, MODEL, SCRIPTED_CALLS } from './workload.js'
+
+const MAX_BODY_BYTES = 1_048_576
+
+interface WireMessage { role?: string, content?: unknown }
+interface Holds { waiters: Map<string, { promise: Promise<void>, release: () => void }> }
+
+function hold (holds: Holds, key: string): { promise: Promise<void>, release: () => void } {
+  let entry = holds.waiters.get(key)
+  if (entry === undefined) {
+    let release = (): void => {}
+    const promise = new Promise<void>((resolve) => { release = resolve })
+    entry = { promise, release }
+    holds.waiters.set(key, entry)
+  }
+  return entry
+}
+
+function reply (res: ServerResponse, stream: boolean, callIds: string[] | null): void {
+  const calls = callIds === null
+    ? []
+    : SCRIPTED_CALLS.map((c, i) => ({ id: callIds[i] ?? `call_${i}`, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.arguments) } }))
+  const finish = calls.length > 0 ? 'tool_calls' : 'stop'
+  const text = calls.length > 0 ? null : FINAL_TEXT
+  const usage = { prompt_tokens: 40, completion_tokens: 8, total_tokens: 48 }
+  if (!stream) {
+    const body = JSON.stringify({
+      id: 'chatcmpl-bench',
+      object: 'chat.completion',
+      created: 0,
+      model: MODEL,
+      choices: [{ index: 0, finish_reason: finish, message: { role: 'assistant', content: text, ...(calls.length > 0 ? { tool_calls: calls } : {}) } }],
+      usage
+    })
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+    res.end(body)
+    return
+  }
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null, extra: Record<string, unknown> = {}): string =>
+    `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 0, model: MODEL, choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`
+  let out = chunk({ role: 'assistant', content: text ?? '' }, null)
+  calls.forEach((c, index) => { out += chunk({ tool_calls: [{ index, ...c }] }, null) })
+  out += chunk({}, finish)
+  out += `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 0, model: MODEL, choices: [], usage })}\n\n`
+  out += 'data: [DONE]\n\n'
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+  res.end(out)
+}
+
+async function main (): Promise<void> {
+  const holds: Holds = { waiters: new Map() }
+  const sockets = new Set<Socket>()
+  let requests = 0
+  let nextCall = 0
+  const server = createServer((req, res) => {
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+      res.writeHead(404).end()
+      return
+    }
+    const parts: Buffer[] = []
+    let size = 0
+    req.on('data', (c: Buffer) => {
+      size += c.length
+      if (size > MAX_BODY_BYTES) {
+        res.writeHead(413).end()
+        req.destroy()
+        return
+      }
+      parts.push(c)
+    })
+    req.on('end', () => {
+      if (res.writableEnded) return
+      requests++
+      let body: { stream?: boolean, messages?: WireMessage[] }
+      try {
+        body = JSON.parse(Buffer.concat(parts).toString('utf8')) as typeof body
+      } catch {
+        res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"invalid JSON"}}')
+        return
+      }
+      const messages = Array.isArray(body.messages) ? body.messages : []
+      const stream = body.stream === true
+      if (messages.some((m) => m.role === 'tool')) {
+        reply(res, stream, null)
+        return
+      }
+      const ids = SCRIPTED_CALLS.map(() => `call_${(nextCall++).toString(36)}`)
+      const user = messages.findLast((m) => m.role === 'user')
+      const content = typeof user?.content === 'string' ? user.content : ''
+      if (!content.startsWith(HOLD_PREFIX)) {
+        reply(res, stream, ids)
+        return
+      }
+      void hold(holds, content).promise.then(() => { if (!res.destroyed) reply(res, stream, ids) })
+    })
+  })
+  server.keepAliveTimeout = 60_000
+  server.on('connection', (s) => {
+    sockets.add(s)
+    s.on('close', () => sockets.delete(s))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+
+  serveCommands({
+    stats: () => ({ requests }),
+    release: (m) => {
+      // Kept after release: the held request may arrive after the release. Keys are one per fan-out turn.
+      hold(holds, String(m.key)).release()
+      return {}
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      return {}
+    }
+  })
+  announceReady({ baseUrl: `http://127.0.0.1:${port}/v1` })
+}
+
+void main()

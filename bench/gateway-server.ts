@@ -1,0 +1,84 @@
+/**
+ * The Tollgate under test: the real server from buildServer() and loadConfig(), with the no-op
+ * tools registered through the embedding API and admitted without approval, pointed at the fake
+ * provider. Commands let the orchestrator read memory (after a full GC), count tool runs, and
+ * read the emit times of a watched turn's events.
+ */
+import { rmSync } from 'node:fs'
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig } from '../src/config.js'
+import { buildServer } from '../src/server.js'
+import { defineTool, ok } from '../src/tools/tool.js'
+import { announceReady, childOptions, serveCommands } from './ipc.js'
+import { TimedEventBus } from './timed-bus.js'
+import { MODEL, NOOP_TOOLS, SYSTEM_PROMPT } from './workload.js'
+
+interface Options { providerUrl: string, stream: boolean }
+
+function fullGc (): void {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (gc === undefined) throw new Error('the gateway process needs --expose-gc')
+  gc()
+  gc()
+}
+
+async function main (): Promise<void> {
+  const options = childOptions<Options>()
+  const workspace = await mkdtemp(join(tmpdir(), 'tollgate-bench-'))
+  // Every way out (close, SIGTERM, the orchestrator going away) ends in process.exit.
+  process.once('exit', () => { rmSync(workspace, { recursive: true, force: true }) })
+  let toolRuns = 0
+  const tools = NOOP_TOOLS.map((t) => defineTool<{ n: number }>({
+    name: t.name,
+    description: t.description,
+    parameters: t.parameters,
+    async execute (args) {
+      toolRuns++
+      return ok(t.run(args))
+    }
+  }))
+  const config = loadConfig({
+    env: {},
+    overrides: {
+      server: { host: '127.0.0.1', port: 0 },
+      log: { level: 'error' },
+      auth: { mode: 'none' },
+      workspace: { dir: workspace },
+      providers: { fake: { kind: 'openai', base_url: options.providerUrl, model: MODEL, stream: options.stream, timeout_ms: 30_000 } },
+      agents: { default: { provider: 'fake', system_prompt: SYSTEM_PROMPT, tools: NOOP_TOOLS.map((t) => t.name) } },
+      risk_profiles: { default: { auto_approve: NOOP_TOOLS.map((t) => t.name) } }
+    }
+  })
+  const bus = new TimedEventBus({
+    maxEventsPerTurn: config.turns.max_events_per_turn,
+    onListenerError: (err) => { process.stderr.write(`event listener failed: ${String(err)}\n`) }
+  })
+  const gateway = await buildServer({ config, tools, bus })
+  const url = await gateway.app.listen({ host: '127.0.0.1', port: 0, backlog: 4096 })
+
+  // Stopped by the orchestrator without a `close` command (it is failing): still close cleanly.
+  process.once('SIGTERM', () => { void gateway.close().finally(() => process.exit(0)) })
+
+  serveCommands({
+    memory: () => {
+      fullGc()
+      const m = process.memoryUsage()
+      return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, sockets: gateway.app.websocketServer.clients.size }
+    },
+    tools: () => ({ runs: toolRuns }),
+    watch: (m) => {
+      bus.watch(String(m.turnId))
+      return {}
+    },
+    emits: (m) => ({ emits: bus.take(String(m.turnId)).map(([seq, ns]) => [seq, ns.toString()]) }),
+    close: async () => {
+      await gateway.close()
+      return {}
+    }
+  })
+  announceReady({ url })
+}
+
+void main()

@@ -1,0 +1,309 @@
+/**
+ * `npm run bench`: runs every section against separate processes (fake provider, gateway, load
+ * clients, baseline, AI SDK peer), prints the report with its ratios and writes it to
+ * bench/results.md. Every child process is ended before it exits, on success or failure.
+ */
+import { writeFile } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
+import { dirname, join } from 'node:path'
+import { ChildGroup, type Child } from './children.js'
+import type { LoopResult } from './closed-loop.js'
+import { monotonicNs } from './ipc.js'
+import { KnobError, readKnobs, type Knobs } from './knobs.js'
+import { describeMachine, describeVersions, loadAverage } from './machine.js'
+import { renderReport, type FanoutFigures, type FirstEventFigures, type IdleFigures, type Report, type RunnerFigures, type ThroughputFigures } from './report.js'
+import { summarize } from './stats.js'
+import { HOLD_PREFIX, TURN_MESSAGE } from './workload.js'
+
+const HERE = dirname(fileURLToPath(import.meta.url))
+const CONNECT_IN_FLIGHT = 64
+const PRIME_TURNS = 1000
+
+interface Ctx {
+  knobs: Knobs
+  group: ChildGroup
+  provider: Child
+  providerUrl: string
+  warnings: string[]
+  log: (line: string) => void
+}
+
+function split (total: number, parts: number): number[] {
+  const n = Math.min(parts, total)
+  return Array.from({ length: n }, (_, i) => Math.floor(total / n) + (i < total % n ? 1 : 0))
+}
+
+async function startGateway (ctx: Ctx): Promise<{ gateway: Child, url: string }> {
+  const { child, ready } = await ctx.group.spawn('tollgate', 'gateway-server.ts', {
+    options: { providerUrl: ctx.providerUrl, stream: ctx.knobs.stream },
+    execArgv: ['--expose-gc']
+  })
+  return { gateway: child, url: String(ready.url) }
+}
+
+async function stopChild (child: Child): Promise<void> {
+  await child.request({ type: 'close' }).catch(() => {})
+  await child.stop()
+}
+
+async function providerRequests (ctx: Ctx): Promise<number> {
+  return (await ctx.provider.request<{ requests: number }>({ type: 'stats' })).requests
+}
+
+interface Loop { concurrency: number, warmupMs: number, durationMs: number }
+
+interface Runner {
+  key: keyof ThroughputFigures
+  label: string
+  run: (loop: Loop) => Promise<LoopResult>
+  toolRuns: () => Promise<number>
+}
+
+interface Tally {
+  completed: number
+  windowMs: number
+  total: number
+  errors: number
+  firstError: string | null
+  latencies: number[]
+  providerCalls: number
+  toolRuns: number
+  rounds: number[]
+}
+
+async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
+  const { knobs } = ctx
+  const options = { providerUrl: ctx.providerUrl, stream: knobs.stream }
+  const [{ gateway, url }, peer, load, baseline] = await Promise.all([
+    startGateway(ctx),
+    ctx.group.spawn('peer', 'peer-ai-sdk.ts', { options }),
+    ctx.group.spawn('http-load', 'http-load.ts'),
+    ctx.group.spawn('baseline', 'baseline-undici.ts', { options })
+  ])
+  const measured: Loop = { concurrency: knobs.concurrency, warmupMs: knobs.warmupMs, durationMs: knobs.durationMs }
+  const timeout = knobs.warmupMs + knobs.durationMs + 60_000
+  const runs = async (child: Child): Promise<number> => (await child.request<{ runs: number }>({ type: 'tools' })).runs
+  const runners: Runner[] = [
+    {
+      key: 'baseline',
+      label: 'baseline: bare loop, undici + direct tool calls',
+      run: async (loop) => await baseline.child.request<LoopResult>({ type: 'run', ...loop }, timeout),
+      toolRuns: async () => await runs(baseline.child)
+    },
+    {
+      key: 'tollgate',
+      label: 'Tollgate: POST /v1/turns?wait=true',
+      run: async (loop) => await load.child.request<LoopResult>({ type: 'run', ...loop, url: `${url}/v1/turns?wait=true`, body: { message: TURN_MESSAGE, interactive: false } }, timeout),
+      toolRuns: async () => await runs(gateway)
+    },
+    {
+      key: 'peer',
+      label: `peer: Fastify route + AI SDK ${knobs.stream ? 'streamText' : 'generateText'}`,
+      run: async (loop) => await load.child.request<LoopResult>({ type: 'run', ...loop, url: `${String(peer.ready.url)}/v1/turns`, body: { message: TURN_MESSAGE } }, timeout),
+      toolRuns: async () => await runs(peer.child)
+    }
+  ]
+  const tallies = new Map<string, Tally>(runners.map((r) => [r.key, { completed: 0, windowMs: 0, total: 0, errors: 0, firstError: null, latencies: [], providerCalls: 0, toolRuns: 0, rounds: [] }]))
+  // A cold gateway is several times slower for its first ~1000 turns (JIT, lazy set-up; seen
+  // here), more than a few seconds of warm-up cover on a loaded machine: prime every runner,
+  // unmeasured, until it has run PRIME_TURNS turns or for 5 warm-up periods.
+  for (const runner of runners) {
+    const until = Date.now() + 5 * knobs.warmupMs
+    let primed = 0
+    while (primed < PRIME_TURNS && Date.now() < until) {
+      primed += (await runner.run({ ...measured, warmupMs: 0, durationMs: Math.min(1000, knobs.warmupMs) })).total
+    }
+  }
+  for (let round = 0; round < knobs.rounds; round++) {
+    const order = runners.map((_, i) => runners[(i + round) % runners.length] as Runner)
+    for (const runner of order) {
+      const tally = tallies.get(runner.key) as Tally
+      const [calls0, tools0] = [await providerRequests(ctx), await runner.toolRuns()]
+      const result = await runner.run(measured)
+      const [calls1, tools1] = [await providerRequests(ctx), await runner.toolRuns()]
+      tally.completed += result.completed
+      tally.windowMs += result.windowMs
+      tally.total += result.total
+      tally.errors += result.errors
+      tally.firstError ??= result.firstError
+      for (const latency of result.latencies) tally.latencies.push(latency)
+      tally.providerCalls += calls1 - calls0
+      tally.toolRuns += tools1 - tools0
+      tally.rounds.push(result.completed / (result.windowMs / 1000))
+      ctx.log(`  round ${round + 1} ${runner.key}: ${(result.completed / (result.windowMs / 1000)).toFixed(0)} turns/s, ${result.errors} errors`)
+    }
+  }
+  await Promise.all([stopChild(gateway), stopChild(peer.child), stopChild(load.child), baseline.child.stop()])
+
+  const figures = (runner: Runner): RunnerFigures => {
+    const tally = tallies.get(runner.key) as Tally
+    if (tally.errors > 0) ctx.warnings.push(`${runner.key}: ${tally.errors} failed turns; first: ${tally.firstError ?? ''}`)
+    const attempts = tally.total + tally.errors
+    return {
+      label: runner.label,
+      turnsPerSec: tally.completed / (tally.windowMs / 1000),
+      roundsPerSec: tally.rounds,
+      latency: summarize(tally.latencies),
+      errors: tally.errors,
+      firstError: tally.firstError,
+      providerCallsPerTurn: attempts === 0 ? Number.NaN : tally.providerCalls / attempts,
+      toolRunsPerTurn: attempts === 0 ? Number.NaN : tally.toolRuns / attempts
+    }
+  }
+  const [b, t, p] = runners.map(figures) as [RunnerFigures, RunnerFigures, RunnerFigures]
+  return { baseline: b, tollgate: t, peer: p }
+}
+
+async function firstEvent (ctx: Ctx): Promise<FirstEventFigures> {
+  const [{ gateway, url }, client] = await Promise.all([startGateway(ctx), ctx.group.spawn('first-event', 'first-event.ts')])
+  const samples = ctx.knobs.firstEventSamples
+  const warmup = Math.min(20, samples)
+  const timeout = 60_000 + samples * 1000
+  const sse = await client.child.request<{ latencies: number[] }>({ type: 'sse', url, samples, warmup }, timeout)
+  const ws = await client.child.request<{ latencies: number[] }>({ type: 'ws', url, samples, warmup }, timeout)
+  await Promise.all([stopChild(gateway), stopChild(client.child)])
+  return { sse: summarize(sse.latencies), ws: summarize(ws.latencies) }
+}
+
+interface Memory { rss: number, heapUsed: number, external: number, sockets: number }
+
+async function idle (ctx: Ctx): Promise<IdleFigures> {
+  const { knobs } = ctx
+  const shares = split(knobs.idleConnections, knobs.idleProcesses)
+  const [{ gateway, url }, ...clients] = await Promise.all([
+    startGateway(ctx),
+    ...shares.map(async (_, i) => (await ctx.group.spawn(`ws-idle-${i}`, 'ws-idle.ts')).child)
+  ])
+  const wsUrl = `${url.replace(/^http/, 'ws')}/v1/ws`
+  const first = clients[0] as Child
+  // Warm the connection path first, so the delta is what each further connection costs.
+  await first.request({ type: 'open', url: wsUrl, count: Math.min(200, knobs.idleConnections), inFlight: CONNECT_IN_FLIGHT }, 120_000)
+  await first.request({ type: 'close' })
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  const before = await gateway.request<Memory>({ type: 'memory' })
+  const t0 = monotonicNs()
+  const opened = await Promise.all(clients.map(async (c, i) => await c.request<{ opened: number, failed: number, firstError: string | null }>({ type: 'open', url: wsUrl, count: shares[i], inFlight: CONNECT_IN_FLIGHT }, 300_000)))
+  const openSeconds = Number(monotonicNs() - t0) / 1e9
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  const after = await gateway.request<Memory>({ type: 'memory' })
+  const open = await Promise.all(clients.map(async (c) => (await c.request<{ open: number }>({ type: 'check' })).open))
+  await Promise.all(clients.map(async (c) => { await stopChild(c) }))
+  await stopChild(gateway)
+
+  const failed = opened.reduce((s, o) => s + o.failed, 0)
+  const firstError = opened.find((o) => o.firstError !== null)?.firstError ?? null
+  if (failed > 0) ctx.warnings.push(`idle: ${failed} connections failed to open; first: ${firstError ?? ''}`)
+  return {
+    requested: knobs.idleConnections,
+    heldByServer: after.sockets - before.sockets,
+    openAtClients: open.reduce((s, n) => s + n, 0),
+    failed,
+    firstError,
+    openSeconds,
+    rssDelta: after.rss - before.rss,
+    heapDelta: after.heapUsed - before.heapUsed,
+    externalDelta: after.external - before.external
+  }
+}
+
+async function fanout (ctx: Ctx): Promise<FanoutFigures> {
+  const { knobs } = ctx
+  const shares = split(knobs.fanoutSubscribers, knobs.fanoutProcesses)
+  const [{ gateway, url }, ...clients] = await Promise.all([
+    startGateway(ctx),
+    ...shares.map(async (_, i) => (await ctx.group.spawn(`fanout-${i}`, 'fanout.ts')).child)
+  ])
+  const wsUrl = `${url.replace(/^http/, 'ws')}/v1/ws`
+  const opened = await Promise.all(clients.map(async (c, i) => await c.request<{ opened: number, failed: number, firstError: string | null }>({ type: 'open', url: wsUrl, count: shares[i], inFlight: CONNECT_IN_FLIGHT }, 120_000)))
+  const subscribers = opened.reduce((s, o) => s + o.opened, 0)
+  if (subscribers < knobs.fanoutSubscribers) ctx.warnings.push(`fanout: only ${subscribers} of ${knobs.fanoutSubscribers} subscribers connected; first error: ${opened.find((o) => o.firstError !== null)?.firstError ?? ''}`)
+
+  const latencies: number[] = []
+  let liveEvents = 0
+  for (let k = 0; k < knobs.fanoutTurns; k++) {
+    const key = `${HOLD_PREFIX}fanout-${k}`
+    const res = await fetch(`${url}/v1/turns`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: key, interactive: false }) })
+    const started = await res.json() as { turn_id?: string }
+    if (res.status !== 202 || started.turn_id === undefined) throw new Error(`fan-out turn refused: HTTP ${res.status} ${JSON.stringify(started)}`)
+    const turnId = started.turn_id
+    await gateway.request({ type: 'watch', turnId })
+    await Promise.all(clients.map(async (c) => await c.request({ type: 'subscribe', turnId, timeoutMs: 60_000 }, 90_000)))
+    const released = monotonicNs()
+    await ctx.provider.request({ type: 'release', key })
+    const received = await Promise.all(clients.map(async (c) => await c.request<{ seqs: number[], ns: string[] }>({ type: 'collect', turnId, timeoutMs: 60_000 }, 90_000)))
+    const { emits } = await gateway.request<{ emits: Array<[number, string]> }>({ type: 'emits', turnId })
+    // Only events emitted after the release reached subscribers live; earlier ones came as replay.
+    const live = new Map(emits.map(([seq, ns]) => [seq, BigInt(ns)] as const).filter(([, ns]) => ns >= released))
+    liveEvents += live.size
+    for (const r of received) {
+      r.seqs.forEach((seq, i) => {
+        const emitted = live.get(seq)
+        if (emitted !== undefined) latencies.push(Number(BigInt(r.ns[i] as string) - emitted) / 1e6)
+      })
+    }
+  }
+  await Promise.all(clients.map(async (c) => { await stopChild(c) }))
+  await stopChild(gateway)
+  const expectedSamples = liveEvents * subscribers
+  if (latencies.length !== expectedSamples) ctx.warnings.push(`fanout: ${latencies.length} deliveries measured, ${expectedSamples} expected (each live event once per subscriber)`)
+  return { subscribers, turns: knobs.fanoutTurns, liveEventsPerTurn: liveEvents / knobs.fanoutTurns, expectedSamples, latency: summarize(latencies) }
+}
+
+async function main (): Promise<void> {
+  const machine = describeMachine()
+  let knobs: Knobs
+  try {
+    knobs = readKnobs(process.env, machine.openFiles, join(HERE, 'results.md'))
+  } catch (err) {
+    if (err instanceof KnobError) {
+      process.stderr.write(`bench: ${err.message}\n`)
+      process.exit(2)
+    }
+    throw err
+  }
+  const log = (line: string): void => { process.stderr.write(`${line}\n`) }
+  const group = new ChildGroup(knobs.verbose)
+  const stop = (signal: NodeJS.Signals): void => {
+    log(`bench: ${signal}, stopping the bench processes`)
+    void group.close().finally(() => process.exit(130))
+  }
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+
+  const report: Report = { date: new Date().toISOString(), machine, versions: describeVersions(join(HERE, '..')), knobs, loadBefore: loadAverage(), loadAfter: '', warnings: [] }
+  try {
+    const provider = await group.spawn('fake-provider', 'fake-provider-server.ts')
+    const ctx: Ctx = { knobs, group, provider: provider.child, providerUrl: String(provider.ready.baseUrl), warnings: report.warnings, log }
+    if (knobs.sections.has('throughput')) {
+      log(`bench: throughput (concurrency ${knobs.concurrency}, ${knobs.rounds} × ${knobs.durationMs} ms per runner)`)
+      report.throughput = await throughput(ctx)
+    }
+    if (knobs.sections.has('first-event')) {
+      log(`bench: time to first event (${knobs.firstEventSamples} samples per path)`)
+      report.firstEvent = await firstEvent(ctx)
+    }
+    if (knobs.sections.has('idle')) {
+      log(`bench: ${knobs.idleConnections} idle WebSockets from ${knobs.idleProcesses} processes`)
+      report.idle = await idle(ctx)
+    }
+    if (knobs.sections.has('fanout')) {
+      log(`bench: fan-out to ${knobs.fanoutSubscribers} subscribers × ${knobs.fanoutTurns} turns`)
+      report.fanout = await fanout(ctx)
+    }
+    await stopChild(provider.child)
+  } finally {
+    await group.close()
+  }
+  report.loadAfter = loadAverage()
+  const markdown = renderReport(report)
+  process.stdout.write(`${markdown}\n`)
+  if (knobs.resultsPath !== '') {
+    await writeFile(knobs.resultsPath, `${markdown}\n`)
+    log(`bench: wrote ${knobs.resultsPath}`)
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench: failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`)
+  process.exitCode = 1
+})

@@ -1,0 +1,41 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { KnobError, readKnobs } from '../../bench/knobs.js'
+
+test('bench settings default to the documented run when no BENCH_ variable is set', () => {
+  const knobs = readKnobs({}, 20_000, 'bench/results.md')
+  assert.deepEqual({ ...knobs, sections: [...knobs.sections] }, {
+    concurrency: 16,
+    warmupMs: 2000,
+    durationMs: 4000,
+    rounds: 3,
+    stream: false,
+    idleConnections: 10_000,
+    idleProcesses: 4,
+    fanoutSubscribers: 1000,
+    fanoutProcesses: 4,
+    fanoutTurns: 5,
+    firstEventSamples: 200,
+    sections: ['throughput', 'first-event', 'idle', 'fanout'],
+    resultsPath: 'bench/results.md',
+    verbose: false
+  })
+})
+
+test('a malformed or out-of-range BENCH_ value is refused with the variable named', () => {
+  assert.throws(() => readKnobs({ BENCH_CONCURRENCY: '0' }, 20_000, ''), (err: unknown) => err instanceof KnobError && /BENCH_CONCURRENCY must be an integer from 1 to 256/.test(err.message))
+  assert.throws(() => readKnobs({ BENCH_ROUNDS: '2.5' }, 20_000, ''), /BENCH_ROUNDS/)
+  assert.throws(() => readKnobs({ BENCH_PROVIDER_STREAM: 'yes' }, 20_000, ''), /BENCH_PROVIDER_STREAM must be 0 or 1/)
+  assert.throws(() => readKnobs({ BENCH_ONLY: 'throughput,nope' }, 20_000, ''), /unknown section "nope"/)
+})
+
+test('idle connections are bounded by the open-file limit of the gateway process, which holds them all', () => {
+  assert.throws(() => readKnobs({ BENCH_IDLE_CONNECTIONS: '10000' }, 4096, ''), /BENCH_IDLE_CONNECTIONS must be an integer from 1 to 3596/)
+  assert.equal(readKnobs({ BENCH_IDLE_CONNECTIONS: '3596' }, 4096, '').idleConnections, 3596)
+})
+
+test('BENCH_ONLY picks the sections to run and BENCH_RESULTS empty writes no report file', () => {
+  const knobs = readKnobs({ BENCH_ONLY: 'idle, fanout', BENCH_RESULTS: '' }, 20_000, 'bench/results.md')
+  assert.deepEqual([...knobs.sections], ['idle', 'fanout'])
+  assert.equal(knobs.resultsPath, '')
+})
