@@ -18,7 +18,8 @@ import { FrameRateLimiter } from '../src/security/frame-rate-limit.js'
 import type { Gateway } from '../src/server.js'
 import type { ClientFrame } from '../schemas/ws.js'
 
-type Send = (frame: ServerFrame) => void
+/** `encoded` is the frame's JSON when a caller already has it (events shared by many sockets). */
+type Send = (frame: ServerFrame, encoded?: string) => void
 
 /**
  * Cross-site WebSocket hijacking defence: a browser always sends Origin, so a page of another
@@ -41,8 +42,13 @@ class SocketSession {
     private readonly gateway: Gateway,
     private readonly principal: Principal,
     private readonly connection: Connection,
-    readonly send: Send
+    readonly send: Send,
+    private readonly encodeEvent: (e: BusEnvelope) => string
   ) {}
+
+  private sendEvent (e: BusEnvelope): void {
+    this.send({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event }, this.encodeEvent(e))
+  }
 
   private key (frame: { turn_id?: string, session_id?: string }): string {
     if (frame.turn_id !== undefined && frame.session_id !== undefined) throw new TollgateError('INVALID_FRAME', 'give turn_id or session_id, not both')
@@ -90,7 +96,7 @@ class SocketSession {
       this.subscriptions.delete(key)
       this.connection.turns.delete(turnId)
     }
-    const forward = (e: BusEnvelope): void => { this.send({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event }) }
+    const forward = (e: BusEnvelope): void => { this.sendEvent(e) }
     // Replayed events wait until the follow is known to be gap-free: a client must see either
     // `subscribed` and then the events, or only the REPLAY_GAP error, never both.
     let held: BusEnvelope[] | null = []
@@ -129,7 +135,7 @@ class SocketSession {
     this.connection.sessions.add(sessionId)
     const unsubscribe = this.gateway.bus.subscribeSession(sessionId, (e) => {
       if (this.followsTurn(e.turn_id)) return
-      this.send({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event })
+      this.sendEvent(e)
     })
     this.subscriptions.set(key, () => {
       unsubscribe()
@@ -195,6 +201,17 @@ class SocketSession {
 export default async function wsRoutes (app: FastifyInstance): Promise<void> {
   const gateway = app.gateway
   const { config, connections } = gateway
+  // One event reaches every subscribed socket as the same envelope object: encode it once, not
+  // once per socket (1,000 subscribers would otherwise serialise it 1,000 times).
+  const encoded = new WeakMap<BusEnvelope, string>()
+  const encodeEvent = (e: BusEnvelope): string => {
+    let text = encoded.get(e)
+    if (text === undefined) {
+      text = JSON.stringify({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event })
+      encoded.set(e, text)
+    }
+    return text
+  }
 
   app.get('/v1/ws', {
     onRequest: [
@@ -211,17 +228,17 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
     const principal = principalOf(request)
     const connection = connections.open('ws', principalKey(principal), hasScope(principal, 'approvals:answer'))
     let alive = true
-    const send: Send = (frame) => {
+    const send: Send = (frame, encoded) => {
       if (socket.readyState !== socket.OPEN) return
       if (socket.bufferedAmount > config.ws.max_buffered_bytes) {
         gateway.log.warn({ connection_id: connection.id, buffered: socket.bufferedAmount }, 'closing a slow WebSocket consumer')
         socket.close(1008, 'slow consumer: too many unsent bytes')
         return
       }
-      socket.send(JSON.stringify(frame))
+      socket.send(encoded ?? JSON.stringify(frame))
       if (frame.type === 'event') gateway.metrics?.eventSent('ws')
     }
-    const session = new SocketSession(gateway, principal, connection, send)
+    const session = new SocketSession(gateway, principal, connection, send, encodeEvent)
     connection.follow = (turnId) => {
       session.followTurn(turnId, 0, undefined, false).catch((err: unknown) => { reportError(err, undefined) })
     }

@@ -25,6 +25,7 @@ import type { ToolHooks } from '../turn/hooks.js'
 import { trimHistory } from '../turn/history.js'
 import { CancelReason, runToolLoop, type TurnOutcome } from '../turn/loop.js'
 import type { ConnectionRegistry } from './connections.js'
+import { RetentionQueue } from './retention.js'
 
 export interface TurnServiceDeps {
   config: Config
@@ -71,11 +72,13 @@ export class TurnService {
   /** Receipt keys outlive their turn by the retention window so receipts can be verified. */
   private readonly receiptKeys = new Map<string, { key: ReceiptKey, expires: number }>()
   private readonly timers = new Set<NodeJS.Timeout>()
+  private readonly retention: RetentionQueue
   private readonly stopControl: () => void
   private closingFlag = false
 
   constructor (deps: TurnServiceDeps) {
     this.deps = deps
+    this.retention = new RetentionQueue(deps.config.turns.retention_ms)
     this.stopControl = deps.bus.onControl((message) => { this.applyControl(message) })
   }
 
@@ -101,17 +104,13 @@ export class TurnService {
     return timer
   }
 
-  private sweep (now: number): void {
-    for (const [k, v] of this.idempotency) if (v.expires <= now) this.idempotency.delete(k)
-    for (const [k, v] of this.receiptKeys) if (v.expires <= now) this.receiptKeys.delete(k)
-  }
 
   async start (principal: Principal, request: TurnRequest, options: StartOptions): Promise<{ turn: TurnRecord, created: boolean }> {
     if (this.closingFlag) throw new TollgateError('SHUTTING_DOWN', 'the gateway is shutting down')
     const { config } = this.deps
     const owner = principalKey(principal)
     const now = Date.now()
-    this.sweep(now)
+    this.retention.sweep(now)
 
     // Defaults spelled out or left out are the same request.
     const fingerprint = canonicalJson({ ...request, interactive: request.interactive !== false, detach: request.detach === true, idempotency_key: undefined })
@@ -188,7 +187,11 @@ export class TurnService {
     }
     this.active.set(turnId, active)
     this.busySessions.set(sessionId, turnId)
-    if (idemKey !== null) this.idempotency.set(idemKey, { turnId, fingerprint, expires: now + config.turns.retention_ms })
+    if (idemKey !== null) {
+      const entry = { turnId, fingerprint, expires: now + config.turns.retention_ms }
+      this.idempotency.set(idemKey, entry)
+      this.retention.add(entry.expires, () => { if (this.idempotency.get(idemKey) === entry) this.idempotency.delete(idemKey) })
+    }
 
     session.turn_ids.push(turnId)
     await this.deps.store.saveTurn(record)
@@ -315,7 +318,8 @@ export class TurnService {
     this.active.delete(record.turn_id)
     this.busySessions.delete(record.session_id)
     const { config } = this.deps
-    this.receiptKeys.set(record.turn_id, { key: active.receipts, expires: Date.now() + config.turns.retention_ms })
+    const expires = Date.now() + config.turns.retention_ms
+    this.receiptKeys.set(record.turn_id, { key: active.receipts, expires })
     session.history = state.history
     session.always_allowed = [...allowlist].sort()
     session.updated_at = record.updated_at
@@ -325,7 +329,10 @@ export class TurnService {
     } catch (err) {
       state.log.error({ err }, 'could not persist the finished turn')
     }
-    this.later(config.turns.retention_ms, () => { this.deps.bus.drop(record.turn_id) })
+    this.retention.add(expires, () => {
+      this.receiptKeys.delete(record.turn_id)
+      this.deps.bus.drop(record.turn_id)
+    })
   }
 
   private async findTurn (turnId: string): Promise<TurnRecord | null> {
@@ -412,7 +419,7 @@ export class TurnService {
     const active = this.active.get(turnId)
     if (active !== undefined) return active.receipts
     const kept = this.receiptKeys.get(turnId)
-    // Swept only when a turn starts, so an expired entry may still be here: its key is gone all the same.
+    // Swept periodically, so an expired entry may still be here: its key is gone all the same.
     return kept !== undefined && kept.expires > Date.now() ? kept.key : null
   }
 
@@ -423,6 +430,7 @@ export class TurnService {
     for (const a of running) a.controller.abort(new CancelReason('server shutting down'))
     await Promise.all(running.map(async (a) => await a.done))
     this.stopControl()
+    this.retention.close()
     for (const t of this.timers) clearTimeout(t)
     this.timers.clear()
   }
