@@ -10,8 +10,9 @@ import type { TurnRequest } from '../../schemas/turn.js'
 import type { Config } from '../config.js'
 import { ApprovalBroker, type OperatorAnswer } from '../approval/broker.js'
 import { principalKey, type Principal } from '../auth/principal.js'
-import type { BusEnvelope, ControlMessage, EventBus, ReplayResult } from '../bus/bus.js'
-import { TollgateError } from '../errors.js'
+import type { BusEnvelope, ControlRequest, EventBus, ReplayResult } from '../bus/bus.js'
+import { ControlRpc, type ReplyBody } from '../cluster/control.js'
+import { ERROR_STATUS, TollgateError, type ErrorCode } from '../errors.js'
 import { canonicalJson } from '../json/canonical.js'
 import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
@@ -35,6 +36,8 @@ export interface TurnServiceDeps {
   bus: EventBus
   connections: ConnectionRegistry
   log: Logger
+  /** This gateway instance, as named on the bus's control plane. */
+  instanceId: string
 }
 
 export interface StartOptions {
@@ -58,6 +61,21 @@ interface ActiveTurn {
 
 class TurnTimeout extends CancelReason {}
 
+const REMOTE_ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  APPROVAL_NOT_FOUND: 'no pending approval request with this id',
+  APPROVAL_ALREADY_RESOLVED: 'this approval request was already resolved',
+  INVALID_DECISION: 'decision "edit" needs a replacement text',
+  TURN_NOT_FOUND: 'no turn with this id'
+}
+
+/** The typed error another instance answered with; unknown codes are its internal failure. */
+function remoteError (code: string): TollgateError {
+  const known = code in ERROR_STATUS ? code as ErrorCode : null
+  const message = known === null ? undefined : REMOTE_ERROR_MESSAGES[known]
+  if (known === null || message === undefined) return new TollgateError('INTERNAL', 'the instance running this turn could not apply the request')
+  return new TollgateError(known, message)
+}
+
 const TERMINAL_STATUS = new Set(['completed', 'cancelled', 'failed', 'interrupted'])
 
 export class TurnService {
@@ -69,12 +87,20 @@ export class TurnService {
   /** Receipt keys outlive their turn by the retention window so receipts can be verified. */
   private readonly receiptKeys = new Map<string, { key: ReceiptKey, expires: number }>()
   private readonly timers = new Set<NodeJS.Timeout>()
-  private readonly stopControl: () => void
+  /** Cancels, approval answers and backchannel probes for turns running on another instance. */
+  private readonly control: ControlRpc
   private closingFlag = false
 
   constructor (deps: TurnServiceDeps) {
     this.deps = deps
-    this.stopControl = deps.bus.onControl((message) => { this.applyControl(message) })
+    this.control = new ControlRpc({
+      bus: deps.bus,
+      instanceId: deps.instanceId,
+      peers: async () => await deps.store.liveInstances(),
+      timeoutMs: deps.config.cluster.control_timeout_ms,
+      log: deps.log
+    })
+    this.control.serve(async (request) => await this.applyControl(request))
   }
 
   get activeCount (): number {
@@ -201,8 +227,14 @@ export class TurnService {
       log,
       emit,
       approvals: this.broker.channelFor({ turnId, owner, hasBackchannel: () => this.hasBackchannel(active), emit }),
-      recordToolCall: (r) => { record.tool_calls.push(r) },
-      recordApproval: (e) => { record.approvals.push(e) },
+      recordToolCall: (r) => {
+        record.tool_calls.push(r)
+        this.checkpoint(record, log)
+      },
+      recordApproval: (e) => {
+        record.approvals.push(e)
+        this.checkpoint(record, log)
+      },
       promptShellSignatures: new Set(),
       dedupSignatures: new Set(),
       loopDetector: new LoopDetector({
@@ -261,13 +293,21 @@ export class TurnService {
     active.disposers.push(dispose)
   }
 
-  private hasBackchannel (active: ActiveTurn): boolean {
+  /** Saves a running turn's progress, so a crash keeps its tool calls and approval audit. */
+  private checkpoint (record: TurnRecord, log: Logger): void {
+    this.deps.store.saveTurn(record).catch((err: unknown) => { log.warn({ err }, 'could not checkpoint the turn') })
+  }
+
+  private async hasBackchannel (active: ActiveTurn): Promise<boolean> {
     const { record } = active
     if (active.ownerConnection !== null) {
       const owner = this.deps.connections.get(active.ownerConnection)
       if (owner !== undefined && !owner.closed && owner.kind !== 'http') return true
     }
-    return this.deps.connections.watchedBy(record.owner, record.turn_id, record.session_id)
+    if (this.deps.connections.watchedBy(record.owner, record.turn_id, record.session_id)) return true
+    // An operator may watch from a socket on another instance.
+    const reply = await this.control.request({ type: 'watching', turn_id: record.turn_id, session_id: record.session_id, principal: record.owner })
+    return reply !== null && reply.error === undefined
   }
 
   private emit (active: ActiveTurn, event: TurnEvent): void {
@@ -355,31 +395,52 @@ export class TurnService {
       active.controller.abort(new CancelReason(reason))
       return await active.done
     }
-    if (turn.status === 'running') this.deps.bus.publishControl({ type: 'cancel', turn_id: turnId, principal: principalKey(principal), reason })
-    return turn
+    if (turn.status !== 'running') return turn
+    // Running elsewhere: its instance cancels it and answers once the turn has ended.
+    await this.control.request({ type: 'cancel', turn_id: turnId, principal: principalKey(principal), reason })
+    return await this.deps.store.getTurn(turnId) ?? turn
   }
 
-  /** Operator answer from any front door (WS frame or REST). */
-  answerApproval (principal: Principal, requestId: string, answer: Omit<OperatorAnswer, 'principal'>): { turnId: string } {
+  /** Operator answer from any front door (WS frame or REST), for a turn on any instance. */
+  async answerApproval (principal: Principal, requestId: string, answer: Omit<OperatorAnswer, 'principal'>): Promise<{ turnId: string }> {
     const key = principalKey(principal)
-    if (!this.broker.isLocal(requestId)) {
-      this.deps.bus.publishControl({ type: 'approval', request_id: requestId, principal: key, decision: answer.decision, ...(answer.replacement === undefined ? {} : { replacement: answer.replacement }), decided_by: answer.decidedBy, channel: answer.channel })
-      throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
-    }
-    return this.broker.answer(requestId, { ...answer, principal: key })
+    if (this.broker.isLocal(requestId)) return this.broker.answer(requestId, { ...answer, principal: key })
+    const reply = await this.control.request({
+      type: 'approval', request_id: requestId, principal: key, decision: answer.decision, decided_by: answer.decidedBy, channel: answer.channel,
+      ...(answer.replacement === undefined ? {} : { replacement: answer.replacement })
+    })
+    if (reply === null) throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
+    if (reply.error !== undefined) throw remoteError(reply.error)
+    return { turnId: reply.turn_id ?? '' }
   }
 
-  private applyControl (message: ControlMessage): void {
-    if (message.type === 'cancel') {
-      const active = this.active.get(message.turn_id)
-      if (active !== undefined && active.record.owner === message.principal) active.controller.abort(new CancelReason(message.reason))
-      return
+  /** A control request from another instance: answers a body if it concerns a turn running here. */
+  private async applyControl (request: ControlRequest): Promise<ReplyBody | null> {
+    switch (request.type) {
+      case 'cancel': {
+        const active = this.active.get(request.turn_id)
+        if (active === undefined) return null
+        if (active.record.owner !== request.principal) return { error: 'TURN_NOT_FOUND' }
+        active.controller.abort(new CancelReason(request.reason))
+        const done = await active.done
+        return { turn_id: done.turn_id, status: done.status }
+      }
+      case 'approval': {
+        if (!this.broker.isLocal(request.request_id)) return null
+        try {
+          const { turnId } = this.broker.answer(request.request_id, {
+            decision: request.decision, decidedBy: request.decided_by, channel: request.channel, principal: request.principal,
+            ...(request.replacement === undefined ? {} : { replacement: request.replacement })
+          })
+          return { turn_id: turnId }
+        } catch (err) {
+          if (err instanceof TollgateError) return { error: err.code }
+          throw err
+        }
+      }
+      case 'watching':
+        return this.deps.connections.watchedBy(request.principal, request.turn_id, request.session_id) ? {} : null
     }
-    if (this.broker.turnOf(message.request_id, message.principal) === null) return
-    this.broker.answer(message.request_id, {
-      decision: message.decision, decidedBy: message.decided_by, channel: message.channel, principal: message.principal,
-      ...(message.replacement === undefined ? {} : { replacement: message.replacement })
-    })
   }
 
   verifyReceipt (turnId: string): ReceiptKey | null {
@@ -392,7 +453,7 @@ export class TurnService {
     const running = [...this.active.values()]
     for (const a of running) a.controller.abort(new CancelReason('server shutting down'))
     await Promise.all(running.map(async (a) => await a.done))
-    this.stopControl()
+    this.control.close()
     for (const t of this.timers) clearTimeout(t)
     this.timers.clear()
   }

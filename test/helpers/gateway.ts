@@ -38,6 +38,8 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
       log: { level: 'silent' },
       workspace: { dir: workspace },
       ws: { heartbeat_ms: 0 },
+      // Tests never write ./data; a test opts into a durable store through `overrides`.
+      store: { kind: 'memory' },
       providers: { fake: { kind: 'openai', base_url: provider.baseUrl, model: 'fake-model', timeout_ms: 5000 } },
       agents: { default: { provider: 'fake' } }
     }, options.overrides ?? {})

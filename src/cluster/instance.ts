@@ -1,0 +1,99 @@
+/**
+ * This instance's lease and the sweep that ends other instances' orphaned turns.
+ *
+ * Every instance renews a lease in the store every `leaseMs / 3`. A turn still `running` is an
+ * orphan when nobody can finish it any more:
+ * - at start, every running turn of an exclusive store (memory, SQLite: no other process can
+ *   hold it), and on a shared store the running turns saved under this instance's own id (a
+ *   stable `cluster.instance_id` restarting; nothing runs here yet);
+ * - at any time, running turns whose instance's lease has expired.
+ * A live instance's turns are never touched, whoever restarts: its lease is current.
+ */
+import type { Logger } from 'pino'
+import type { EventBus } from '../bus/bus.js'
+import type { Store } from '../store/store.js'
+import { interruptOrphan } from './recovery.js'
+
+const PRUNE_EVERY_MS = 3_600_000
+
+export interface InstanceLeaseOptions {
+  store: Store
+  bus: EventBus
+  leaseMs: number
+  /** 0 keeps persisted events. */
+  eventRetentionMs: number
+  /** Turns running in this process right now (never orphans). */
+  isLocal: (turnId: string) => boolean
+  log: Logger
+}
+
+export class InstanceLease {
+  private readonly options: InstanceLeaseOptions
+  private timer: NodeJS.Timeout | undefined
+  private ticking: Promise<void> | null = null
+  private lastPrune = 0
+  private closed = false
+
+  private constructor (options: InstanceLeaseOptions) {
+    this.options = options
+  }
+
+  /** Takes the lease and ends the orphans found at start, before the instance serves anyone. */
+  static async start (options: InstanceLeaseOptions): Promise<InstanceLease> {
+    const lease = new InstanceLease(options)
+    await options.store.renewLease(options.leaseMs)
+    await lease.sweep(true)
+    await lease.prune()
+    lease.timer = setInterval(() => { lease.tick() }, Math.max(250, Math.floor(options.leaseMs / 3)))
+    lease.timer.unref()
+    return lease
+  }
+
+  private tick (): void {
+    if (this.ticking !== null || this.closed) return
+    this.ticking = (async () => {
+      try {
+        await this.options.store.renewLease(this.options.leaseMs)
+      } catch (err) {
+        this.options.log.warn({ err }, 'could not renew this instance\'s lease')
+      }
+      try {
+        if (!this.options.store.exclusive) await this.sweep(false)
+        if (Date.now() - this.lastPrune >= PRUNE_EVERY_MS) await this.prune()
+      } catch (err) {
+        this.options.log.warn({ err }, 'orphaned-turn sweep failed')
+      }
+    })().finally(() => { this.ticking = null })
+  }
+
+  /** Ends the running turns nobody can finish any more; answers how many it ended. */
+  async sweep (atStart: boolean): Promise<number> {
+    const { store, bus, log, isLocal } = this.options
+    const running = await store.runningTurns()
+    if (running.length === 0) return 0
+    const live = new Set(await store.liveInstances())
+    let ended = 0
+    for (const orphan of running) {
+      if (this.closed || isLocal(orphan.turn.turn_id)) continue
+      const mine = store.exclusive || orphan.instanceId === store.instanceId
+      const dead = orphan.instanceId === null || !live.has(orphan.instanceId)
+      if (mine ? !atStart : !dead) continue
+      if (await interruptOrphan({ store, bus, log }, orphan)) ended++
+    }
+    return ended
+  }
+
+  private async prune (): Promise<void> {
+    this.lastPrune = Date.now()
+    if (this.options.eventRetentionMs > 0) await this.options.store.prune(Date.now() - this.options.eventRetentionMs)
+  }
+
+  /** Stops renewing and gives the lease up (a clean stop leaves no turn to recover). */
+  async close (): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    clearInterval(this.timer)
+    await this.ticking
+    await this.options.store.releaseLease().catch((err: unknown) => { this.options.log.warn({ err }, 'could not release this instance\'s lease') })
+  }
+}
