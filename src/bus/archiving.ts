@@ -45,8 +45,9 @@ export class ArchivingBus implements EventBus {
   }
 
   publish (envelope: BusEnvelope): void {
-    this.inner.publish(envelope)
+    // Stored first: with a synchronous store no client can see an event a crash would lose.
     this.writer.append(envelope)
+    this.inner.publish(envelope)
   }
 
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe {

@@ -2,7 +2,7 @@
  * Ordered, buffered writer of events into the store's event log. `publish` is synchronous, the
  * store is not: events queue here and go out in order, one batch at a time, retried while the
  * store is unreachable (bounded: past `maxBuffered` the oldest are dropped and logged).
- * With SQLite the first event of a burst is written before append() returns.
+ * A store that writes synchronously (SQLite) gets each event before append() returns.
  */
 import type { Logger } from 'pino'
 import type { BusEnvelope } from '../bus/bus.js'
@@ -11,7 +11,7 @@ import type { Store } from './store.js'
 const BATCH = 500
 
 export interface EventLogWriterOptions {
-  store: Pick<Store, 'appendEvents'>
+  store: Pick<Store, 'appendEvents' | 'appendEventsNow'>
   log: Logger
   maxBuffered: number
   retryMs: number
@@ -31,6 +31,15 @@ export class EventLogWriter {
 
   append (envelope: BusEnvelope): void {
     if (this.closed) return
+    const now = this.options.store.appendEventsNow
+    if (now !== undefined && this.queue.length === 0) {
+      try {
+        now.call(this.options.store, [envelope])
+        return
+      } catch (err) {
+        this.options.log.warn({ err }, 'could not append to the event log; retrying')
+      }
+    }
     this.queue.push(envelope)
     this.trim()
     this.running ??= this.run()

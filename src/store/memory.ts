@@ -4,6 +4,7 @@
  * its only instance is the process that holds it.
  */
 import type { BusEnvelope } from '../bus/bus.js'
+import { finishedMs } from './codec.js'
 import { TERMINAL_TURN_STATUSES, type RunningTurn, type SessionRecord, type Store, type TurnRecord } from './store.js'
 
 interface StoredTurn {
@@ -44,7 +45,7 @@ export class MemoryStore implements Store {
     this.turns.set(turn.turn_id, {
       turn: structuredClone(turn),
       instanceId: stored?.instanceId ?? this.instanceId,
-      finishedAt: TERMINAL_TURN_STATUSES.has(turn.status) ? Date.now() : null
+      finishedAt: finishedMs(turn)
     })
   }
 
@@ -98,7 +99,7 @@ export class MemoryStore implements Store {
   async interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean> {
     const stored = this.turns.get(turn.turn_id)
     if (stored === undefined || stored.turn.status !== 'running' || stored.instanceId !== instanceId) return false
-    this.turns.set(turn.turn_id, { turn: structuredClone(turn), instanceId: stored.instanceId, finishedAt: Date.now() })
+    this.turns.set(turn.turn_id, { turn: structuredClone(turn), instanceId: stored.instanceId, finishedAt: finishedMs(turn) })
     return true
   }
 

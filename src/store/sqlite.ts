@@ -123,6 +123,10 @@ export class SqliteStore implements Store {
   }
 
   async appendEvents (events: readonly BusEnvelope[]): Promise<void> {
+    this.appendEventsNow(events)
+  }
+
+  appendEventsNow (events: readonly BusEnvelope[]): void {
     this.db.transaction(() => {
       for (const e of events) this.stmt.appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
     })()

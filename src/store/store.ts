@@ -47,6 +47,11 @@ export interface Store {
   saveTurn (turn: TurnRecord): Promise<void>
   /** Appends events (any turns, each turn's in seq order); an event already stored is kept. */
   appendEvents (events: readonly BusEnvelope[]): Promise<void>
+  /**
+   * The same, done before returning, by stores whose writes are synchronous (SQLite): an event
+   * is then on disk before any client can see it, so a crash never loses an event a client saw.
+   */
+  appendEventsNow?: (events: readonly BusEnvelope[]) => void
   /** Stored events of a turn after `afterSeq`, ascending, at most `limit`. */
   readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]>
   lastEventSeq (turnId: string): Promise<number>

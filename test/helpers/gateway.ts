@@ -28,6 +28,22 @@ export interface StartOptions extends Omit<BuildOptions, 'config'> {
   provider?: FakeProvider
 }
 
+/** One HTTP request to a gateway; the body is parsed as JSON when it is JSON. */
+export async function requestJson (baseUrl: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number, body: any, headers: Headers }> {
+  const init: RequestInit = { method, headers: { ...headers } }
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body)
+    ;(init.headers as Record<string, string>)['content-type'] ??= 'application/json'
+  }
+  const res = await fetch(`${baseUrl}${path}`, init)
+  const text = await res.text()
+  let parsed: unknown = text
+  try {
+    parsed = text === '' ? null : JSON.parse(text)
+  } catch {}
+  return { status: res.status, body: parsed, headers: res.headers }
+}
+
 export async function startGateway (options: StartOptions = {}): Promise<TestGateway> {
   const provider = options.provider ?? await startFakeProvider()
   const workspace = await mkdtemp(join(tmpdir(), 'tollgate-test-'))
@@ -57,18 +73,7 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
     wsUrl,
     workspace,
     async http (method, path, body, headers = {}) {
-      const init: RequestInit = { method, headers: { ...headers } }
-      if (body !== undefined) {
-        init.body = typeof body === 'string' ? body : JSON.stringify(body)
-        ;(init.headers as Record<string, string>)['content-type'] ??= 'application/json'
-      }
-      const res = await fetch(`${url}${path}`, init)
-      const text = await res.text()
-      let parsed: unknown = text
-      try {
-        parsed = text === '' ? null : JSON.parse(text)
-      } catch {}
-      return { status: res.status, body: parsed, headers: res.headers }
+      return await requestJson(url, method, path, body, headers)
     },
     async socket (socketOptions = {}) {
       const s = await TestSocket.open(`${wsUrl}${socketOptions.query ?? ''}`, socketOptions.protocols ?? ['tollgate.v1'], socketOptions.headers ?? {})
