@@ -324,22 +324,23 @@ export class TurnService {
   private async finish (active: ActiveTurn, session: SessionRecord, state: TurnState, outcome: TurnOutcome, allowlist: Set<string>): Promise<void> {
     const { record } = active
     record.status = outcome.status
+    let terminal: TurnEvent
     if (outcome.status === 'completed') {
       record.final_text = outcome.finalText
-      this.emit(active, { kind: 'turn.completed', final_text: outcome.finalText })
+      terminal = { kind: 'turn.completed', final_text: outcome.finalText }
     } else if (outcome.status === 'cancelled') {
-      this.emit(active, { kind: 'turn.cancelled', reason: outcome.reason })
+      terminal = { kind: 'turn.cancelled', reason: outcome.reason }
     } else {
       record.error = { code: outcome.code, message: outcome.message }
-      this.emit(active, { kind: 'turn.failed', code: outcome.code, message: outcome.message })
+      terminal = { kind: 'turn.failed', code: outcome.code, message: outcome.message }
     }
-    for (const dispose of active.disposers) dispose()
-    this.active.delete(record.turn_id)
-    this.busySessions.delete(record.session_id)
     const { config } = this.deps
-    this.receiptKeys.set(record.turn_id, { key: active.receipts, expires: Date.now() + config.turns.retention_ms })
     session.history = state.history
     session.always_allowed = [...allowlist].sort()
+    // Persisted before the terminal event goes out: whoever sees it, on any instance, and then
+    // reads the turn or starts the session's next turn finds the finished state in the store.
+    record.last_seq = active.seq + 1
+    record.updated_at = new Date().toISOString()
     session.updated_at = record.updated_at
     try {
       await this.deps.store.saveTurn(record)
@@ -347,6 +348,11 @@ export class TurnService {
     } catch (err) {
       state.log.error({ err }, 'could not persist the finished turn')
     }
+    this.emit(active, terminal)
+    for (const dispose of active.disposers) dispose()
+    this.active.delete(record.turn_id)
+    this.busySessions.delete(record.session_id)
+    this.receiptKeys.set(record.turn_id, { key: active.receipts, expires: Date.now() + config.turns.retention_ms })
     this.later(config.turns.retention_ms, () => { this.deps.bus.drop(record.turn_id) })
   }
 

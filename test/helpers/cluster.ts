@@ -45,7 +45,7 @@ export function clusterOverrides (options: ClusterOptions, workspace: string, ex
     ws: { heartbeat_ms: 0 },
     providers: { fake: { kind: 'openai', base_url: options.provider.baseUrl, model: 'fake-model', timeout_ms: 20_000 } },
     agents: { default: { provider: 'fake' } },
-    cluster: { lease_ms: 1000, control_timeout_ms: 5000 }
+    cluster: { lease_ms: 2000, control_timeout_ms: 5000 }
   }
   if (options.schema !== undefined) base.store = { kind: 'postgres', postgres: { url: PG_URL, schema: options.schema, max_connections: 4 } }
   if (options.prefix !== undefined) base.bus = { kind: 'redis', redis: { url: options.redisUrl ?? REDIS_URL, key_prefix: options.prefix } }

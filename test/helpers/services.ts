@@ -16,13 +16,22 @@ export const REDIS_URL = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0
 
 export type Defer = (cleanup: () => Promise<void>) => void
 
-/** Cleanups that run last-registered first when the test ends (a process before its database). */
-export function deferrer (t: TestContext): Defer {
+/** Cleanups run last-registered first (a process before its database) by `run`. */
+export function cleanupStack (): { defer: Defer, run: () => Promise<void> } {
   const stack: Array<() => Promise<void>> = []
-  t.after(async () => {
-    for (const cleanup of stack.reverse()) await cleanup()
-  })
-  return (cleanup) => { stack.push(cleanup) }
+  return {
+    defer: (cleanup) => { stack.push(cleanup) },
+    run: async () => {
+      for (const cleanup of stack.splice(0).reverse()) await cleanup()
+    }
+  }
+}
+
+/** A cleanup stack that runs when the test ends. */
+export function deferrer (t: TestContext): Defer {
+  const { defer, run } = cleanupStack()
+  t.after(run)
+  return defer
 }
 
 function token (): string {
