@@ -160,6 +160,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       bus,
       leaseMs: config.cluster.lease_ms,
       eventRetentionMs: config.store.event_retention_ms,
+      retentionMs: config.turns.retention_ms,
       isLocal: (turnId) => turns.isRunningHere(turnId),
       log
     })

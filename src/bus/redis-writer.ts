@@ -9,7 +9,7 @@
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { BusEnvelope } from './bus.js'
-import { entryId, isDuplicateEntry, type RedisKeys } from './redis-keys.js'
+import { entryId, isDuplicateEntry, type RedisKeys } from './redis-codec.js'
 import type { EventRing } from './ring.js'
 
 const BATCH = 256

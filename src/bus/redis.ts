@@ -5,6 +5,7 @@
  * - live events go out on pub/sub channels per turn and per session; every subscriber passes
  *   them through an OrderedFeed, which drops duplicates and fills holes from the stream;
  * - control messages (cancels, approval answers, backchannel probes) use one pub/sub channel.
+ * Everything read from Redis is validated before use (redis-codec.ts).
  * The instance that runs a turn also keeps its recent events in memory: its own subscribers are
  * served from there synchronously (a Redis outage does not stall them), and it re-publishes from
  * there whatever a restarted Redis lost.
@@ -16,7 +17,7 @@ import { TollgateError } from '../errors.js'
 import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
 import { contiguousAfter } from './archiving.js'
 import { OrderedFeed } from './ordered-feed.js'
-import { entryId, envelopesOf, parseEnvelope, RedisKeys } from './redis-keys.js'
+import { entryId, envelopesOf, parseControl, parseEnvelope, RedisKeys } from './redis-codec.js'
 import { seqOfEntryId, StreamWriter } from './redis-writer.js'
 import { EventRing } from './ring.js'
 
@@ -165,19 +166,14 @@ export class RedisEventBus implements EventBus {
   }
 
   private onControlMessage (message: string): void {
-    let value: unknown
-    try {
-      value = JSON.parse(message)
-    } catch {
-      value = null
-    }
-    if (typeof value !== 'object' || value === null || typeof (value as { type?: unknown }).type !== 'string') {
+    const control = parseControl(message)
+    if (control === null) {
       this.options.log.warn('dropped a malformed control message')
       return
     }
     for (const listener of [...this.controlListeners]) {
       try {
-        listener(value as ControlMessage)
+        listener(control)
       } catch (err) {
         this.options.onListenerError(err)
       }

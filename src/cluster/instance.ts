@@ -22,6 +22,8 @@ export interface InstanceLeaseOptions {
   leaseMs: number
   /** 0 keeps persisted events. */
   eventRetentionMs: number
+  /** How long the bus keeps the log of a turn this instance ended (turns.retention_ms). */
+  retentionMs: number
   /** Turns running in this process right now (never orphans). */
   isLocal: (turnId: string) => boolean
   log: Logger
@@ -30,6 +32,7 @@ export interface InstanceLeaseOptions {
 export class InstanceLease {
   private readonly options: InstanceLeaseOptions
   private timer: NodeJS.Timeout | undefined
+  private readonly drops = new Set<NodeJS.Timeout>()
   private ticking: Promise<void> | null = null
   private lastPrune = 0
   private closed = false
@@ -78,9 +81,21 @@ export class InstanceLease {
       const mine = store.exclusive || orphan.instanceId === store.instanceId
       const dead = orphan.instanceId === null || !live.has(orphan.instanceId)
       if (mine ? !atStart : !dead) continue
-      if (await interruptOrphan({ store, bus, log }, orphan)) ended++
+      if (!await interruptOrphan({ store, bus, log }, orphan)) continue
+      ended++
+      this.dropLater(orphan.turn.turn_id)
     }
     return ended
+  }
+
+  /** The bus forgets an ended orphan's log after the retention, as for a turn that ran here. */
+  private dropLater (turnId: string): void {
+    const timer = setTimeout(() => {
+      this.drops.delete(timer)
+      this.options.bus.drop(turnId)
+    }, this.options.retentionMs)
+    timer.unref()
+    this.drops.add(timer)
   }
 
   private async prune (): Promise<void> {
@@ -93,6 +108,8 @@ export class InstanceLease {
     if (this.closed) return
     this.closed = true
     clearInterval(this.timer)
+    for (const t of this.drops) clearTimeout(t)
+    this.drops.clear()
     await this.ticking
     await this.options.store.releaseLease().catch((err: unknown) => { this.options.log.warn({ err }, 'could not release this instance\'s lease') })
   }

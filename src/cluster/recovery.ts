@@ -71,11 +71,24 @@ function adoptTerminal (record: TurnRecord, event: TurnEvent): void {
   }
 }
 
+/** Bound on the pages of one turn's log read back (each up to turns.max_events_per_turn). */
+const MAX_LOG_PAGES = 100
+
+/** The turn's whole retained log, page by page; what cannot be read is simply absent. */
+async function readLog (bus: EventBus, turnId: string): Promise<BusEnvelope[]> {
+  const events: BusEnvelope[] = []
+  for (let page = 0; page < MAX_LOG_PAGES; page++) {
+    const replay = await bus.replay(turnId, events.at(-1)?.seq ?? 0).catch(() => null)
+    if (replay?.kind !== 'events' || replay.events.length === 0) break
+    events.push(...replay.events)
+  }
+  return events
+}
+
 /** Ends one orphaned turn; answers false when another instance got there first. */
 export async function interruptOrphan (ctx: RecoveryContext, orphan: RunningTurn): Promise<boolean> {
   const { turn } = orphan
-  const replay = await ctx.bus.replay(turn.turn_id, 0).catch(() => null)
-  const events = replay?.kind === 'events' ? replay.events : []
+  const events = await readLog(ctx.bus, turn.turn_id)
   const known = await ctx.bus.lastSeq(turn.turn_id).catch(() => 0)
   const lastSeq = Math.max(turn.last_seq, events.at(-1)?.seq ?? 0, known)
   const now = new Date().toISOString()

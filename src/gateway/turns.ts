@@ -206,8 +206,17 @@ export class TurnService {
     if (idemKey !== null) this.idempotency.set(idemKey, { turnId, fingerprint, expires: now + config.turns.retention_ms })
 
     session.turn_ids.push(turnId)
-    await this.deps.store.saveTurn(record)
-    await this.deps.store.saveSession(session)
+    try {
+      await this.deps.store.saveTurn(record)
+      await this.deps.store.saveSession(session)
+    } catch (err) {
+      // Nothing ran yet: release the slot and the session so the client can simply retry.
+      this.active.delete(turnId)
+      this.busySessions.delete(sessionId)
+      if (idemKey !== null) this.idempotency.delete(idemKey)
+      this.deps.log.error({ err, turn_id: turnId }, 'could not record a new turn')
+      throw new TollgateError('NOT_READY', 'the store is unavailable; retry later')
+    }
     this.bindOwner(active)
     if (options.ownerConnection !== null) this.deps.connections.get(options.ownerConnection)?.follow?.(turnId)
     if (config.turns.turn_timeout_ms > 0) {
