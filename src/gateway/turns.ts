@@ -11,8 +11,8 @@ import type { Config } from '../config.js'
 import { ApprovalBroker, type OperatorAnswer } from '../approval/broker.js'
 import { principalKey, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, ControlRequest, EventBus, ReplayResult } from '../bus/bus.js'
-import { ControlRpc, type ReplyBody } from '../cluster/control.js'
-import { ERROR_STATUS, TollgateError, type ErrorCode } from '../errors.js'
+import { ControlRpc, remoteError, type ReplyBody } from '../cluster/control.js'
+import { TollgateError } from '../errors.js'
 import { canonicalJson } from '../json/canonical.js'
 import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
@@ -60,21 +60,6 @@ interface ActiveTurn {
 }
 
 class TurnTimeout extends CancelReason {}
-
-const REMOTE_ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
-  APPROVAL_NOT_FOUND: 'no pending approval request with this id',
-  APPROVAL_ALREADY_RESOLVED: 'this approval request was already resolved',
-  INVALID_DECISION: 'decision "edit" needs a replacement text',
-  TURN_NOT_FOUND: 'no turn with this id'
-}
-
-/** The typed error another instance answered with; unknown codes are its internal failure. */
-function remoteError (code: string): TollgateError {
-  const known = code in ERROR_STATUS ? code as ErrorCode : null
-  const message = known === null ? undefined : REMOTE_ERROR_MESSAGES[known]
-  if (known === null || message === undefined) return new TollgateError('INTERNAL', 'the instance running this turn could not apply the request')
-  return new TollgateError(known, message)
-}
 
 const TERMINAL_STATUS = new Set(['completed', 'cancelled', 'failed', 'interrupted'])
 
@@ -425,8 +410,8 @@ export class TurnService {
       ...(answer.replacement === undefined ? {} : { replacement: answer.replacement })
     })
     if (reply === null) throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
-    if (reply.error !== undefined) throw remoteError(reply.error)
-    return { turnId: reply.turn_id ?? '' }
+    if (reply.error !== undefined || reply.turn_id === undefined) throw remoteError(reply.error ?? 'INTERNAL')
+    return { turnId: reply.turn_id }
   }
 
   /** A control request from another instance: answers a body if it concerns a turn running here. */

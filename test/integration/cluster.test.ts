@@ -88,6 +88,20 @@ describe('two instances in two processes, sharing PostgreSQL and Redis', () => {
     assert.deepEqual(turn.body.approvals.map((e: { decision: string, channel: string }) => [e.decision, e.channel]), [['yes', 'websocket']])
   })
 
+  test('a second answer on instance B to an approval already settled on instance A is refused as already resolved', async () => {
+    c.provider.enqueue({ toolCalls: [{ id: 'w2', name: 'file_write', arguments: { path: 'twice.txt', content: 'x' } }] }, { text: 'Done.' })
+    const owner = await a.socket()
+    const accepted = await owner.request({ type: 'turn.start', message: 'write twice.txt' })
+    const asked = await owner.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested', 10_000)
+    const requestId = asked.event.kind === 'approval.requested' ? asked.event.request_id : ''
+    assert.equal((await owner.request({ type: 'approval.respond', request_id: requestId, decision: 'no' })).type, 'approval.accepted')
+    const late = await b.http('POST', `/v1/approvals/${requestId}`, { decision: 'yes' })
+    assert.equal(late.status, 409)
+    assert.equal(late.body.code, 'APPROVAL_ALREADY_RESOLVED')
+    const events = await owner.waitForTerminal(accepted.turn_id, 10_000)
+    assert.ok(shape(events).includes('approval.resolved:no'))
+  })
+
   test('a client on instance B cancels a turn running on instance A', async () => {
     c.provider.enqueue({ hang: true })
     const started = await a.http('POST', '/v1/turns', { message: 'never answered', detach: true })
