@@ -77,13 +77,13 @@ export class InstanceLease {
     const live = new Set(await store.liveInstances())
     let ended = 0
     for (const orphan of running) {
-      if (this.closed || isLocal(orphan.turn.turn_id)) continue
+      if (this.closed || isLocal(orphan.turnId)) continue
       const mine = store.exclusive || orphan.instanceId === store.instanceId
       const dead = orphan.instanceId === null || !live.has(orphan.instanceId)
       if (mine ? !atStart : !dead) continue
       if (!await interruptOrphan({ store, bus, log }, orphan)) continue
       ended++
-      this.dropLater(orphan.turn.turn_id)
+      this.dropLater(orphan.turnId)
     }
     return ended
   }

@@ -87,7 +87,8 @@ async function readLog (bus: EventBus, turnId: string): Promise<BusEnvelope[]> {
 
 /** Ends one orphaned turn; answers false when another instance got there first. */
 export async function interruptOrphan (ctx: RecoveryContext, orphan: RunningTurn): Promise<boolean> {
-  const { turn } = orphan
+  const turn = await ctx.store.getTurn(orphan.turnId)
+  if (turn === null || turn.status !== 'running') return false
   const events = await readLog(ctx.bus, turn.turn_id)
   const known = await ctx.bus.lastSeq(turn.turn_id).catch(() => 0)
   const lastSeq = Math.max(turn.last_seq, events.at(-1)?.seq ?? 0, known)

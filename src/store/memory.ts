@@ -93,7 +93,7 @@ export class MemoryStore implements Store {
   async runningTurns (): Promise<RunningTurn[]> {
     return [...this.turns.values()]
       .filter((t) => t.turn.status === 'running')
-      .map((t) => ({ turn: structuredClone(t.turn), instanceId: t.instanceId }))
+      .map((t) => ({ turnId: t.turn.turn_id, instanceId: t.instanceId }))
   }
 
   async interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean> {

@@ -183,9 +183,9 @@ export class PostgresStore implements Store {
   }
 
   async runningTurns (): Promise<RunningTurn[]> {
-    const { rows } = await this.pool.query<{ doc: string, instance_id: string | null }>(
-      `SELECT doc, instance_id FROM ${this.s}.tollgate_turns WHERE status = 'running'`)
-    return rows.map((r) => ({ turn: decodeTurn(r.doc), instanceId: r.instance_id }))
+    const { rows } = await this.pool.query<{ turn_id: string, instance_id: string | null }>(
+      `SELECT turn_id, instance_id FROM ${this.s}.tollgate_turns WHERE status = 'running'`)
+    return rows.map((r) => ({ turnId: r.turn_id, instanceId: r.instance_id }))
   }
 
   async interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean> {

@@ -85,7 +85,7 @@ function prepare (db: Database.Database) {
     renewLease: db.prepare('INSERT INTO tollgate_instances (instance_id, expires_ms) VALUES (?, ?) ON CONFLICT (instance_id) DO UPDATE SET expires_ms = excluded.expires_ms'),
     releaseLease: db.prepare('DELETE FROM tollgate_instances WHERE instance_id = ?'),
     liveInstances: db.prepare<[number], { instance_id: string }>('SELECT instance_id FROM tollgate_instances WHERE expires_ms > ?'),
-    runningTurns: db.prepare<[], { doc: string, instance_id: string | null }>('SELECT doc, instance_id FROM tollgate_turns WHERE status = \'running\''),
+    runningTurns: db.prepare<[], { turn_id: string, instance_id: string | null }>('SELECT turn_id, instance_id FROM tollgate_turns WHERE status = \'running\''),
     interruptTurn: db.prepare('UPDATE tollgate_turns SET status = ?, finished_ms = ?, doc = ? WHERE turn_id = ? AND status = \'running\' AND instance_id IS ?')
   }
 }
@@ -158,7 +158,7 @@ export class SqliteStore implements Store {
   }
 
   async runningTurns (): Promise<RunningTurn[]> {
-    return this.stmt.runningTurns.all().map((r) => ({ turn: decodeTurn(r.doc), instanceId: r.instance_id }))
+    return this.stmt.runningTurns.all().map((r) => ({ turnId: r.turn_id, instanceId: r.instance_id }))
   }
 
   async interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean> {

@@ -25,7 +25,7 @@ export interface TurnRecord extends Turn {
 }
 
 export interface RunningTurn {
-  turn: TurnRecord
+  turnId: string
   /** Instance that saved the turn while it ran; null for records written before leases existed. */
   instanceId: string | null
 }
@@ -62,6 +62,7 @@ export interface Store {
   releaseLease (): Promise<void>
   /** Instances whose lease has not expired (this one included once it renewed). */
   liveInstances (): Promise<string[]>
+  /** Ids only: every instance sweeps this list often, records are read for orphans alone. */
   runningTurns (): Promise<RunningTurn[]>
   /**
    * Writes `turn` (a terminal record) only if the stored turn is still running under

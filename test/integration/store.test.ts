@@ -105,7 +105,7 @@ for (const kind of KINDS) {
     await store.saveTurn(turn({ turn_id: 'turn_run' }))
     await store.saveTurn(turn({ turn_id: 'turn_done', status: 'completed', final_text: 'ok' }))
     const running = await store.runningTurns()
-    assert.deepEqual(running.map((r) => [r.turn.turn_id, r.instanceId]), [['turn_run', 'inst-a']])
+    assert.deepEqual(running, [{ turnId: 'turn_run', instanceId: 'inst-a' }])
   })
 
   test(`${kind}: pruning drops the events of turns finished before the cutoff and keeps the rest`, async (t) => {
