@@ -1,12 +1,11 @@
 /**
- * This instance's lease and the sweep that ends other instances' orphaned turns.
- *
- * Every instance renews a lease in the store every `leaseMs / 3`. A turn still `running` is an
- * orphan when nobody can finish it any more:
- * - at start, every running turn of an exclusive store (memory, SQLite: no other process can
- *   hold it), and on a shared store the running turns saved under this instance's own id (a
- *   stable `cluster.instance_id` restarting; nothing runs here yet);
- * - at any time, running turns whose instance's lease has expired.
+ * This instance's lease and the sweep that ends orphaned turns, at start and every
+ * `leaseMs / 3`. A turn still `running` in the store is an orphan when nobody can finish it:
+ * - it is "mine" (any turn of an exclusive store — memory, SQLite: no other process can hold
+ *   it — or one saved under this instance's id) and not running in this process. A turn is in
+ *   the process's active set from before its first save until after its terminal save, so this
+ *   is a previous incarnation's turn, or one whose terminal save failed;
+ * - or its instance's lease has expired.
  * A live instance's turns are never touched, whoever restarts: its lease is current.
  */
 import type { Logger } from 'pino'
@@ -45,7 +44,7 @@ export class InstanceLease {
   static async start (options: InstanceLeaseOptions): Promise<InstanceLease> {
     const lease = new InstanceLease(options)
     await options.store.renewLease(options.leaseMs)
-    await lease.sweep(true)
+    await lease.sweep()
     await lease.prune()
     lease.timer = setInterval(() => { lease.tick() }, Math.max(250, Math.floor(options.leaseMs / 3)))
     lease.timer.unref()
@@ -61,7 +60,7 @@ export class InstanceLease {
         this.options.log.warn({ err }, 'could not renew this instance\'s lease')
       }
       try {
-        if (!this.options.store.exclusive) await this.sweep(false)
+        await this.sweep()
         if (Date.now() - this.lastPrune >= PRUNE_EVERY_MS) await this.prune()
       } catch (err) {
         this.options.log.warn({ err }, 'orphaned-turn sweep failed')
@@ -70,7 +69,7 @@ export class InstanceLease {
   }
 
   /** Ends the running turns nobody can finish any more; answers how many it ended. */
-  async sweep (atStart: boolean): Promise<number> {
+  async sweep (): Promise<number> {
     const { store, bus, log, isLocal } = this.options
     const running = await store.runningTurns()
     if (running.length === 0) return 0
@@ -80,7 +79,7 @@ export class InstanceLease {
       if (this.closed || isLocal(orphan.turnId)) continue
       const mine = store.exclusive || orphan.instanceId === store.instanceId
       const dead = orphan.instanceId === null || !live.has(orphan.instanceId)
-      if (mine ? !atStart : !dead) continue
+      if (!mine && !dead) continue
       if (!await interruptOrphan({ store, bus, log }, orphan)) continue
       ended++
       this.dropLater(orphan.turnId)

@@ -147,6 +147,11 @@ export class TurnService {
       this.deps.log.warn({ audit: 'cross_principal_session', principal: owner, session_id: sessionId }, 'refused a turn in a session of another principal')
       throw new TollgateError('FORBIDDEN', 'this session belongs to another principal')
     }
+    // Another instance may run this session's latest turn (this process's busy map cannot see it).
+    const latest = existing?.turn_ids.at(-1)
+    if (latest !== undefined && !this.active.has(latest) && (await this.deps.store.getTurn(latest))?.status === 'running') {
+      throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+    }
     const agentName = request.agent ?? existing?.agent ?? config.default_agent
     if (existing !== null && request.agent !== undefined && request.agent !== existing.agent) {
       throw new TollgateError('INVALID_REQUEST', `session ${sessionId} belongs to agent ${existing.agent}`)

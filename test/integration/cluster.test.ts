@@ -114,6 +114,18 @@ describe('two instances in two processes, sharing PostgreSQL and Redis', () => {
     assert.equal((await a.http('GET', `/v1/turns/${started.body.turn_id as string}`)).body.status, 'cancelled')
   })
 
+  test('a session whose turn runs on instance A is busy for a new turn started on instance B', async () => {
+    c.provider.enqueue({ text: 'Session ready.' })
+    const first = await runTurn(a, { message: 'open a session' })
+    c.provider.enqueue({ hang: true })
+    const running = await a.http('POST', '/v1/turns', { session_id: first.session_id, message: 'hang', detach: true })
+    assert.equal(running.status, 202)
+    const refused = await b.http('POST', '/v1/turns', { session_id: first.session_id, message: 'me too' })
+    assert.equal(refused.status, 409)
+    assert.equal(refused.body.code, 'SESSION_BUSY')
+    assert.equal((await b.http('DELETE', `/v1/turns/${running.body.turn_id as string}`)).body.status, 'cancelled')
+  })
+
   test('an approval answer for a request no instance holds fails with APPROVAL_NOT_FOUND once every live instance declined', { timeout: 20_000 }, async () => {
     const answer = await b.http('POST', '/v1/approvals/apr_unknown', { decision: 'yes' })
     assert.equal(answer.status, 404)
