@@ -47,7 +47,8 @@ export function clusterOverrides (options: ClusterOptions, workspace: string, ex
     agents: { default: { provider: 'fake' } },
     cluster: { lease_ms: 2000, control_timeout_ms: 5000 }
   }
-  if (options.schema !== undefined) base.store = { kind: 'postgres', postgres: { url: PG_URL, schema: options.schema, max_connections: 4 } }
+  // Never the embedded default: tests do not write ./data.
+  base.store = options.schema === undefined ? { kind: 'memory' } : { kind: 'postgres', postgres: { url: PG_URL, schema: options.schema, max_connections: 4 } }
   if (options.prefix !== undefined) base.bus = { kind: 'redis', redis: { url: options.redisUrl ?? REDIS_URL, key_prefix: options.prefix } }
   return deepMerge(base, extra)
 }
