@@ -18,7 +18,7 @@ export default async function approvalRoutes (app: FastifyInstance): Promise<voi
     const principal = principalOf(request)
     const { request_id: requestId } = request.params as { request_id: string }
     const body = request.body as ApprovalAnswer
-    const { turnId } = turns.answerApproval(principal, requestId, {
+    const { turnId } = await turns.answerApproval(principal, requestId, {
       decision: body.decision,
       ...(body.replacement === undefined ? {} : { replacement: body.replacement }),
       decidedBy: `rest:${principal.sub}`,

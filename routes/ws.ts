@@ -176,7 +176,7 @@ class SocketSession {
         return
       }
       case 'approval.respond': {
-        const { turnId } = this.gateway.turns.answerApproval(this.principal, frame.request_id, {
+        const { turnId } = await this.gateway.turns.answerApproval(this.principal, frame.request_id, {
           decision: frame.decision,
           ...(frame.replacement === undefined ? {} : { replacement: frame.replacement }),
           decidedBy: `ws:${this.connection.id}`,

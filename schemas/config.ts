@@ -111,6 +111,41 @@ export const ToolsConfig = Type.Object({
   }, { additionalProperties: false, default: {} })
 }, { additionalProperties: false, default: {} })
 
+const ConnectionUrlEnv = Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'Name of an environment variable holding the URL (it may carry a password); wins over `url`' }))
+
+export const StoreConfig = Type.Object({
+  kind: Type.Union([Type.Literal('sqlite'), Type.Literal('postgres'), Type.Literal('memory')], { default: 'sqlite', description: 'sqlite: embedded, one process; postgres: shared by many instances; memory: nothing survives a restart' }),
+  sqlite: Type.Object({
+    path: Type.String({ minLength: 1, default: './data/tollgate.db', description: 'Database file; its folder is created. The file is locked by one gateway process' })
+  }, { additionalProperties: false, default: {} }),
+  postgres: Type.Object({
+    url: Type.String({ minLength: 1, default: 'postgres://127.0.0.1:5432/tollgate' }),
+    url_env: ConnectionUrlEnv,
+    schema: Type.String({ pattern: '^[a-z_][a-z0-9_]{0,62}$', default: 'public', description: 'Created if missing; tables are named tollgate_*' }),
+    max_connections: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+    connect_timeout_ms: Type.Integer({ minimum: 100, default: 10_000 })
+  }, { additionalProperties: false, default: {} }),
+  event_log: Type.Boolean({ default: true, description: 'Persist every event so replay (after_seq) survives a restart or a Redis without persistence (ignored for memory)' }),
+  event_retention_ms: Type.Integer({ minimum: 0, default: 86_400_000, description: 'Persisted events of turns finished longer ago are pruned; 0 keeps them' })
+}, { additionalProperties: false, default: {} })
+
+export const BusConfig = Type.Object({
+  kind: Type.Union([Type.Literal('memory'), Type.Literal('redis')], { default: 'memory', description: 'redis: event streams, live fan-out and control shared by many instances' }),
+  redis: Type.Object({
+    url: Type.String({ minLength: 1, default: 'redis://127.0.0.1:6379' }),
+    url_env: ConnectionUrlEnv,
+    key_prefix: Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$', default: 'tollgate:' }),
+    connect_timeout_ms: Type.Integer({ minimum: 100, default: 10_000 }),
+    max_buffered_events: Type.Integer({ minimum: 1000, default: 100_000, description: 'Events held for Redis while it is unreachable; beyond this the oldest are dropped (the event log still has them)' })
+  }, { additionalProperties: false, default: {} })
+}, { additionalProperties: false, default: {} })
+
+export const ClusterConfig = Type.Object({
+  instance_id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$', description: 'Stable id of this process (e.g. a pod name): on restart it interrupts its own unfinished turns at once. Must be unique among live instances; default: random per start' })),
+  lease_ms: Type.Integer({ minimum: 1000, default: 15_000, description: 'An instance that has not renewed its lease for this long is dead: another instance interrupts its running turns' }),
+  control_timeout_ms: Type.Integer({ minimum: 100, default: 5000, description: 'How long a cancel, approval answer or backchannel probe waits for the instance running the turn' })
+}, { additionalProperties: false, default: {} })
+
 export const ProviderConfig = Type.Object({
   kind: Type.Union([Type.Literal('demo'), Type.Literal('openai')], { description: 'demo: embedded scripted provider, NOT an LLM' }),
   base_url: Type.Optional(Type.String({ description: 'e.g. https://api.openai.com/v1' })),
@@ -237,6 +272,9 @@ export const GatewayConfig = Type.Object({
   tools: ToolsConfig,
   mcp: McpConfig,
   delegate: DelegateConfig,
+  store: StoreConfig,
+  bus: BusConfig,
+  cluster: ClusterConfig,
   default_agent: Type.String({ default: 'default' }),
   providers: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
   agents: Type.Record(Type.String(), Type.Unknown(), { default: {} }),

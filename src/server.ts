@@ -2,6 +2,7 @@
  * Composition root: builds every long-lived part once from config and wires the routes.
  * Tests and embedders call buildServer() and get the real thing, listening on any port.
  */
+import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify'
@@ -13,8 +14,9 @@ import type { Config } from './config.js'
 import { createAuthenticator, isLoopbackHost, type Authenticator } from './auth/authenticate.js'
 import type { Principal } from './auth/principal.js'
 import { enforceAuthentication, WS_PROTOCOL } from './auth/http.js'
-import { MemoryEventBus } from './bus/memory.js'
+import { createBus } from './bus/create.js'
 import type { EventBus } from './bus/bus.js'
+import { InstanceLease } from './cluster/instance.js'
 import { TollgateError, toProblem } from './errors.js'
 import { ConnectionRegistry } from './gateway/connections.js'
 import { TurnService } from './gateway/turns.js'
@@ -24,7 +26,7 @@ import { composeObservers, type Observer } from './observe/observer.js'
 import { createProviders } from './providers/index.js'
 import type { GatewayMetrics } from './observe/metrics.js'
 import { createObservability } from './observe/observability.js'
-import { MemoryStore } from './store/memory.js'
+import { createStore } from './store/create.js'
 import type { Store } from './store/store.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
 import { ToolCatalog } from './tools/registry.js'
@@ -69,6 +71,9 @@ export interface Gateway {
   /** null when `metrics.enabled` is false. */
   metrics: GatewayMetrics | null
   bus: EventBus
+  store: Store
+  /** This process on the store's leases and the bus's control plane. */
+  instanceId: string
   auth: Authenticator
   log: Logger
   mcp: McpManager
@@ -127,11 +132,15 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   if (auth.mode === 'none') log.warn('auth.mode is "none": every local client acts as one principal; bind stays on loopback')
 
   const connections = new ConnectionRegistry()
-  const bus = options.bus ?? new MemoryEventBus({
-    maxEventsPerTurn: config.turns.max_events_per_turn,
-    onListenerError: (err) => { log.error({ err }, 'event listener failed') }
-  })
-  const store = options.store ?? new MemoryStore()
+  const instanceId = options.store?.instanceId ?? config.cluster.instance_id ?? `inst_${randomUUID()}`
+  const store = options.store ?? await createStore(config, { instanceId, env, log })
+  let bus: EventBus
+  try {
+    bus = options.bus ?? await createBus(config, { store, env, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
+  } catch (err) {
+    await store.close()
+    throw err
+  }
   const providers = createProviders(config, env)
   const observability = createObservability({
     config,
@@ -150,8 +159,25 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     bus,
     connections,
     log,
-    mcp
+    mcp,
+    instanceId
   })
+  let lease: InstanceLease
+  try {
+    lease = await InstanceLease.start({
+      store,
+      bus,
+      leaseMs: config.cluster.lease_ms,
+      eventRetentionMs: config.store.event_retention_ms,
+      retentionMs: config.turns.retention_ms,
+      isLocal: (turnId) => turns.isRunningHere(turnId),
+      log
+    })
+  } catch (err) {
+    await bus.close()
+    await store.close()
+    throw err
+  }
 
   const app = Fastify({
     loggerInstance: log as unknown as FastifyBaseLogger,
@@ -170,6 +196,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     connections,
     metrics: observability.metrics,
     bus,
+    store,
+    instanceId,
     auth,
     log,
     mcp,
@@ -183,6 +211,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       await app.close()
       await mcp.close()
       for (const p of providers.values()) await p.close()
+      await lease.close()
       await bus.close()
       await store.close()
       await auth.close()

@@ -27,8 +27,8 @@ export interface TurnApprovalRoute {
   turnId: string
   /** Principal key of the turn's owner; only it may answer. */
   owner: string
-  /** Whether some operator can see the request right now (owner socket, subscriber, SSE stream). */
-  hasBackchannel: () => boolean
+  /** Whether some operator can see the request right now (owner socket, subscriber, SSE stream; on any instance). */
+  hasBackchannel: () => boolean | Promise<boolean>
   emit: (event: TurnEvent) => void
 }
 
@@ -52,7 +52,7 @@ export class ApprovalBroker {
   }
 
   private async ask (route: TurnApprovalRoute, question: ApprovalQuestion, signal: AbortSignal): Promise<ApprovalReply> {
-    if (!route.hasBackchannel()) {
+    if (!await route.hasBackchannel()) {
       return { decision: 'no', source: 'unavailable', requestId: null, decidedBy: 'runtime', channel: 'runtime' }
     }
     if (signal.aborted) return { decision: 'no', source: 'cancelled', requestId: null, decidedBy: 'runtime', channel: 'runtime' }

@@ -1,7 +1,7 @@
 /**
  * Event bus: per-turn event logs with replay by seq, live fan-out by turn and by session, and a
- * control plane (approval answers, cancels) for turns that run on another instance. In-process
- * by default (memory.ts); the seam exists so many instances can share one bus.
+ * control plane (approval answers, cancels, backchannel probes) for turns that run on another
+ * instance. In-process by default (memory.ts); Redis (redis.ts) lets many instances share one.
  */
 import type { EventEnvelope } from '../../schemas/events.js'
 
@@ -18,15 +18,41 @@ export type ReplayResult =
   | { kind: 'gap', firstSeq: number }
   | { kind: 'unknown' }
 
-export type ControlMessage =
+/** Set on requests that expect an answer: `from` is the asking instance, `id` pairs the reply. */
+export interface ControlRpcHeader {
+  rpc?: { id: string, from: string }
+}
+
+export type ControlRequest =
   | { type: 'cancel', turn_id: string, principal: string, reason: string }
   | { type: 'approval', request_id: string, principal: string, decision: 'yes' | 'no' | 'always' | 'edit', replacement?: string, decided_by: string, channel: string }
+  /** Does a live connection of `principal` watch this turn or its session (an approval backchannel)? */
+  | { type: 'watching', turn_id: string, session_id: string, principal: string }
+
+/** An instance's answer to a request; `handled: false` means "not mine" (so the asker can stop early). */
+export interface ControlReply {
+  type: 'reply'
+  id: string
+  to: string
+  from: string
+  handled: boolean
+  error?: string
+  turn_id?: string
+  status?: string
+}
+
+export type ControlMessage = (ControlRequest & ControlRpcHeader) | ControlReply
 
 export interface EventBus {
+  /** True when other gateway instances share this bus, so control messages can reach them. */
+  readonly shared: boolean
+  /** Never throws; events are sequenced by the caller (seq from 1, no gaps, in order). */
   publish (envelope: BusEnvelope): void
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe
   subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe
   replay (turnId: string, afterSeq: number): Promise<ReplayResult>
+  /** Highest seq recorded for the turn, 0 if none: where a crashed owner's turn is continued. */
+  lastSeq (turnId: string): Promise<number>
   /** Forgets a finished turn's log (after its retention). */
   drop (turnId: string): void
   publishControl (message: ControlMessage): void

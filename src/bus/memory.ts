@@ -3,12 +3,7 @@
  * that reaches past the ring answers `gap`) and synchronous fan-out to listeners.
  */
 import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
-
-interface TurnLog {
-  events: BusEnvelope[]
-  /** seq of events[0]; events are contiguous. */
-  firstSeq: number
-}
+import { EventRing } from './ring.js'
 
 function addListener<T> (map: Map<string, Set<T>>, key: string, listener: T): Unsubscribe {
   let set = map.get(key)
@@ -26,7 +21,8 @@ function addListener<T> (map: Map<string, Set<T>>, key: string, listener: T): Un
 }
 
 export class MemoryEventBus implements EventBus {
-  private readonly logs = new Map<string, TurnLog>()
+  readonly shared = false
+  private readonly logs = new Map<string, EventRing>()
   private readonly turnListeners = new Map<string, Set<EnvelopeListener>>()
   private readonly sessionListeners = new Map<string, Set<EnvelopeListener>>()
   private readonly controlListeners = new Set<(message: ControlMessage) => void>()
@@ -41,14 +37,10 @@ export class MemoryEventBus implements EventBus {
   publish (envelope: BusEnvelope): void {
     let log = this.logs.get(envelope.turn_id)
     if (log === undefined) {
-      log = { events: [], firstSeq: envelope.seq }
+      log = new EventRing(this.maxEventsPerTurn)
       this.logs.set(envelope.turn_id, log)
     }
-    log.events.push(envelope)
-    if (log.events.length > this.maxEventsPerTurn) {
-      log.events.shift()
-      log.firstSeq += 1
-    }
+    log.push(envelope)
     this.fanOut(this.turnListeners.get(envelope.turn_id), envelope)
     this.fanOut(this.sessionListeners.get(envelope.session_id), envelope)
   }
@@ -75,8 +67,11 @@ export class MemoryEventBus implements EventBus {
   async replay (turnId: string, afterSeq: number): Promise<ReplayResult> {
     const log = this.logs.get(turnId)
     if (log === undefined) return { kind: 'unknown' }
-    if (afterSeq + 1 < log.firstSeq) return { kind: 'gap', firstSeq: log.firstSeq }
-    return { kind: 'events', events: log.events.slice(Math.max(0, afterSeq + 1 - log.firstSeq)) }
+    return log.replay(afterSeq)
+  }
+
+  async lastSeq (turnId: string): Promise<number> {
+    return this.logs.get(turnId)?.lastSeq ?? 0
   }
 
   drop (turnId: string): void {

@@ -10,7 +10,8 @@ import type { TurnRequest } from '../../schemas/turn.js'
 import type { Config } from '../config.js'
 import { ApprovalBroker, type OperatorAnswer } from '../approval/broker.js'
 import { principalKey, type Principal } from '../auth/principal.js'
-import type { BusEnvelope, ControlMessage, EventBus, ReplayResult } from '../bus/bus.js'
+import type { BusEnvelope, ControlRequest, EventBus, ReplayResult } from '../bus/bus.js'
+import { ControlRpc, remoteError, type ReplyBody } from '../cluster/control.js'
 import { TollgateError } from '../errors.js'
 import { canonicalJson } from '../json/canonical.js'
 import type { McpToolSource } from '../mcp/manager.js'
@@ -38,6 +39,8 @@ export interface TurnServiceDeps {
   connections: ConnectionRegistry
   log: Logger
   mcp?: McpToolSource
+  /** This gateway instance, as named on the bus's control plane. */
+  instanceId: string
 }
 
 export interface StartOptions {
@@ -73,13 +76,21 @@ export class TurnService {
   private readonly receiptKeys = new Map<string, { key: ReceiptKey, expires: number }>()
   private readonly timers = new Set<NodeJS.Timeout>()
   private readonly retention: RetentionQueue
-  private readonly stopControl: () => void
+  /** Cancels, approval answers and backchannel probes for turns running on another instance. */
+  private readonly control: ControlRpc
   private closingFlag = false
 
   constructor (deps: TurnServiceDeps) {
     this.deps = deps
     this.retention = new RetentionQueue(deps.config.turns.retention_ms)
-    this.stopControl = deps.bus.onControl((message) => { this.applyControl(message) })
+    this.control = new ControlRpc({
+      bus: deps.bus,
+      instanceId: deps.instanceId,
+      peers: async () => await deps.store.liveInstances(),
+      timeoutMs: deps.config.cluster.control_timeout_ms,
+      log: deps.log
+    })
+    this.control.serve(async (request) => await this.applyControl(request))
   }
 
   get activeCount (): number {
@@ -143,6 +154,11 @@ export class TurnService {
       this.deps.log.warn({ audit: 'cross_principal_session', principal: owner, session_id: sessionId }, 'refused a turn in a session of another principal')
       throw new TollgateError('FORBIDDEN', 'this session belongs to another principal')
     }
+    // Another instance may run this session's latest turn (this process's busy map cannot see it).
+    const latest = existing?.turn_ids.at(-1)
+    if (latest !== undefined && !this.active.has(latest) && (await this.deps.store.getTurn(latest))?.status === 'running') {
+      throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+    }
     const agentName = request.agent ?? existing?.agent ?? config.default_agent
     if (existing !== null && request.agent !== undefined && request.agent !== existing.agent) {
       throw new TollgateError('INVALID_REQUEST', `session ${sessionId} belongs to agent ${existing.agent}`)
@@ -194,8 +210,17 @@ export class TurnService {
     }
 
     session.turn_ids.push(turnId)
-    await this.deps.store.saveTurn(record)
-    await this.deps.store.saveSession(session)
+    try {
+      await this.deps.store.saveTurn(record)
+      await this.deps.store.saveSession(session)
+    } catch (err) {
+      // Nothing ran yet: release the slot and the session so the client can simply retry.
+      this.active.delete(turnId)
+      this.busySessions.delete(sessionId)
+      if (idemKey !== null) this.idempotency.delete(idemKey)
+      this.deps.log.error({ err, turn_id: turnId }, 'could not record a new turn')
+      throw new TollgateError('NOT_READY', 'the store is unavailable; retry later')
+    }
     this.bindOwner(active)
     if (options.ownerConnection !== null) this.deps.connections.get(options.ownerConnection)?.follow?.(turnId)
     if (config.turns.turn_timeout_ms > 0) {
@@ -220,8 +245,12 @@ export class TurnService {
         const at = record.tool_calls.findIndex((c) => c.iteration > r.iteration || (c.iteration === r.iteration && c.index > r.index))
         if (at === -1) record.tool_calls.push(r)
         else record.tool_calls.splice(at, 0, r)
+        this.checkpoint(record, log)
       },
-      recordApproval: (e) => { record.approvals.push(e) },
+      recordApproval: (e) => {
+        record.approvals.push(e)
+        this.checkpoint(record, log)
+      },
       promptShellSignatures: new Set(),
       ...freshLoopBookkeeping(runtime)
     }
@@ -280,13 +309,21 @@ export class TurnService {
     active.disposers.push(dispose)
   }
 
-  private hasBackchannel (active: ActiveTurn): boolean {
+  /** Saves a running turn's progress, so a crash keeps its tool calls and approval audit. */
+  private checkpoint (record: TurnRecord, log: Logger): void {
+    this.deps.store.saveTurn(record).catch((err: unknown) => { log.warn({ err }, 'could not checkpoint the turn') })
+  }
+
+  private async hasBackchannel (active: ActiveTurn): Promise<boolean> {
     const { record } = active
     if (active.ownerConnection !== null) {
       const owner = this.deps.connections.get(active.ownerConnection)
       if (owner !== undefined && !owner.closed && owner.kind !== 'http' && owner.canAnswer) return true
     }
-    return this.deps.connections.watchedBy(record.owner, record.turn_id, record.session_id)
+    if (this.deps.connections.watchedBy(record.owner, record.turn_id, record.session_id)) return true
+    // An operator may watch from a socket on another instance.
+    const reply = await this.control.request({ type: 'watching', turn_id: record.turn_id, session_id: record.session_id, principal: record.owner })
+    return reply !== null && reply.error === undefined
   }
 
   private emit (active: ActiveTurn, event: TurnEvent): void {
@@ -303,25 +340,25 @@ export class TurnService {
   private async finish (active: ActiveTurn, session: SessionRecord, state: TurnState, outcome: TurnOutcome, allowlist: Set<string>): Promise<void> {
     const { record } = active
     record.status = outcome.status
+    let terminal: TurnEvent
     if (outcome.status === 'completed') {
       record.final_text = outcome.finalText
-      this.emit(active, { kind: 'turn.completed', final_text: outcome.finalText })
+      terminal = { kind: 'turn.completed', final_text: outcome.finalText }
     } else if (outcome.status === 'cancelled') {
-      this.emit(active, { kind: 'turn.cancelled', reason: outcome.reason })
+      terminal = { kind: 'turn.cancelled', reason: outcome.reason }
     } else {
       // Failure text can quote provider or tool errors, so it is rendered scrubbed.
       const message = scrubText(outcome.message)
       record.error = { code: outcome.code, message }
-      this.emit(active, { kind: 'turn.failed', code: outcome.code, message })
+      terminal = { kind: 'turn.failed', code: outcome.code, message }
     }
-    for (const dispose of active.disposers) dispose()
-    this.active.delete(record.turn_id)
-    this.busySessions.delete(record.session_id)
     const { config } = this.deps
-    const expires = Date.now() + config.turns.retention_ms
-    this.receiptKeys.set(record.turn_id, { key: active.receipts, expires })
     session.history = state.history
     session.always_allowed = [...allowlist].sort()
+    // Persisted before the terminal event goes out: whoever sees it, on any instance, and then
+    // reads the turn or starts the session's next turn finds the finished state in the store.
+    record.last_seq = active.seq + 1
+    record.updated_at = new Date().toISOString()
     session.updated_at = record.updated_at
     try {
       await this.deps.store.saveTurn(record)
@@ -329,6 +366,12 @@ export class TurnService {
     } catch (err) {
       state.log.error({ err }, 'could not persist the finished turn')
     }
+    this.emit(active, terminal)
+    for (const dispose of active.disposers) dispose()
+    this.active.delete(record.turn_id)
+    this.busySessions.delete(record.session_id)
+    const expires = Date.now() + config.turns.retention_ms
+    this.receiptKeys.set(record.turn_id, { key: active.receipts, expires })
     this.retention.add(expires, () => {
       this.receiptKeys.delete(record.turn_id)
       this.deps.bus.drop(record.turn_id)
@@ -380,38 +423,61 @@ export class TurnService {
       active.controller.abort(new CancelReason(reason))
       return await active.done
     }
-    if (turn.status === 'running') this.deps.bus.publishControl({ type: 'cancel', turn_id: turnId, principal: principalKey(principal), reason })
-    return turn
+    if (turn.status !== 'running') return turn
+    // Running elsewhere: its instance cancels it and answers once the turn has ended.
+    await this.control.request({ type: 'cancel', turn_id: turnId, principal: principalKey(principal), reason })
+    return await this.deps.store.getTurn(turnId) ?? turn
   }
 
-  /** Operator answer from any front door (WS frame or REST). */
-  answerApproval (principal: Principal, requestId: string, answer: Omit<OperatorAnswer, 'principal'>): { turnId: string } {
+  /** Operator answer from any front door (WS frame or REST), for a turn on any instance. */
+  async answerApproval (principal: Principal, requestId: string, answer: Omit<OperatorAnswer, 'principal'>): Promise<{ turnId: string }> {
     const key = principalKey(principal)
-    if (!this.broker.isLocal(requestId)) {
-      this.deps.bus.publishControl({ type: 'approval', request_id: requestId, principal: key, decision: answer.decision, ...(answer.replacement === undefined ? {} : { replacement: answer.replacement }), decided_by: answer.decidedBy, channel: answer.channel })
-      throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
-    }
-    try {
-      return this.broker.answer(requestId, { ...answer, principal: key })
-    } catch (err) {
-      if (err instanceof TollgateError && err.code === 'APPROVAL_NOT_FOUND') {
-        this.deps.log.warn({ audit: 'cross_principal_approval', principal: key, request_id: requestId }, 'refused an answer to an approval request of another principal')
+    if (this.broker.isLocal(requestId)) {
+      try {
+        return this.broker.answer(requestId, { ...answer, principal: key })
+      } catch (err) {
+        if (err instanceof TollgateError && err.code === 'APPROVAL_NOT_FOUND') {
+          this.deps.log.warn({ audit: 'cross_principal_approval', principal: key, request_id: requestId }, 'refused an answer to an approval request of another principal')
+        }
+        throw err
       }
-      throw err
     }
+    const reply = await this.control.request({
+      type: 'approval', request_id: requestId, principal: key, decision: answer.decision, decided_by: answer.decidedBy, channel: answer.channel,
+      ...(answer.replacement === undefined ? {} : { replacement: answer.replacement })
+    })
+    if (reply === null) throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
+    if (reply.error !== undefined || reply.turn_id === undefined) throw remoteError(reply.error ?? 'INTERNAL')
+    return { turnId: reply.turn_id }
   }
 
-  private applyControl (message: ControlMessage): void {
-    if (message.type === 'cancel') {
-      const active = this.active.get(message.turn_id)
-      if (active !== undefined && active.record.owner === message.principal) active.controller.abort(new CancelReason(message.reason))
-      return
+  /** A control request from another instance: answers a body if it concerns a turn running here. */
+  private async applyControl (request: ControlRequest): Promise<ReplyBody | null> {
+    switch (request.type) {
+      case 'cancel': {
+        const active = this.active.get(request.turn_id)
+        if (active === undefined) return null
+        if (active.record.owner !== request.principal) return { error: 'TURN_NOT_FOUND' }
+        active.controller.abort(new CancelReason(request.reason))
+        const done = await active.done
+        return { turn_id: done.turn_id, status: done.status }
+      }
+      case 'approval': {
+        if (!this.broker.isLocal(request.request_id)) return null
+        try {
+          const { turnId } = this.broker.answer(request.request_id, {
+            decision: request.decision, decidedBy: request.decided_by, channel: request.channel, principal: request.principal,
+            ...(request.replacement === undefined ? {} : { replacement: request.replacement })
+          })
+          return { turn_id: turnId }
+        } catch (err) {
+          if (err instanceof TollgateError) return { error: err.code }
+          throw err
+        }
+      }
+      case 'watching':
+        return this.deps.connections.watchedBy(request.principal, request.turn_id, request.session_id) ? {} : null
     }
-    if (this.broker.turnOf(message.request_id, message.principal) === null) return
-    this.broker.answer(message.request_id, {
-      decision: message.decision, decidedBy: message.decided_by, channel: message.channel, principal: message.principal,
-      ...(message.replacement === undefined ? {} : { replacement: message.replacement })
-    })
   }
 
   /** The turn's receipt key while it lives: during the turn and `turns.retention_ms` after it. */
@@ -429,7 +495,7 @@ export class TurnService {
     const running = [...this.active.values()]
     for (const a of running) a.controller.abort(new CancelReason('server shutting down'))
     await Promise.all(running.map(async (a) => await a.done))
-    this.stopControl()
+    this.control.close()
     this.retention.close()
     for (const t of this.timers) clearTimeout(t)
     this.timers.clear()

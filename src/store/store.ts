@@ -1,9 +1,13 @@
 /**
- * Store seam: sessions (history and `always` grants) and turns (status, tool calls, approval
- * audit). Records are owned by a principal; callers check ownership, the store just keeps them.
+ * Store seam: sessions (history and `always` grants), turns (status, tool calls, approval
+ * audit), the persisted event log, and instance leases. Records are owned by a principal;
+ * callers check ownership, the store just keeps them. One Store object belongs to one gateway
+ * instance: turns it saves are stamped with that instance's id, so other instances can tell a
+ * live owner from a dead one.
  */
 import type { ChatMessage } from '../providers/types.js'
 import type { Turn } from '../../schemas/turn.js'
+import type { BusEnvelope } from '../bus/bus.js'
 
 export interface SessionRecord {
   session_id: string
@@ -20,10 +24,52 @@ export interface TurnRecord extends Turn {
   owner: string
 }
 
+export interface RunningTurn {
+  turnId: string
+  /** Instance that saved the turn while it ran; null for records written before leases existed. */
+  instanceId: string | null
+}
+
 export interface Store {
+  readonly instanceId: string
+  /**
+   * True when no other process can use this store at the same time (memory; SQLite, whose file
+   * is locked): every turn still `running` at start belongs to a dead process.
+   */
+  readonly exclusive: boolean
   getSession (sessionId: string): Promise<SessionRecord | null>
   saveSession (session: SessionRecord): Promise<void>
   getTurn (turnId: string): Promise<TurnRecord | null>
+  /**
+   * Inserts or updates. Saves of one turn apply in call order, and a turn already recorded in
+   * a terminal status never changes again (the first terminal write wins).
+   */
   saveTurn (turn: TurnRecord): Promise<void>
+  /** Appends events (any turns, each turn's in seq order); an event already stored is kept. */
+  appendEvents (events: readonly BusEnvelope[]): Promise<void>
+  /**
+   * The same, done before returning, by stores whose writes are synchronous (SQLite): an event
+   * is then on disk before any client can see it, so a crash never loses an event a client saw.
+   */
+  appendEventsNow?: (events: readonly BusEnvelope[]) => void
+  /** Stored events of a turn after `afterSeq`, ascending, at most `limit`. */
+  readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]>
+  lastEventSeq (turnId: string): Promise<number>
+  /** Deletes the events of turns that finished before `finishedBeforeMs`, and long-expired leases. */
+  prune (finishedBeforeMs: number): Promise<void>
+  /** Records that this instance is alive for `ttlMs` more. */
+  renewLease (ttlMs: number): Promise<void>
+  releaseLease (): Promise<void>
+  /** Instances whose lease has not expired (this one included once it renewed). */
+  liveInstances (): Promise<string[]>
+  /** Ids only: every instance sweeps this list often, records are read for orphans alone. */
+  runningTurns (): Promise<RunningTurn[]>
+  /**
+   * Writes `turn` (a terminal record) only if the stored turn is still running under
+   * `instanceId`; answers whether it did. Two instances recovering one turn: exactly one wins.
+   */
+  interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean>
   close (): Promise<void>
 }
+
+export const TERMINAL_TURN_STATUSES: ReadonlySet<string> = new Set(['completed', 'cancelled', 'failed', 'interrupted'])

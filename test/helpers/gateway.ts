@@ -33,6 +33,22 @@ export interface StartOptions extends Omit<BuildOptions, 'config'> {
   token?: string
 }
 
+/** One HTTP request to a gateway; the body is parsed as JSON when it is JSON. */
+export async function requestJson (baseUrl: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number, body: any, headers: Headers }> {
+  const init: RequestInit = { method, headers: { ...headers } }
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body)
+    ;(init.headers as Record<string, string>)['content-type'] ??= 'application/json'
+  }
+  const res = await fetch(`${baseUrl}${path}`, init)
+  const text = await res.text()
+  let parsed: unknown = text
+  try {
+    parsed = text === '' ? null : JSON.parse(text)
+  } catch {}
+  return { status: res.status, body: parsed, headers: res.headers }
+}
+
 export async function startGateway (options: StartOptions = {}): Promise<TestGateway> {
   const provider = options.provider ?? await startFakeProvider()
   const workspace = await mkdtemp(join(tmpdir(), 'tollgate-test-'))
@@ -43,6 +59,8 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
       log: { level: 'silent' },
       workspace: { dir: workspace },
       ws: { heartbeat_ms: 0 },
+      // Tests never write ./data; a test opts into a durable store through `overrides`.
+      store: { kind: 'memory' },
       providers: { fake: { kind: 'openai', base_url: provider.baseUrl, model: 'fake-model', timeout_ms: 5000 } },
       agents: { default: { provider: 'fake' } }
     }, options.overrides ?? {})
@@ -61,18 +79,7 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
     workspace,
     async http (method, path, body, headers = {}) {
       const auth: Record<string, string> = token === undefined || 'authorization' in headers ? {} : { authorization: `Bearer ${token}` }
-      const init: RequestInit = { method, headers: { ...auth, ...headers } }
-      if (body !== undefined) {
-        init.body = typeof body === 'string' ? body : JSON.stringify(body)
-        ;(init.headers as Record<string, string>)['content-type'] ??= 'application/json'
-      }
-      const res = await fetch(`${url}${path}`, init)
-      const text = await res.text()
-      let parsed: unknown = text
-      try {
-        parsed = text === '' ? null : JSON.parse(text)
-      } catch {}
-      return { status: res.status, body: parsed, headers: res.headers }
+      return await requestJson(url, method, path, body, { ...auth, ...headers })
     },
     async socket (socketOptions = {}) {
       const protocols = socketOptions.protocols ?? (token === undefined ? ['tollgate.v1'] : ['tollgate.v1', `bearer.${token}`])

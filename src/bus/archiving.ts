@@ -1,0 +1,116 @@
+/**
+ * Event bus decorator that persists every event in the store's event log and answers a replay
+ * from it when the inner bus no longer can: after a restart (the memory bus starts empty), after
+ * Redis lost its streams, or past the inner bus's per-turn bound.
+ */
+import type { Logger } from 'pino'
+import { EventLogWriter } from '../store/event-writer.js'
+import type { Store } from '../store/store.js'
+import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
+
+export interface ArchivingBusOptions {
+  inner: EventBus
+  store: Store
+  log: Logger
+  /** Upper bound of one replay answered from the store. */
+  maxEventsPerTurn: number
+  maxBuffered: number
+}
+
+/** The run of events that follows `afterSeq` without a hole. */
+export function contiguousAfter (events: readonly BusEnvelope[], afterSeq: number): BusEnvelope[] {
+  const out: BusEnvelope[] = []
+  for (const e of events) {
+    if (e.seq !== afterSeq + out.length + 1) break
+    out.push(e)
+  }
+  return out
+}
+
+export class ArchivingBus implements EventBus {
+  private readonly inner: EventBus
+  private readonly store: Store
+  private readonly writer: EventLogWriter
+  private readonly maxEvents: number
+
+  constructor (options: ArchivingBusOptions) {
+    this.inner = options.inner
+    this.store = options.store
+    this.maxEvents = options.maxEventsPerTurn
+    this.writer = new EventLogWriter({ store: options.store, log: options.log, maxBuffered: options.maxBuffered, retryMs: 500 })
+  }
+
+  get shared (): boolean {
+    return this.inner.shared
+  }
+
+  publish (envelope: BusEnvelope): void {
+    // Stored first: with a synchronous store no client can see an event a crash would lose.
+    this.writer.append(envelope)
+    this.inner.publish(envelope)
+  }
+
+  subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe {
+    return this.inner.subscribeTurn(turnId, listener)
+  }
+
+  subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe {
+    return this.inner.subscribeSession(sessionId, listener)
+  }
+
+  async replay (turnId: string, afterSeq: number): Promise<ReplayResult> {
+    let live: ReplayResult | null = null
+    let liveError: unknown = null
+    try {
+      live = await this.inner.replay(turnId, afterSeq)
+    } catch (err) {
+      liveError = err
+    }
+    if (live?.kind === 'events') return live
+    let stored: BusEnvelope[]
+    try {
+      stored = await this.store.readEvents(turnId, afterSeq, this.maxEvents)
+    } catch (err) {
+      if (live !== null) return live
+      throw liveError ?? err
+    }
+    const head = contiguousAfter(stored, afterSeq)
+    if (head.length === 0) {
+      if (stored[0] !== undefined) return { kind: 'gap', firstSeq: stored[0].seq }
+      if (live !== null) return live
+      throw liveError
+    }
+    // The store may lag the inner bus by the events still being written: stitch them on.
+    const last = head.at(-1)?.seq ?? afterSeq
+    const tail = await this.inner.replay(turnId, last).catch(() => null)
+    if (tail?.kind === 'events') return { kind: 'events', events: [...head, ...tail.events] }
+    // The inner bus kept later events but not these: serving the head would hide a hole.
+    if (live?.kind === 'gap' && tail?.kind === 'gap' && tail.firstSeq > last + 1) return { kind: 'gap', firstSeq: last + 1 }
+    return { kind: 'events', events: head }
+  }
+
+  async lastSeq (turnId: string): Promise<number> {
+    const [live, stored] = await Promise.all([
+      this.inner.lastSeq(turnId).catch(() => 0),
+      this.store.lastEventSeq(turnId)
+    ])
+    return Math.max(live, stored)
+  }
+
+  drop (turnId: string): void {
+    this.inner.drop(turnId)
+  }
+
+  publishControl (message: ControlMessage): void {
+    this.inner.publishControl(message)
+  }
+
+  onControl (listener: (message: ControlMessage) => void): Unsubscribe {
+    return this.inner.onControl(listener)
+  }
+
+  async close (): Promise<void> {
+    await this.writer.close(5000)
+    await this.inner.close()
+  }
+}

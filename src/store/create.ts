@@ -1,0 +1,36 @@
+/** Builds the configured store (`store.kind`) for one gateway instance. */
+import type { Logger } from 'pino'
+import type { Config } from '../config.js'
+import { MemoryStore } from './memory.js'
+import { PostgresStore } from './postgres.js'
+import { SqliteStore } from './sqlite.js'
+import type { Store } from './store.js'
+
+/** A URL from the environment variable named by `url_env` when set, else the configured one. */
+export function connectionUrl (section: { url: string, url_env?: string }, env: NodeJS.ProcessEnv, where: string): string {
+  if (section.url_env === undefined) return section.url
+  const value = env[section.url_env]
+  if (value === undefined || value === '') throw new Error(`${where}.url_env names ${section.url_env}, which is not set`)
+  return value
+}
+
+export async function createStore (config: Config, options: { instanceId: string, env: NodeJS.ProcessEnv, log: Logger }): Promise<Store> {
+  const { instanceId } = options
+  switch (config.store.kind) {
+    case 'memory':
+      return new MemoryStore({ instanceId })
+    case 'sqlite':
+      return new SqliteStore({ path: config.store.sqlite.path, instanceId })
+    case 'postgres': {
+      const pgc = config.store.postgres
+      return await PostgresStore.open({
+        connectionString: connectionUrl(pgc, options.env, 'store.postgres'),
+        schema: pgc.schema,
+        instanceId,
+        maxConnections: pgc.max_connections,
+        connectTimeoutMs: pgc.connect_timeout_ms,
+        onIdleError: (err) => { options.log.warn({ err }, 'an idle PostgreSQL connection failed') }
+      })
+    }
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * Embedded store on SQLite (better-sqlite3, WAL). The database file is opened in exclusive
+ * locking mode: one gateway process owns it, a second one fails at start instead of sharing
+ * it unnoticed — so at start every turn still `running` belongs to a dead process. Statements
+ * run synchronously, which also makes every write land in call order.
+ */
+import { mkdirSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import Database from 'better-sqlite3'
+import type { BusEnvelope } from '../bus/bus.js'
+import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
+import type { RunningTurn, SessionRecord, Store, TurnRecord } from './store.js'
+
+const SCHEMA_VERSION = 1
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS tollgate_sessions (
+  session_id TEXT PRIMARY KEY,
+  owner TEXT NOT NULL,
+  doc TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tollgate_turns (
+  turn_id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  status TEXT NOT NULL,
+  instance_id TEXT,
+  finished_ms INTEGER,
+  doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tollgate_turns_running ON tollgate_turns (status) WHERE status = 'running';
+CREATE INDEX IF NOT EXISTS tollgate_turns_finished ON tollgate_turns (finished_ms) WHERE finished_ms IS NOT NULL;
+CREATE TABLE IF NOT EXISTS tollgate_events (
+  turn_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (turn_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tollgate_instances (
+  instance_id TEXT PRIMARY KEY,
+  expires_ms INTEGER NOT NULL
+);
+`
+
+export interface SqliteStoreOptions {
+  path: string
+  instanceId: string
+}
+
+function open (path: string): Database.Database {
+  mkdirSync(dirname(path), { recursive: true })
+  const db = new Database(path, { timeout: 1000 })
+  try {
+    // Exclusive before WAL: no shared-memory index, and the lock is held until close().
+    db.pragma('locking_mode = EXCLUSIVE')
+    db.pragma('journal_mode = WAL')
+    db.pragma('synchronous = NORMAL')
+    const version = db.pragma('user_version', { simple: true }) as number
+    if (version > SCHEMA_VERSION) throw new Error(`the SQLite database ${path} was written by a newer Tollgate (schema ${version})`)
+    db.exec(SCHEMA)
+    db.pragma(`user_version = ${SCHEMA_VERSION}`)
+  } catch (err) {
+    db.close()
+    if ((err as { code?: string }).code === 'SQLITE_BUSY') {
+      throw new Error(`the SQLite database ${path} is in use by another gateway process (one process per database file; use PostgreSQL for many instances)`, { cause: err })
+    }
+    throw err
+  }
+  return db
+}
+
+function prepare (db: Database.Database) {
+  return {
+    getSession: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_sessions WHERE session_id = ?'),
+    saveSession: db.prepare('INSERT INTO tollgate_sessions (session_id, owner, doc) VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc'),
+    getTurn: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_turns WHERE turn_id = ?'),
+    saveTurn: db.prepare(`INSERT INTO tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc) VALUES (?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
+      WHERE tollgate_turns.status = 'running'`),
+    appendEvent: db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, doc) VALUES (?, ?, ?)'),
+    readEvents: db.prepare<[string, number, number], { doc: string }>('SELECT doc FROM tollgate_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
+    lastEventSeq: db.prepare<[string], { seq: number | null }>('SELECT max(seq) AS seq FROM tollgate_events WHERE turn_id = ?'),
+    pruneEvents: db.prepare('DELETE FROM tollgate_events WHERE turn_id IN (SELECT turn_id FROM tollgate_turns WHERE finished_ms IS NOT NULL AND finished_ms < ?)'),
+    pruneLeases: db.prepare('DELETE FROM tollgate_instances WHERE expires_ms < ?'),
+    renewLease: db.prepare('INSERT INTO tollgate_instances (instance_id, expires_ms) VALUES (?, ?) ON CONFLICT (instance_id) DO UPDATE SET expires_ms = excluded.expires_ms'),
+    releaseLease: db.prepare('DELETE FROM tollgate_instances WHERE instance_id = ?'),
+    liveInstances: db.prepare<[number], { instance_id: string }>('SELECT instance_id FROM tollgate_instances WHERE expires_ms > ?'),
+    runningTurns: db.prepare<[], { turn_id: string, instance_id: string | null }>('SELECT turn_id, instance_id FROM tollgate_turns WHERE status = \'running\''),
+    interruptTurn: db.prepare('UPDATE tollgate_turns SET status = ?, finished_ms = ?, doc = ? WHERE turn_id = ? AND status = \'running\' AND instance_id IS ?')
+  }
+}
+
+type Statements = ReturnType<typeof prepare>
+
+export class SqliteStore implements Store {
+  readonly instanceId: string
+  readonly exclusive = true
+  private readonly db: Database.Database
+  private readonly stmt: Statements
+
+  constructor (options: SqliteStoreOptions) {
+    this.instanceId = options.instanceId
+    this.db = open(resolve(options.path))
+    this.stmt = prepare(this.db)
+  }
+
+  async getSession (sessionId: string): Promise<SessionRecord | null> {
+    const row = this.stmt.getSession.get(sessionId)
+    return row === undefined ? null : decodeSession(row.doc)
+  }
+
+  async saveSession (session: SessionRecord): Promise<void> {
+    this.stmt.saveSession.run(session.session_id, session.owner, encodeDoc(session))
+  }
+
+  async getTurn (turnId: string): Promise<TurnRecord | null> {
+    const row = this.stmt.getTurn.get(turnId)
+    return row === undefined ? null : decodeTurn(row.doc)
+  }
+
+  async saveTurn (turn: TurnRecord): Promise<void> {
+    this.stmt.saveTurn.run(turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn))
+  }
+
+  async appendEvents (events: readonly BusEnvelope[]): Promise<void> {
+    this.appendEventsNow(events)
+  }
+
+  appendEventsNow (events: readonly BusEnvelope[]): void {
+    this.db.transaction(() => {
+      for (const e of events) this.stmt.appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
+    })()
+  }
+
+  async readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> {
+    return this.stmt.readEvents.all(turnId, afterSeq, limit).map((r) => decodeEnvelope(r.doc))
+  }
+
+  async lastEventSeq (turnId: string): Promise<number> {
+    return this.stmt.lastEventSeq.get(turnId)?.seq ?? 0
+  }
+
+  async prune (finishedBeforeMs: number): Promise<void> {
+    this.stmt.pruneEvents.run(finishedBeforeMs)
+    this.stmt.pruneLeases.run(Date.now() - LEASE_FORGET_MS)
+  }
+
+  async renewLease (ttlMs: number): Promise<void> {
+    this.stmt.renewLease.run(this.instanceId, Date.now() + ttlMs)
+  }
+
+  async releaseLease (): Promise<void> {
+    this.stmt.releaseLease.run(this.instanceId)
+  }
+
+  async liveInstances (): Promise<string[]> {
+    return this.stmt.liveInstances.all(Date.now()).map((r) => r.instance_id)
+  }
+
+  async runningTurns (): Promise<RunningTurn[]> {
+    return this.stmt.runningTurns.all().map((r) => ({ turnId: r.turn_id, instanceId: r.instance_id }))
+  }
+
+  async interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean> {
+    return this.stmt.interruptTurn.run(turn.status, finishedMs(turn), encodeDoc(turn), turn.turn_id, instanceId).changes === 1
+  }
+
+  async close (): Promise<void> {
+    if (this.db.open) this.db.close()
+  }
+}

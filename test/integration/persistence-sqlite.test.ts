@@ -1,0 +1,107 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js'
+import { assertSeqContiguous, shape, startGateway, type TestGateway, type TestSocket } from '../helpers/gateway.js'
+import { clusterOverrides, scratchWorkspace, spawnGateway } from '../helpers/cluster.js'
+import { deferrer, type Defer } from '../helpers/services.js'
+
+async function setup (defer: Defer): Promise<{ provider: FakeProvider, path: string }> {
+  const provider = await startFakeProvider()
+  defer(async () => { await provider.close() })
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-sqlite-gw-'))
+  defer(async () => { await rm(dir, { recursive: true, force: true }) })
+  return { provider, path: join(dir, 'data', 'tollgate.db') }
+}
+
+/** Runs one turn to its end over a WebSocket and answers the turn record. */
+async function runTurn (g: { socket: () => Promise<TestSocket>, http: (method: string, path: string) => Promise<{ body: any }> }, body: Record<string, unknown>): Promise<any> {
+  const ws = await g.socket()
+  const accepted = await ws.request({ type: 'turn.start', ...body })
+  assert.equal(accepted.type, 'turn.accepted', JSON.stringify(accepted))
+  await ws.waitForTerminal(accepted.turn_id, 10_000)
+  ws.close()
+  return (await g.http('GET', `/v1/turns/${accepted.turn_id as string}`)).body
+}
+
+async function sqliteGateway (defer: Defer, provider: FakeProvider, path: string): Promise<TestGateway> {
+  const g = await startGateway({ provider, overrides: { store: { kind: 'sqlite', sqlite: { path } } } })
+  defer(async () => { await g.close() })
+  return g
+}
+
+test('session history survives a gateway restart on the SQLite store', async (t) => {
+  const defer = deferrer(t)
+  const { provider, path } = await setup(defer)
+  const first = await sqliteGateway(defer, provider, path)
+  provider.enqueue({ text: 'Hello, Ada.' })
+  const done = { body: await runTurn(first, { message: 'my name is Ada' }) }
+  assert.equal(done.body.status, 'completed')
+  await first.close()
+
+  const second = await sqliteGateway(defer, provider, path)
+  const session = await second.http('GET', `/v1/sessions/${done.body.session_id as string}`)
+  assert.equal(session.status, 200)
+  assert.deepEqual(session.body.history.map((m: { role: string, content: string }) => [m.role, m.content]), [['user', 'my name is Ada'], ['assistant', 'Hello, Ada.']])
+  assert.equal((await second.http('GET', `/v1/turns/${done.body.turn_id as string}`)).body.status, 'completed')
+
+  provider.enqueue({ text: 'You are Ada.' })
+  const next = await runTurn(second, { session_id: done.body.session_id, message: 'who am I?' })
+  assert.equal(next.status, 'completed')
+  const sent = provider.requests.at(-1)?.body.messages.filter((m) => m.role !== 'system').map((m) => m.content)
+  assert.deepEqual(sent, ['my name is Ada', 'Hello, Ada.', 'who am I?'])
+})
+
+test('a finished turn\'s events replay after a restart from the SQLite event log', async (t) => {
+  const defer = deferrer(t)
+  const { provider, path } = await setup(defer)
+  const first = await sqliteGateway(defer, provider, path)
+  provider.enqueue({ text: 'streamed answer that takes a few chunks' })
+  const ws = await first.socket()
+  const accepted = await ws.request({ type: 'turn.start', message: 'stream something' })
+  const live = await ws.waitForTerminal(accepted.turn_id)
+  await first.close()
+
+  const second = await sqliteGateway(defer, provider, path)
+  const page = await second.http('GET', `/v1/turns/${accepted.turn_id as string}/events?after_seq=2`)
+  assert.equal(page.status, 200)
+  assert.deepEqual(page.body.events, live.slice(2).map(({ turn_id: turnId, seq, ts, event }) => ({ turn_id: turnId, seq, ts, event })))
+  const again = await second.socket()
+  await again.request({ type: 'subscribe', turn_id: accepted.turn_id, after_seq: 0 })
+  const replayed = await again.waitForTerminal(accepted.turn_id)
+  assertSeqContiguous(replayed)
+  assert.deepEqual(shape(replayed), shape(live))
+})
+
+test('a turn running when its gateway process was killed ends interrupted at the next start, with history intact', async (t) => {
+  const defer = deferrer(t)
+  const { provider, path } = await setup(defer)
+  const workspace = await scratchWorkspace(defer)
+  const child = await spawnGateway(defer, clusterOverrides({ provider }, workspace, { store: { kind: 'sqlite', sqlite: { path } } }))
+
+  provider.enqueue({ text: 'First answer.' })
+  const first = { body: await runTurn(child, { message: 'first question' }) }
+  assert.equal(first.body.status, 'completed')
+  provider.enqueue({ toolCalls: [{ id: 'w1', name: 'file_write', arguments: { path: 'out.txt', content: 'x' } }] })
+  const ws = await child.socket()
+  const accepted = await ws.request({ type: 'turn.start', session_id: first.body.session_id, message: 'write a file' })
+  const asked = await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested', 10_000)
+  await child.kill()
+
+  const restarted = await sqliteGateway(defer, provider, path)
+  const turn = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}`)
+  assert.equal(turn.body.status, 'interrupted')
+  assert.equal(turn.body.error.code, 'INTERRUPTED')
+  assert.deepEqual(turn.body.approvals.map((a: { decision: string, tool: string }) => [a.tool, a.decision]), [['file_write', 'cancelled']])
+  const tail = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}/events?after_seq=${asked.seq}`)
+  assert.deepEqual(tail.body.events.map((e: { event: { kind: string, decision?: string, code?: string } }) => [e.event.kind, e.event.decision ?? e.event.code]), [
+    ['approval.resolved', 'cancelled'],
+    ['turn.failed', 'INTERRUPTED']
+  ])
+  assert.equal(turn.body.last_seq, asked.seq + 2)
+  const session = await restarted.http('GET', `/v1/sessions/${first.body.session_id as string}`)
+  assert.deepEqual(session.body.history.map((m: { content: string }) => m.content), ['first question', 'First answer.'])
+  assert.deepEqual(session.body.turn_ids, [first.body.turn_id, accepted.turn_id])
+})

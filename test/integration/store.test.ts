@@ -1,0 +1,192 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { BusEnvelope } from '../../src/bus/bus.js'
+import { MemoryStore } from '../../src/store/memory.js'
+import { PostgresStore } from '../../src/store/postgres.js'
+import { SqliteStore } from '../../src/store/sqlite.js'
+import type { SessionRecord, Store, TurnRecord } from '../../src/store/store.js'
+import { deferrer, PG_URL, scratchSchema, type Defer } from '../helpers/services.js'
+
+type Kind = 'memory' | 'sqlite' | 'postgres'
+const KINDS: Kind[] = ['memory', 'sqlite', 'postgres']
+
+async function sqlitePath (defer: Defer): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-sqlite-'))
+  defer(async () => { await rm(dir, { recursive: true, force: true }) })
+  return join(dir, 'nested', 'tollgate.db')
+}
+
+async function openPostgres (defer: Defer, schema: string, instanceId: string): Promise<Store> {
+  const store = await PostgresStore.open({ connectionString: PG_URL, schema, instanceId, maxConnections: 4, connectTimeoutMs: 5000, onIdleError: () => {} })
+  defer(async () => { await store.close() })
+  return store
+}
+
+async function openStore (kind: Kind, defer: Defer, instanceId = 'inst-a'): Promise<Store> {
+  if (kind === 'memory') return new MemoryStore({ instanceId })
+  if (kind === 'postgres') return await openPostgres(defer, scratchSchema(defer), instanceId)
+  const store = new SqliteStore({ path: await sqlitePath(defer), instanceId })
+  defer(async () => { await store.close() })
+  return store
+}
+
+function turn (over: Partial<TurnRecord> = {}): TurnRecord {
+  const now = new Date().toISOString()
+  return {
+    turn_id: 'turn_1', session_id: 'ses_1', agent: 'default', owner: 'local/local', status: 'running', created_at: now, updated_at: now,
+    iterations: 0, tool_calls: [], approvals: [], last_seq: 0, ...over
+  }
+}
+
+function session (over: Partial<SessionRecord> = {}): SessionRecord {
+  const now = new Date().toISOString()
+  return {
+    session_id: 'ses_1', owner: 'local/local', agent: 'default', created_at: now, updated_at: now, turn_ids: ['turn_1'],
+    history: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }], always_allowed: ['file_write'], ...over
+  }
+}
+
+function envelope (turnId: string, seq: number): BusEnvelope {
+  return { turn_id: turnId, session_id: 'ses_1', seq, ts: new Date().toISOString(), event: { kind: 'text.delta', text: `piece ${seq}` } }
+}
+
+for (const kind of KINDS) {
+  test(`${kind}: a saved session and turn read back as saved`, async (t) => {
+    const store = await openStore(kind, deferrer(t))
+    const s = session()
+    const tr = turn({ iterations: 2, tool_calls: [{ call_id: 'c1', iteration: 1, index: 0, name: 'file_read', arguments: { path: 'a' }, status: 'ok', success: true, output: 'x', duration_ms: 3 }] })
+    await store.saveSession(s)
+    await store.saveTurn(tr)
+    assert.deepEqual(await store.getSession('ses_1'), s)
+    assert.deepEqual(await store.getTurn('turn_1'), tr)
+    assert.equal(await store.getSession('ses_missing'), null)
+    assert.equal(await store.getTurn('turn_missing'), null)
+  })
+
+  test(`${kind}: a turn recorded as terminal never changes again`, async (t) => {
+    const store = await openStore(kind, deferrer(t))
+    await store.saveTurn(turn())
+    await store.saveTurn(turn({ status: 'interrupted', error: { code: 'INTERRUPTED', message: 'gone' } }))
+    await store.saveTurn(turn({ status: 'completed', final_text: 'late' }))
+    const stored = await store.getTurn('turn_1')
+    assert.equal(stored?.status, 'interrupted')
+    assert.equal(stored?.final_text, undefined)
+  })
+
+  test(`${kind}: events read back in seq order after a seq, and an event stored twice is kept once`, async (t) => {
+    const store = await openStore(kind, deferrer(t))
+    const first = envelope('turn_1', 1)
+    await store.appendEvents([first, envelope('turn_1', 2), envelope('turn_2', 1)])
+    await store.appendEvents([{ ...envelope('turn_1', 2), event: { kind: 'text.delta', text: 'a rewrite' } }, envelope('turn_1', 3)])
+    assert.deepEqual((await store.readEvents('turn_1', 0, 100)).map((e) => e.seq), [1, 2, 3])
+    assert.deepEqual((await store.readEvents('turn_1', 0, 100))[1]?.event, { kind: 'text.delta', text: 'piece 2' })
+    assert.deepEqual((await store.readEvents('turn_1', 1, 1)).map((e) => e.seq), [2])
+    assert.deepEqual(await store.readEvents('turn_1', 3, 100), [])
+    assert.deepEqual((await store.readEvents('turn_1', 0, 1))[0], first)
+    assert.equal(await store.lastEventSeq('turn_1'), 3)
+    assert.equal(await store.lastEventSeq('turn_none'), 0)
+  })
+
+  test(`${kind}: interrupting a running turn succeeds once, and only under the instance that saved it`, async (t) => {
+    const store = await openStore(kind, deferrer(t), 'inst-a')
+    await store.saveTurn(turn())
+    const ended = turn({ status: 'interrupted', error: { code: 'INTERRUPTED', message: 'gone' }, last_seq: 4 })
+    assert.equal(await store.interruptTurn(ended, 'inst-b'), false)
+    assert.equal(await store.interruptTurn(ended, 'inst-a'), true)
+    assert.equal(await store.interruptTurn(ended, 'inst-a'), false)
+    assert.equal((await store.getTurn('turn_1'))?.last_seq, 4)
+  })
+
+  test(`${kind}: running turns are listed with the instance that saved them`, async (t) => {
+    const store = await openStore(kind, deferrer(t), 'inst-a')
+    await store.saveTurn(turn({ turn_id: 'turn_run' }))
+    await store.saveTurn(turn({ turn_id: 'turn_done', status: 'completed', final_text: 'ok' }))
+    const running = await store.runningTurns()
+    assert.deepEqual(running, [{ turnId: 'turn_run', instanceId: 'inst-a' }])
+  })
+
+  test(`${kind}: pruning drops the events of turns finished before the cutoff and keeps the rest`, async (t) => {
+    const store = await openStore(kind, deferrer(t))
+    const old = new Date(Date.now() - 60_000).toISOString()
+    await store.saveTurn(turn({ turn_id: 'turn_old', status: 'completed', final_text: 'x', updated_at: old }))
+    await store.saveTurn(turn({ turn_id: 'turn_live' }))
+    await store.appendEvents([envelope('turn_old', 1), envelope('turn_live', 1)])
+    await store.prune(Date.now() - 30_000)
+    assert.deepEqual(await store.readEvents('turn_old', 0, 10), [])
+    assert.equal((await store.readEvents('turn_live', 0, 10)).length, 1)
+  })
+
+  test(`${kind}: a renewed lease is live until it is released`, async (t) => {
+    const store = await openStore(kind, deferrer(t), 'inst-a')
+    assert.deepEqual(await store.liveInstances(), [])
+    await store.renewLease(60_000)
+    assert.deepEqual(await store.liveInstances(), ['inst-a'])
+    await store.releaseLease()
+    assert.deepEqual(await store.liveInstances(), [])
+  })
+}
+
+test('postgres: saves of one turn issued without waiting apply in call order', async (t) => {
+  const store = await openStore('postgres', deferrer(t))
+  const record = turn()
+  const saves: Array<Promise<void>> = []
+  for (let i = 1; i <= 30; i++) {
+    record.last_seq = i
+    saves.push(store.saveTurn(record))
+  }
+  await Promise.all(saves)
+  assert.equal((await store.getTurn('turn_1'))?.last_seq, 30)
+})
+
+test('postgres: instances sharing a schema see each other\'s leases, and an expired lease is not live', async (t) => {
+  const defer = deferrer(t)
+  const schema = scratchSchema(defer)
+  const a = await openPostgres(defer, schema, 'inst-a')
+  const b = await openPostgres(defer, schema, 'inst-b')
+  await a.renewLease(60_000)
+  await b.renewLease(150)
+  assert.deepEqual((await a.liveInstances()).sort(), ['inst-a', 'inst-b'])
+  await new Promise((resolve) => setTimeout(resolve, 400))
+  assert.deepEqual(await a.liveInstances(), ['inst-a'])
+})
+
+test('postgres: text with NUL characters and unicode round-trips', async (t) => {
+  const store = await openStore('postgres', deferrer(t))
+  const tr = turn({ final_text: 'a\u0000b — ✓ \ud83d\ude00', status: 'completed' })
+  await store.saveTurn(tr)
+  assert.equal((await store.getTurn('turn_1'))?.final_text, tr.final_text)
+})
+
+test('postgres: a schema name that is not a plain identifier is refused', async () => {
+  await assert.rejects(
+    PostgresStore.open({ connectionString: PG_URL, schema: 'x"; DROP TABLE y; --', instanceId: 'i', maxConnections: 1, connectTimeoutMs: 1000, onIdleError: () => {} }),
+    /invalid PostgreSQL schema name/
+  )
+})
+
+test('sqlite: a second store cannot open a database file that is in use', async (t) => {
+  const defer = deferrer(t)
+  const path = await sqlitePath(defer)
+  const first = new SqliteStore({ path, instanceId: 'inst-a' })
+  defer(async () => { await first.close() })
+  assert.throws(() => new SqliteStore({ path, instanceId: 'inst-b' }), /in use by another gateway process/)
+})
+
+test('sqlite: records and events survive closing and reopening the file', async (t) => {
+  const defer = deferrer(t)
+  const path = await sqlitePath(defer)
+  const first = new SqliteStore({ path, instanceId: 'inst-a' })
+  const saved = session()
+  await first.saveSession(saved)
+  await first.saveTurn(turn({ status: 'completed', final_text: 'done' }))
+  await first.appendEvents([envelope('turn_1', 1), envelope('turn_1', 2)])
+  await first.close()
+  const second = new SqliteStore({ path, instanceId: 'inst-b' })
+  defer(async () => { await second.close() })
+  assert.deepEqual(await second.getSession('ses_1'), saved)
+  assert.equal((await second.getTurn('turn_1'))?.final_text, 'done')
+  assert.deepEqual((await second.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1, 2])
+})
