@@ -73,6 +73,14 @@ export class ConnectionRegistry {
     return false
   }
 
+  /** A live streaming connection of `principal` that follows the turn itself (not only its session). */
+  follower (principal: string, turnId: string): Connection | undefined {
+    for (const c of this.connections.values()) {
+      if (c.kind !== 'http' && !c.closed && c.principal === principal && c.turns.has(turnId)) return c
+    }
+    return undefined
+  }
+
   count (kind?: ConnectionKind): number {
     if (kind === undefined) return this.connections.size
     let n = 0

@@ -303,7 +303,18 @@ export class TurnService {
         cancel()
         return
       }
-      const timer = this.later(config.turns.disconnect_grace_ms, cancel)
+      // The grace exists so a client can reconnect and resume: if the owner principal follows the
+      // turn again from a streaming connection by then, that connection becomes the owner.
+      const timer = this.later(config.turns.disconnect_grace_ms, () => {
+        if (TERMINAL_STATUS.has(active.record.status)) return
+        const successor = this.deps.connections.follower(active.record.owner, active.record.turn_id)
+        if (successor === undefined) {
+          cancel()
+          return
+        }
+        active.ownerConnection = successor.id
+        this.bindOwner(active)
+      })
       active.disposers.push(() => { clearTimeout(timer); this.timers.delete(timer) })
     })
     active.disposers.push(dispose)

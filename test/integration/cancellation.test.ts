@@ -69,6 +69,42 @@ test('disconnect_grace_ms gives the owner time to come back before cancelling', 
   await until(async () => await statusOf(g, turnId) === 'cancelled', 'the turn to be cancelled after the grace period')
 })
 
+test('an owner that reconnects and resumes within disconnect_grace_ms keeps its turn and becomes its owner again', async (t) => {
+  const { g, probes } = await startProbeGateway(t, { turns: { disconnect_grace_ms: 300 } })
+  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'probe', arguments: { label: 'long', ms: 1200 } }] }, { text: 'done' })
+  const first = await g.socket()
+  const { turn_id: turnId } = await first.request({ type: 'turn.start', message: 'go' })
+  const seen = await first.waitForEvent(turnId, (e) => e.kind === 'tool_call')
+  first.close()
+  const again = await g.socket()
+  await again.request({ type: 'subscribe', turn_id: turnId, after_seq: seen.seq })
+  const events = await again.waitForTerminal(turnId, 10_000)
+  assert.equal(events.at(-1)?.event.kind, 'turn.completed', 'the grace ran out while the resumed socket followed the turn')
+  assert.equal(events[0]?.seq, seen.seq + 1, 'resumed right after the last event seen')
+  assert.deepEqual(probes.runs.map((r) => r.finished), [true])
+
+  g.provider.enqueue({ toolCalls: [{ id: 'b', name: 'probe', arguments: { label: 'next', ms: 10_000 } }] })
+  const { turn_id: second } = await again.request({ type: 'turn.start', message: 'again', detach: false })
+  await again.waitForEvent(second, (e) => e.kind === 'tool_call')
+  again.close()
+  await until(async () => await statusOf(g, second) === 'cancelled', 'a turn whose owner does not come back to be cancelled')
+})
+
+test('after the grace, a resumed socket is the owner: closing it cancels the turn', async (t) => {
+  const { g } = await startProbeGateway(t, { turns: { disconnect_grace_ms: 200 } })
+  g.provider.enqueue(slow)
+  const first = await g.socket()
+  const { turn_id: turnId } = await first.request({ type: 'turn.start', message: 'go' })
+  await first.waitForEvent(turnId, (e) => e.kind === 'tool_call')
+  first.close()
+  const again = await g.socket()
+  await again.request({ type: 'subscribe', turn_id: turnId })
+  await new Promise((resolve) => setTimeout(resolve, 400))
+  assert.equal(await statusOf(g, turnId), 'running')
+  again.close()
+  await until(async () => await statusOf(g, turnId) === 'cancelled', 'the adopted owner closing to cancel the turn')
+})
+
 test('closing an SSE request cancels the turn it started', async (t) => {
   const { g } = await startProbeGateway(t)
   g.provider.enqueue(slow)
