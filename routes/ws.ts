@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
+import { Type } from '@sinclair/typebox'
 import type { ServerFrame } from '../schemas/ws.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import { principalKey, type Principal } from '../src/auth/principal.js'
@@ -174,6 +175,12 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
       },
       authenticate(gateway.auth, null, { allowQueryToken: true })
     ],
+    schema: {
+      summary: 'WebSocket: turns, events, approvals, cancellation (frames in asyncapi.yaml)',
+      querystring: Type.Object({
+        access_token: Type.Optional(Type.String({ maxLength: 8192, description: 'Least-preferred way to send the token; prefer the bearer.<token> subprotocol' }))
+      })
+    },
     websocket: true
   }, (socket, request) => {
     const principal = principalOf(request)

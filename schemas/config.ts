@@ -36,6 +36,10 @@ export const WsConfig = Type.Object({
   allowed_origins: Type.Array(Type.String(), { default: [], description: 'Browser origins allowed to open /v1/ws besides the gateway\'s own' })
 }, { additionalProperties: false, default: {} })
 
+export const UiConfig = Type.Object({
+  enabled: Type.Boolean({ default: true, description: 'Serve the browser client at / (files from public/)' })
+}, { additionalProperties: false, default: {} })
+
 export const TurnsConfig = Type.Object({
   approval_timeout_ms: Type.Integer({ minimum: 1, default: 120_000 }),
   disconnect_grace_ms: Type.Integer({ minimum: 0, default: 0 }),
@@ -139,6 +143,7 @@ export const GatewayConfig = Type.Object({
   log: LogConfig,
   auth: AuthConfig,
   ws: WsConfig,
+  ui: UiConfig,
   turns: TurnsConfig,
   workspace: WorkspaceConfig,
   tools: ToolsConfig,
