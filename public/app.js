@@ -551,7 +551,7 @@ var TurnView = class {
         this.toolResult(e);
         return;
       case "turn.completed":
-        this.body.append(el("p", { class: "final-text", text: e.final_text }));
+        this.showFinal(e.final_text);
         this.finish("completed");
         return;
       case "turn.cancelled":
@@ -579,6 +579,14 @@ var TurnView = class {
     this.statusBadge.textContent = status;
     this.cancelButton.hidden = true;
     for (const card of this.cards.values()) card.approval?.remove();
+  }
+  /** The final answer was usually streamed already as the last narration: mark it rather than repeat it. */
+  showFinal(finalText) {
+    if (this.text !== null && this.text.textContent === finalText) {
+      this.text.classList.add("final-text");
+      return;
+    }
+    this.body.append(el("p", { class: "final-text", text: finalText }));
   }
   cancel() {
     this.cancelButton.disabled = true;

@@ -64,7 +64,7 @@ export class TurnView {
         this.toolResult(e)
         return
       case 'turn.completed':
-        this.body.append(el('p', { class: 'final-text', text: e.final_text }))
+        this.showFinal(e.final_text)
         this.finish('completed')
         return
       case 'turn.cancelled':
@@ -95,6 +95,15 @@ export class TurnView {
     this.statusBadge.textContent = status
     this.cancelButton.hidden = true
     for (const card of this.cards.values()) card.approval?.remove()
+  }
+
+  /** The final answer was usually streamed already as the last narration: mark it rather than repeat it. */
+  private showFinal (finalText: string): void {
+    if (this.text !== null && this.text.textContent === finalText) {
+      this.text.classList.add('final-text')
+      return
+    }
+    this.body.append(el('p', { class: 'final-text', text: finalText }))
   }
 
   private cancel (): void {
