@@ -56,8 +56,8 @@ test('every registered route is in openapi.yaml with the very schemas it validat
       assert.equal(op.requestBody, undefined, `${where} documents a body it does not take`)
     }
     for (const [part, where2] of [['params', 'path'], ['querystring', 'query']] as const) {
-      const documented = (op.parameters ?? []).filter((p: Json) => p.in === where2)
-      const props = plainSchema(schema[part] ?? {}).properties ?? {}
+      const documented: Json[] = (op.parameters ?? []).filter((p: Json) => p.in === where2)
+      const props: Json = plainSchema(schema[part] ?? {}).properties ?? {}
       assert.deepEqual(documented.map((p: Json) => p.name).sort(), Object.keys(props).sort(), `${where} ${part} names`)
       for (const p of documented) assert.deepEqual(deref(p.schema, doc), props[p.name], `${where} ${part} ${String(p.name)}`)
     }
@@ -93,7 +93,7 @@ test('the committed asyncapi.yaml is what the gateway serves and describes every
     assert.equal(op.reply.messages.length, 2)
   }
   for (const schema of ServerFrame.anyOf) {
-    const name = plainSchema(schema).properties.type.const as string
+    const name = (plainSchema(schema) as Json).properties.type.const as string
     assert.deepEqual(deref(doc.components.messages[name]?.payload, doc), plainSchema(schema), `server frame ${name}`)
   }
 })
