@@ -7,6 +7,8 @@
 import { createInterface, type Interface } from 'node:readline'
 import type { TollgateClient } from './client.js'
 import { TollgateClientError } from './errors.js'
+import { resultText } from './format.js'
+import { isTerminal, type TurnStream } from './stream.js'
 import type { EventEnvelope, OperatorDecision, TurnEventOf } from './types.js'
 
 export interface ChatOptions {
@@ -41,6 +43,11 @@ export function terminalSafe (text: string): string {
   return text.replace(/\r\n?/g, '\n').replace(UNSAFE, '')
 }
 
+/** For one-line fields (summaries, names): newlines shown as ↵ so a value cannot fake extra lines. */
+function oneLine (text: string): string {
+  return terminalSafe(text).trim().replace(/\n/g, '↵')
+}
+
 function clip (text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more chars)`
 }
@@ -60,8 +67,12 @@ class LineQueue {
   private readonly lines: string[] = []
   private waiter: ((line: string | null) => void) | null = null
   private ended = false
+  /** A TTY prompt is on screen waiting for input: other output must start on a fresh line. */
+  prompting = false
 
-  constructor (private readonly rl: Interface, private readonly output: NodeJS.WritableStream, private readonly terminal: boolean) {
+  constructor (private readonly rl: Interface, private readonly output: NodeJS.WritableStream, private readonly terminal: boolean, onInterrupt: () => void) {
+    // In a TTY readline takes Ctrl-C itself instead of the process getting SIGINT.
+    rl.on('SIGINT', onInterrupt)
     rl.on('line', (line) => {
       const waiter = this.waiter
       this.waiter = null
@@ -76,21 +87,43 @@ class LineQueue {
     })
   }
 
-  /** The next line, or null once input has ended. */
-  async next (prompt: string): Promise<string | null> {
+  /** The next line, or null once input has ended or `signal` aborted the question. */
+  async next (prompt: string, signal?: AbortSignal): Promise<string | null> {
     const queued = this.lines.shift()
     if (queued === undefined && this.ended) return null
     if (this.terminal) {
       if (queued !== undefined) return queued
       this.rl.setPrompt(prompt)
       this.rl.prompt()
-      return await new Promise((resolve) => { this.waiter = resolve })
+      this.prompting = true
+      try {
+        return await this.wait(signal)
+      } finally {
+        this.prompting = false
+      }
     }
     // Piped input is not echoed by anyone: write prompt and answer so the transcript reads as a dialogue.
     this.output.write(prompt)
-    const line = queued ?? await new Promise<string | null>((resolve) => { this.waiter = resolve })
+    const line = queued ?? await this.wait(signal)
     this.output.write(line === null ? '\n' : `${line}\n`)
     return line
+  }
+
+  private async wait (signal: AbortSignal | undefined): Promise<string | null> {
+    if (signal?.aborted === true) return null
+    return await new Promise((resolve) => {
+      const abandon = (): void => {
+        if (this.waiter !== waiter) return
+        this.waiter = null
+        resolve(null)
+      }
+      const waiter = (line: string | null): void => {
+        signal?.removeEventListener('abort', abandon)
+        resolve(line)
+      }
+      this.waiter = waiter
+      signal?.addEventListener('abort', abandon, { once: true })
+    })
   }
 
   close (): void {
@@ -110,7 +143,7 @@ class ChatSession implements Chat {
 
   constructor (private readonly options: ChatOptions) {
     this.sessionId = options.sessionId
-    this.lines = new LineQueue(createInterface({ input: options.input, output: options.output, terminal: options.terminal }), options.output, options.terminal)
+    this.lines = new LineQueue(createInterface({ input: options.input, output: options.output, terminal: options.terminal }), options.output, options.terminal, () => { this.interrupt() })
     options.client.on((notice) => {
       if (this.finished) return
       if (notice.type === 'state' && notice.state === 'reconnecting') this.note(`… connection lost (${notice.closeCode ?? '?'}); reconnecting, attempt ${notice.attempt}`)
@@ -143,7 +176,7 @@ class ChatSession implements Chat {
   }
 
   private line (text: string): void {
-    if (this.midLine) this.write('\n')
+    if (this.midLine || this.lines.prompting) this.write('\n')
     this.write(`${text}\n`)
   }
 
@@ -195,7 +228,7 @@ class ChatSession implements Chat {
     this.running = stream.turnId
     let outcome = 'failed'
     try {
-      for await (const envelope of stream) outcome = await this.show(envelope) ?? outcome
+      for await (const envelope of stream) outcome = await this.show(envelope, stream) ?? outcome
     } catch (err) {
       this.line(`! lost the turn: ${describe(err)}`)
     } finally {
@@ -205,11 +238,11 @@ class ChatSession implements Chat {
   }
 
   /** Renders one event; answers approvals; returns the turn's outcome on its terminal event. */
-  private async show (envelope: EventEnvelope): Promise<string | undefined> {
+  private async show (envelope: EventEnvelope, stream: TurnStream): Promise<string | undefined> {
     const e = envelope.event
     switch (e.kind) {
       case 'turn.started':
-        this.line(`── turn ${envelope.turn_id} (agent ${terminalSafe(e.agent)}, session ${terminalSafe(e.session_id)})`)
+        this.line(`── turn ${envelope.turn_id} (agent ${oneLine(e.agent)}, session ${oneLine(e.session_id)})`)
         return undefined
       case 'iteration':
         this.narration = ''
@@ -221,13 +254,13 @@ class ChatSession implements Chat {
         return undefined
       }
       case 'approval.requested':
-        await this.askApproval(e)
+        await this.askApproval(e, envelope.seq, stream)
         return undefined
       case 'approval.resolved':
-        this.line(`  → ${e.decision} (${terminalSafe(e.decided_by)})`)
+        this.line(`  → ${e.decision} (${oneLine(e.decided_by)})`)
         return undefined
       case 'tool_call':
-        this.line(`▶ ${terminalSafe(e.name)} ${clip(terminalSafe(JSON.stringify(e.arguments)), MAX_ARGS_CHARS)}`)
+        this.line(`▶ ${oneLine(e.name)} ${clip(terminalSafe(JSON.stringify(e.arguments)), MAX_ARGS_CHARS)}`)
         return undefined
       case 'tool_result':
         this.toolResult(e)
@@ -246,21 +279,31 @@ class ChatSession implements Chat {
   }
 
   private toolResult (e: TurnEventOf<'tool_result'>): void {
-    this.line(`■ ${terminalSafe(e.name)} ${e.status} (${e.duration_ms} ms)${e.truncated === true ? ' [truncated]' : ''}`)
-    const text = terminalSafe(e.error === undefined || e.error === '' ? e.output : `${e.output}\n${e.error}`).replace(/\n+$/, '')
+    this.line(`■ ${oneLine(e.name)} ${e.status} (${e.duration_ms} ms)${e.truncated === true ? ' [truncated]' : ''}`)
+    const text = terminalSafe(resultText(e.output, e.error)).replace(/\n+$/, '')
     if (text === '') return
     const lines = text.split('\n')
     for (const l of lines.slice(0, MAX_OUTPUT_LINES)) this.line(`  │ ${l}`)
     if (lines.length > MAX_OUTPUT_LINES) this.line(`  │ … ${lines.length - MAX_OUTPUT_LINES} more lines`)
   }
 
-  private async askApproval (e: TurnEventOf<'approval.requested'>): Promise<void> {
-    this.line(`? ${terminalSafe(e.name)} needs approval: ${terminalSafe(e.summary)}`)
+  /**
+   * Asks at the prompt until answered, unless the request is settled first elsewhere (another
+   * client answered, it expired, the turn was cancelled): then the question is withdrawn.
+   */
+  private async askApproval (e: TurnEventOf<'approval.requested'>, seq: number, stream: TurnStream): Promise<void> {
+    this.line(`? ${oneLine(e.name)} needs approval: ${oneLine(e.summary)}`)
     this.line(`  arguments: ${clip(terminalSafe(JSON.stringify(e.arguments)), MAX_ARGS_CHARS)}`)
+    const settled = new AbortController()
+    void this.watchSettlement(stream, seq, e.request_id, settled)
     let decision: OperatorDecision | null = null
     while (decision === null) {
-      const answer = await this.lines.next('  allow? [y]es / [n]o / [a]lways / [e]dit: ')
+      const answer = await this.lines.next('  allow? [y]es / [n]o / [a]lways / [e]dit: ', settled.signal)
       this.midLine = false
+      if (settled.signal.aborted) {
+        this.line('  (settled elsewhere; not asking any more)')
+        return
+      }
       if (answer === null) {
         this.line('  (input closed: answering no)')
         decision = 'no'
@@ -271,8 +314,12 @@ class ChatSession implements Chat {
     }
     let replacement: string | undefined
     if (decision === 'edit') {
-      const text = await this.lines.next('  replacement result: ')
+      const text = await this.lines.next('  replacement result: ', settled.signal)
       this.midLine = false
+      if (settled.signal.aborted) {
+        this.line('  (settled elsewhere; not asking any more)')
+        return
+      }
       if (text === null) {
         this.line('  (input closed: answering no)')
         decision = 'no'
@@ -280,10 +327,26 @@ class ChatSession implements Chat {
         replacement = text
       }
     }
+    settled.abort()
     try {
       await this.options.client.respond(e.request_id, decision, replacement)
     } catch (err) {
       this.line(`! the answer was not taken: ${describe(err)}`)
+    }
+  }
+
+  private async watchSettlement (stream: TurnStream, afterSeq: number, requestId: string, settled: AbortController): Promise<void> {
+    try {
+      for await (const envelope of stream.from(afterSeq)) {
+        if (settled.signal.aborted) return
+        const e = envelope.event
+        if ((e.kind === 'approval.resolved' && e.request_id === requestId) || isTerminal(envelope)) {
+          settled.abort()
+          return
+        }
+      }
+    } catch {
+      settled.abort()
     }
   }
 }

@@ -4,4 +4,5 @@ export type { ClientNotice, ClientOptions, ConnectionState, ReconnectPolicy } fr
 export { TollgateClientError } from './errors.js'
 export type { ClientErrorCode } from './errors.js'
 export { TurnStream, isTerminal } from './stream.js'
+export { resultText } from './format.js'
 export type * from './types.js'

@@ -498,6 +498,13 @@ function showJson(value) {
   }
 }
 
+// client/format.ts
+function resultText(output, error) {
+  if (error === void 0 || error === "" || output.includes(error)) return output;
+  return output === "" ? error : `${output}
+${error}`;
+}
+
 // client/ui/turn-view.ts
 var DECISIONS = [
   { decision: "yes", label: "Yes", title: "Run this call once" },
@@ -679,7 +686,7 @@ var TurnView = class {
     const card = this.card(e.call_id, e.name, {});
     this.setStatus(card, e.status, `${e.status} · ${e.duration_ms} ms${e.truncated === true ? " · truncated" : ""}`);
     card.output.hidden = false;
-    card.output.textContent = e.error === void 0 || e.error === "" ? e.output : `${e.output}${e.output === "" ? "" : "\n"}${e.error}`;
+    card.output.textContent = resultText(e.output, e.error);
   }
 };
 

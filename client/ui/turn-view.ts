@@ -5,6 +5,7 @@
  */
 import type { TollgateClient } from '../client.js'
 import { TollgateClientError } from '../errors.js'
+import { resultText } from '../format.js'
 import type { EventEnvelope, OperatorDecision, TurnEventOf } from '../types.js'
 import { el, showJson } from './dom.js'
 
@@ -202,6 +203,6 @@ export class TurnView {
     const card = this.card(e.call_id, e.name, {})
     this.setStatus(card, e.status, `${e.status} · ${e.duration_ms} ms${e.truncated === true ? ' · truncated' : ''}`)
     card.output.hidden = false
-    card.output.textContent = e.error === undefined || e.error === '' ? e.output : `${e.output}${e.output === '' ? '' : '\n'}${e.error}`
+    card.output.textContent = resultText(e.output, e.error)
   }
 }

@@ -95,3 +95,66 @@ test('a one-shot turn that fails exits with 1, and an unreachable gateway is rep
   assert.equal(unreachable.code, 1)
   assert.match(unreachable.stdout, /cannot reach the gateway at http:\/\/127\.0\.0\.1:9: TIMEOUT: not connected after 5000 ms/)
 })
+
+/** A chat whose stdin stays open, for tests that act while it waits at a prompt. */
+function openChat (args: string[]): { child: ReturnType<typeof spawn>, output: () => string, waitFor: (re: RegExp) => Promise<RegExpExecArray> } {
+  const child = spawn(process.execPath, ['bin/tollgate.js', 'chat', ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
+  let stdout = ''
+  const wakers = new Set<() => void>()
+  child.stdout?.on('data', (c: Buffer) => {
+    stdout += c.toString('utf8')
+    for (const w of wakers) w()
+  })
+  const timer = setTimeout(() => { child.kill('SIGKILL') }, 30_000)
+  child.on('close', () => { clearTimeout(timer) })
+  return {
+    child,
+    output: () => stdout,
+    waitFor: async (re) => {
+      const deadline = Date.now() + 20_000
+      for (;;) {
+        const m = re.exec(stdout)
+        if (m !== null) return m
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`never printed ${String(re)}; output:\n${stdout}`)
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, 200)
+          wakers.add(() => { clearTimeout(t); resolve() })
+        })
+      }
+    }
+  }
+}
+
+test('a question answered elsewhere is withdrawn from the prompt and the turn goes on', async (t) => {
+  const g = await setup(t)
+  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'risky', arguments: { label: 'elsewhere' } }] }, { text: 'done' })
+  const chatProcess = openChat(['--url', g.url])
+  chatProcess.child.stdin?.write('go\n')
+  const [, turnId] = await chatProcess.waitFor(/── turn (turn_\S+)/)
+  await chatProcess.waitFor(/allow\? \[y\]es/)
+  const events = (await g.http('GET', `/v1/turns/${turnId ?? ''}/events`)).body.events as Array<{ event: { kind: string, request_id?: string } }>
+  const requestId = events.find((e) => e.event.kind === 'approval.requested')?.event.request_id ?? ''
+  const answered = await g.http('POST', `/v1/approvals/${requestId}`, { decision: 'yes' })
+  assert.equal(answered.status, 200)
+  await chatProcess.waitFor(/\(settled elsewhere; not asking any more\)/)
+  await chatProcess.waitFor(/✓ completed/)
+  assert.match(chatProcess.output(), /→ yes \(rest:local\)/)
+  assert.match(chatProcess.output(), /■ risky ok/)
+  chatProcess.child.stdin?.end()
+  const code = await new Promise((resolve) => chatProcess.child.on('close', resolve))
+  assert.equal(code, 0)
+})
+
+test('SIGINT (Ctrl-C) cancels the running turn and the chat keeps reading messages', async (t) => {
+  const g = await setup(t)
+  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'probe', arguments: { label: 'slow', ms: 30_000 } }] }, { text: 'second answer' })
+  const chatProcess = openChat(['--url', g.url])
+  chatProcess.child.stdin?.write('long one\n')
+  await chatProcess.waitFor(/▶ probe/)
+  chatProcess.child.kill('SIGINT')
+  await chatProcess.waitFor(/✗ cancelled: cancelled by client/)
+  chatProcess.child.stdin?.end('next one\n')
+  await chatProcess.waitFor(/second answer\n✓ completed/)
+  const code = await new Promise((resolve) => chatProcess.child.on('close', resolve))
+  assert.equal(code, 0)
+})
