@@ -399,7 +399,9 @@ export class TollgateClient {
     socket.onopen = null
     socket.onmessage = null
     socket.onclose = null
-    socket.onerror = null
+    // Kept as a no-op, not removed: `ws` throws an 'error' with no listener, e.g. when a socket
+    // still connecting is closed.
+    socket.onerror = () => {}
   }
 
   /**

@@ -415,7 +415,8 @@ var TollgateClient = class {
     socket.onopen = null;
     socket.onmessage = null;
     socket.onclose = null;
-    socket.onerror = null;
+    socket.onerror = () => {
+    };
   }
   /**
    * Forgets a socket without waiting for its close event: a half-open TCP connection may not

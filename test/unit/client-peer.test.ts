@@ -74,3 +74,20 @@ test('a socket that stays silent past two heartbeats is dropped and the client r
   assert.ok(connections >= 2, 'reconnected after the silent socket was dropped')
   assert.equal(closes[0], 4001)
 })
+
+test('closing the client while a connection attempt is still pending throws nothing', async () => {
+  // A listening socket that never completes the WebSocket handshake keeps the attempt pending.
+  const server = createServer(() => {})
+  const held: Array<{ destroy: () => void }> = []
+  server.on('upgrade', (_req, socket) => { held.push(socket) })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  const client = createNodeClient({ url: `http://127.0.0.1:${port}` })
+  const connecting = client.connect()
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  client.close()
+  await assert.rejects(connecting, { code: 'CLOSED' })
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  for (const socket of held) socket.destroy()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+})
