@@ -3,6 +3,19 @@ import type { FastifyInstance } from 'fastify'
 import { Problem } from '../schemas/common.js'
 import { Session, SessionParams } from '../schemas/session.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
+import type { ChatMessage } from '../src/providers/types.js'
+import { scrubText } from '../src/security/redact.js'
+
+/**
+ * History as shown to a client: tool data (results, call arguments) is scrubbed like every other
+ * rendering surface; the stored copy stays raw because the model needs the real data.
+ */
+function displayMessage (m: ChatMessage): ChatMessage {
+  const toolData = m.role === 'tool' || (m.role === 'user' && m.content?.startsWith('[Tool results]') === true)
+  const shown: ChatMessage = { ...m, content: toolData && m.content !== null ? scrubText(m.content) : m.content }
+  if (m.tool_calls !== undefined) shown.tool_calls = m.tool_calls.map((c) => ({ ...c, arguments: scrubText(c.arguments) }))
+  return shown
+}
 
 export default async function sessionRoutes (app: FastifyInstance): Promise<void> {
   const { turns, auth } = app.gateway
@@ -19,7 +32,7 @@ export default async function sessionRoutes (app: FastifyInstance): Promise<void
       updated_at: s.updated_at,
       turn_ids: s.turn_ids,
       always_allowed_tools: s.always_allowed,
-      history: s.history.filter((m) => m.role !== 'system')
+      history: s.history.filter((m) => m.role !== 'system').map(displayMessage)
     }
   })
 }

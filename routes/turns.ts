@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import { Problem, TurnIdParams } from '../schemas/common.js'
 import { CancelResult, EventsPage, EventsQuery, Turn, TurnAccepted, TurnRequest, TurnStartQuery } from '../schemas/turn.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
-import { principalKey } from '../src/auth/principal.js'
+import { hasScope, principalKey } from '../src/auth/principal.js'
 import { TollgateError } from '../src/errors.js'
 import { followTurn } from '../src/gateway/follow.js'
 import type { TurnRecord } from '../src/store/store.js'
@@ -22,7 +22,7 @@ export function publicTurn (turn: TurnRecord): Omit<TurnRecord, 'owner'> {
 }
 
 export default async function turnRoutes (app: FastifyInstance): Promise<void> {
-  const { turns, connections, bus, auth } = app.gateway
+  const { turns, connections, bus, auth, config } = app.gateway
 
   app.post('/v1/turns', {
     onRequest: authenticate(auth, 'turns:write'),
@@ -48,7 +48,7 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
       return await reply.code(202).send({ turn_id: turn.turn_id, session_id: turn.session_id, status: turn.status, events_url: `/v1/turns/${turn.turn_id}/events` })
     }
 
-    const connection = connections.open(sse ? 'sse' : 'http', principalKey(principal))
+    const connection = connections.open(sse ? 'sse' : 'http', principalKey(principal), hasScope(principal, 'approvals:answer'))
     onClientGone(reply, () => { connections.close(connection.id) })
     let started
     try {
@@ -85,6 +85,13 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
       afterSeq: 0,
       knownLastSeq: 0,
       deliver: (envelope) => {
+        if (raw.writableEnded) return
+        // Same slow-consumer policy as the WebSocket: a reader this far behind loses the stream.
+        if (raw.writableLength > config.ws.max_buffered_bytes) {
+          app.log.warn({ turn_id: turn.turn_id, buffered: raw.writableLength }, 'closing a slow SSE consumer')
+          raw.destroy()
+          return
+        }
         const { session_id: _s, ...wire } = envelope
         raw.write(`id: ${envelope.seq}\nevent: ${envelope.event.kind}\ndata: ${JSON.stringify(wire)}\n\n`)
       },

@@ -4,16 +4,18 @@
  * unless they were started with detach:true.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { WebSocket } from 'ws'
 import { Type } from '@sinclair/typebox'
 import type { ServerFrame } from '../schemas/ws.js'
+import { whenExpired } from '../src/auth/expiry.js'
+import { FRAME_SCOPES } from '../src/auth/frame-scopes.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
-import { principalKey, type Principal } from '../src/auth/principal.js'
-import type { Unsubscribe } from '../src/bus/bus.js'
+import { hasScope, principalKey, requireScope, type Principal } from '../src/auth/principal.js'
+import type { BusEnvelope, Unsubscribe } from '../src/bus/bus.js'
 import { TollgateError } from '../src/errors.js'
 import type { Connection } from '../src/gateway/connections.js'
 import { followTurn } from '../src/gateway/follow.js'
 import { frameRef, parseClientFrame } from '../src/gateway/frames.js'
+import { FrameRateLimiter } from '../src/security/frame-rate-limit.js'
 import type { Gateway } from '../src/server.js'
 import type { ClientFrame } from '../schemas/ws.js'
 
@@ -33,10 +35,11 @@ function originAllowed (request: FastifyRequest, allowed: readonly string[]): bo
 
 class SocketSession {
   private readonly subscriptions = new Map<string, Unsubscribe>()
+  /** Turns with a follow being set up, counted (two subscribes may race). */
+  private readonly claims = new Map<string, number>()
 
   constructor (
     private readonly gateway: Gateway,
-    private readonly socket: WebSocket,
     private readonly principal: Principal,
     private readonly connection: Connection,
     readonly send: Send
@@ -57,31 +60,57 @@ class SocketSession {
     }
   }
 
+  /** A turn this socket follows by itself reaches it through that follow only. */
+  private followsTurn (turnId: string): boolean {
+    return this.subscriptions.has(`turn:${turnId}`) || this.claims.has(turnId)
+  }
+
   async followTurn (turnId: string, afterSeq: number, ref: string | undefined, ack: boolean): Promise<void> {
+    // Claimed before the first await: while the follow is being set up, events of this turn must
+    // not also arrive through a session subscription (the follow's replay delivers them), or the
+    // socket would see them twice.
+    this.claims.set(turnId, (this.claims.get(turnId) ?? 0) + 1)
+    try {
+      await this.startFollow(turnId, afterSeq, ref, ack)
+    } finally {
+      const left = (this.claims.get(turnId) ?? 1) - 1
+      if (left === 0) this.claims.delete(turnId)
+      else this.claims.set(turnId, left)
+    }
+  }
+
+  private async startFollow (turnId: string, afterSeq: number, ref: string | undefined, ack: boolean): Promise<void> {
     const key = `turn:${turnId}`
     const turn = await this.gateway.turns.get(this.principal, turnId)
     this.reserve(key)
     // Placeholder until the follow is live, so a racing unsubscribe or close still cleans up.
     this.subscriptions.set(key, () => {})
     this.connection.turns.add(turnId)
-    if (ack) this.send({ type: 'subscribed', ...(ref === undefined ? {} : { ref }), turn_id: turnId, status: turn.status, last_seq: turn.last_seq })
     const done = (): void => {
       this.subscriptions.get(key)?.()
       this.subscriptions.delete(key)
       this.connection.turns.delete(turnId)
     }
+    const forward = (e: BusEnvelope): void => { this.send({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event }) }
+    // Replayed events wait until the follow is known to be gap-free: a client must see either
+    // `subscribed` and then the events, or only the REPLAY_GAP error, never both.
+    let held: BusEnvelope[] | null = []
     const result = await followTurn({
       bus: this.gateway.bus,
       turnId,
       afterSeq,
       knownLastSeq: turn.last_seq,
-      deliver: (e) => { this.send({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event }) },
+      deliver: (e) => { if (held === null) forward(e); else held.push(e) },
       onEnd: () => { queueMicrotask(done) }
     })
     if (result.kind === 'gap') {
       done()
       throw new TollgateError('REPLAY_GAP', `events after seq ${afterSeq} are no longer retained (oldest kept: ${result.firstSeq}); refetch the turn`)
     }
+    if (ack) this.send({ type: 'subscribed', ...(ref === undefined ? {} : { ref }), turn_id: turnId, status: turn.status, last_seq: turn.last_seq })
+    const replayed = held
+    held = null
+    for (const e of replayed) forward(e)
     if (!this.subscriptions.has(key) || this.connection.closed) {
       result.unsubscribe()
       return
@@ -100,6 +129,7 @@ class SocketSession {
     this.reserve(key)
     this.connection.sessions.add(sessionId)
     const unsubscribe = this.gateway.bus.subscribeSession(sessionId, (e) => {
+      if (this.followsTurn(e.turn_id)) return
       this.send({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event })
     })
     this.subscriptions.set(key, () => {
@@ -111,6 +141,8 @@ class SocketSession {
 
   async handle (frame: ClientFrame): Promise<void> {
     const ref = frame.ref === undefined ? {} : { ref: frame.ref }
+    const scope = FRAME_SCOPES[frame.type]
+    if (scope !== null) requireScope(this.principal, scope)
     switch (frame.type) {
       case 'hello':
         this.send({ type: 'welcome', ...ref, connection_id: this.connection.id, heartbeat_ms: this.gateway.config.ws.heartbeat_ms })
@@ -173,7 +205,7 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
           throw new TollgateError('ORIGIN_NOT_ALLOWED', 'this Origin may not open a WebSocket here')
         }
       },
-      authenticate(gateway.auth, null, { allowQueryToken: true })
+      authenticate(gateway.auth, null, { upgrade: true, allowQueryToken: config.auth.allow_query_token })
     ],
     schema: {
       summary: 'WebSocket: turns, events, approvals, cancellation (frames in asyncapi.yaml)',
@@ -184,7 +216,7 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
     websocket: true
   }, (socket, request) => {
     const principal = principalOf(request)
-    const connection = connections.open('ws', principalKey(principal))
+    const connection = connections.open('ws', principalKey(principal), hasScope(principal, 'approvals:answer'))
     let alive = true
     const send: Send = (frame) => {
       if (socket.readyState !== socket.OPEN) return
@@ -195,7 +227,7 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
       }
       socket.send(JSON.stringify(frame))
     }
-    const session = new SocketSession(gateway, socket, principal, connection, send)
+    const session = new SocketSession(gateway, principal, connection, send)
     connection.follow = (turnId) => {
       session.followTurn(turnId, 0, undefined, false).catch((err: unknown) => { reportError(err, undefined) })
     }
@@ -209,8 +241,32 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
       send({ type: 'error', code: 'INTERNAL', message: 'internal error', ...(ref === undefined ? {} : { ref }) })
     }
 
+    const limiter = new FrameRateLimiter({
+      perSecond: config.ws.frame_rate.per_second,
+      burst: config.ws.frame_rate.burst,
+      maxRejected: config.ws.frame_rate.max_rejected
+    })
+    // A socket outlives the request that authenticated it; it must not outlive the token.
+    const stopExpiry = principal.expiresAt === undefined
+      ? () => {}
+      : whenExpired(principal.expiresAt, () => {
+        send({ type: 'error', code: 'TOKEN_EXPIRED', message: 'the bearer token has expired; reconnect with a fresh one' })
+        socket.close(1008, 'token expired')
+      })
+
     socket.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
+      if (socket.readyState !== socket.OPEN) return
       const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8')
+      const verdict = limiter.take()
+      if (verdict === 'close') {
+        gateway.log.warn({ audit: 'ws_rate_limit_close', connection_id: connection.id, principal: principalKey(principal) }, 'closing a WebSocket that ignores its frame rate limit')
+        socket.close(1008, 'frame rate limit exceeded')
+        return
+      }
+      if (verdict === 'reject') {
+        reportError(new TollgateError('RATE_LIMITED', `more than ${config.ws.frame_rate.per_second} frames per second; slow down`), frameRef(text))
+        return
+      }
       let frame: ClientFrame
       try {
         frame = parseClientFrame(text)
@@ -235,6 +291,7 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
     }
     socket.on('close', () => {
       clearInterval(heartbeat)
+      stopExpiry()
       session.close()
       connections.close(connection.id)
     })

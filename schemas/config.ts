@@ -24,8 +24,30 @@ export const LogConfig = Type.Object({
   ], { default: 'info' })
 }, { additionalProperties: false, default: {} })
 
+export const JWT_ALGORITHMS = [
+  'HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'
+] as const
+export type JwtAlgorithm = typeof JWT_ALGORITHMS[number]
+
+const OneOrMany = Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })])
+
 export const AuthConfig = Type.Object({
-  mode: Type.Union([Type.Literal('none'), Type.Literal('jwt')], { default: 'none' })
+  mode: Type.Union([Type.Literal('none'), Type.Literal('jwt')], { default: 'none', description: 'none: one local principal, loopback bind only' }),
+  secret: Type.Optional(Type.String({ minLength: 32, description: 'HMAC shared secret (development); prefer secret_env' })),
+  secret_env: Type.Optional(Type.String({ minLength: 1, description: 'Name of the environment variable holding the HMAC secret' })),
+  jwks_url: Type.Optional(Type.String({ minLength: 1, description: 'http(s) URL of the issuer\'s JSON Web Key Set (asymmetric keys)' })),
+  algorithms: Type.Array(Type.Union(JWT_ALGORITHMS.map((a) => Type.Literal(a))), {
+    default: [], description: 'Allowlist; empty: HS256 with a secret, RS256/ES256/EdDSA with a JWKS'
+  }),
+  issuer: Type.Optional(OneOrMany),
+  audience: Type.Optional(OneOrMany),
+  clock_tolerance_s: Type.Integer({ minimum: 0, maximum: 300, default: 30 }),
+  tenant_claim: Type.String({ minLength: 1, default: 'tenant' }),
+  max_token_bytes: Type.Integer({ minimum: 256, maximum: 65_536, default: 8192 }),
+  jwks_timeout_ms: Type.Integer({ minimum: 100, default: 5000 }),
+  jwks_cooldown_ms: Type.Integer({ minimum: 0, default: 30_000, description: 'Minimum pause between refetches triggered by an unknown kid' }),
+  jwks_cache_max_age_ms: Type.Integer({ minimum: 1000, default: 600_000 }),
+  allow_query_token: Type.Boolean({ default: true, description: 'Accept ?access_token= on /v1/ws (least preferred: URLs end up in logs and history)' })
 }, { additionalProperties: false, default: {} })
 
 export const WsConfig = Type.Object({
@@ -33,7 +55,12 @@ export const WsConfig = Type.Object({
   max_payload_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
   max_subscriptions: Type.Integer({ minimum: 1, default: 256 }),
   max_buffered_bytes: Type.Integer({ minimum: 1024, default: 4_194_304, description: 'Slow-consumer bound: a socket with more unsent bytes is closed with 1008' }),
-  allowed_origins: Type.Array(Type.String(), { default: [], description: 'Browser origins allowed to open /v1/ws besides the gateway\'s own' })
+  allowed_origins: Type.Array(Type.String(), { default: [], description: 'Browser origins allowed to open /v1/ws besides the gateway\'s own' }),
+  frame_rate: Type.Object({
+    per_second: Type.Number({ exclusiveMinimum: 0, default: 50, description: 'Sustained client frames per second per socket' }),
+    burst: Type.Integer({ minimum: 1, default: 100 }),
+    max_rejected: Type.Integer({ minimum: 1, default: 100, description: 'Refused frames (forgiven at per_second) before the socket is closed with 1008' })
+  }, { additionalProperties: false, default: {} })
 }, { additionalProperties: false, default: {} })
 
 export const UiConfig = Type.Object({
@@ -47,6 +74,7 @@ export const TurnsConfig = Type.Object({
   retention_ms: Type.Integer({ minimum: 0, default: 3_600_000, description: 'How long finished turns stay queryable in memory' }),
   max_events_per_turn: Type.Integer({ minimum: 16, default: 10_000, description: 'Replay buffer per turn; older events answer REPLAY_GAP' }),
   max_active_turns: Type.Integer({ minimum: 1, default: 256 }),
+  max_active_turns_per_principal: Type.Integer({ minimum: 1, default: 16 }),
   max_event_output_chars: Type.Integer({ minimum: 256, default: 16_384, description: 'Bound on tool output carried in streamed events' })
 }, { additionalProperties: false, default: {} })
 

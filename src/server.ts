@@ -6,13 +6,13 @@ import { mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify'
 import websocket from '@fastify/websocket'
-import { pino, type Logger } from 'pino'
+import type { Logger } from 'pino'
 import { Ajv } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { Config } from './config.js'
 import { createAuthenticator, isLoopbackHost, type Authenticator } from './auth/authenticate.js'
 import type { Principal } from './auth/principal.js'
-import { WS_PROTOCOL } from './auth/http.js'
+import { enforceAuthentication, WS_PROTOCOL } from './auth/http.js'
 import { MemoryEventBus } from './bus/memory.js'
 import type { EventBus } from './bus/bus.js'
 import { TollgateError, toProblem } from './errors.js'
@@ -26,7 +26,7 @@ import { createBuiltinTools } from './tools/builtin/index.js'
 import { ToolCatalog } from './tools/registry.js'
 import type { Tool } from './tools/tool.js'
 import { NO_HOOKS, type ToolHooks } from './turn/hooks.js'
-import { redactionPaths } from './security/log-redaction.js'
+import { createGatewayLogger } from './security/log-scrub.js'
 import healthRoutes from '../routes/health.js'
 import turnRoutes from '../routes/turns.js'
 import approvalRoutes from '../routes/approvals.js'
@@ -75,13 +75,6 @@ declare module 'fastify' {
   }
 }
 
-function createLogger (config: Config): Logger {
-  return pino({
-    level: config.log.level,
-    redact: { paths: redactionPaths, censor: '[REDACTED]' }
-  })
-}
-
 /** Body validation is strict (no coercion, no stripping); query and params coerce from strings. */
 function validatorCompiler (): (route: { schema: object, httpPart?: string }) => (data: unknown) => boolean {
   const strict = new Ajv({ allErrors: false, strict: false, removeAdditional: false, useDefaults: false, coerceTypes: false })
@@ -120,8 +113,8 @@ export function buildCatalog (config: Config, extra: readonly Tool[]): ToolCatal
 export async function buildServer (options: BuildOptions): Promise<Gateway> {
   const { config } = options
   const env = options.env ?? process.env
-  const log = options.logger ?? createLogger(config)
-  const auth = createAuthenticator(config)
+  const log = options.logger ?? createGatewayLogger(config.log.level)
+  const auth = createAuthenticator(config, env)
   if (auth.mode === 'none' && !isLoopbackHost(config.server.host)) {
     throw new Error(`auth.mode "none" is only allowed on a loopback address, not ${config.server.host}`)
   }
@@ -193,9 +186,12 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     } else if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError) {
       problem = toProblem(new TollgateError('INVALID_JSON', 'the body is not valid JSON'))
     } else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      problem = { ...toProblem(new TollgateError('INVALID_REQUEST', 'unsupported content-type; send application/json')), status: 415 }
-    } else if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
-      problem = { ...toProblem(new TollgateError('INVALID_REQUEST', err.message)), status: err.statusCode }
+      problem = toProblem(new TollgateError('UNSUPPORTED_MEDIA_TYPE', 'unsupported content-type; send application/json'))
+    } else if (err.statusCode === 400) {
+      problem = toProblem(new TollgateError('INVALID_REQUEST', err.message))
+    } else if (typeof err.statusCode === 'number' && err.statusCode > 400 && err.statusCode < 500) {
+      // Rare framework refusals (bad URL encodings, constraint misses): one code per status.
+      problem = { type: `https://tollgate.dev/problems/http-${err.statusCode}`, title: err.message, status: err.statusCode, code: `HTTP_${err.statusCode}` }
     } else {
       request.log.error({ err }, 'unhandled error')
       problem = toProblem(new TollgateError('INTERNAL', 'internal error'))
@@ -213,6 +209,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false)
     }
   })
+  enforceAuthentication(app)
   await app.register(healthRoutes)
   await app.register(turnRoutes)
   await app.register(approvalRoutes)

@@ -66,7 +66,8 @@ export async function gateToolApproval (
   const requirement = exec.approval.requirement(call.name)
   if (requirement !== 'prompt') return { kind: 'proceed', approved: requirement === 'approved' }
 
-  const summary = summarizeArgs(call.arguments)
+  // Summarised from scrubbed arguments: a secret inside a value (a curl header, a URL) must not reach the operator's screen.
+  const summary = summarizeArgs(scrubValue(call.arguments))
   const reply = state.interactive
     ? await state.approvals.ask({
       callId: call.callId,

@@ -1,9 +1,12 @@
 /**
  * Authentication seam: turns a request's credentials into a Principal, or refuses with
- * UNAUTHENTICATED. Routes never look at credentials themselves.
+ * UNAUTHENTICATED / TOKEN_INVALID / TOKEN_EXPIRED. Routes never look at credentials themselves.
  */
 import type { Config } from '../config.js'
+import { createJwtAuthenticator } from './jwt.js'
 import { LOCAL_PRINCIPAL, type Principal } from './principal.js'
+
+export { isLoopbackHost } from './loopback.js'
 
 export interface Credentials {
   authorization?: string | undefined
@@ -19,8 +22,8 @@ export interface Authenticator {
   close (): Promise<void>
 }
 
-export function createAuthenticator (config: Config): Authenticator {
-  if (config.auth.mode !== 'none') throw new Error(`auth.mode ${config.auth.mode} is not supported by this build`)
+export function createAuthenticator (config: Config, env: NodeJS.ProcessEnv): Authenticator {
+  if (config.auth.mode === 'jwt') return createJwtAuthenticator(config.auth, env)
   return {
     mode: 'none',
     async authenticate () {
@@ -28,10 +31,4 @@ export function createAuthenticator (config: Config): Authenticator {
     },
     async close () {}
   }
-}
-
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', 'localhost', '::ffff:127.0.0.1'])
-
-export function isLoopbackHost (host: string): boolean {
-  return LOOPBACK_HOSTS.has(host) || host.startsWith('127.')
 }

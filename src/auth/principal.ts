@@ -2,6 +2,8 @@
  * Who is calling. Every turn, session, approval and subscription is owned by a principal
  * (sub + tenant); the key below is the only thing ownership checks compare.
  */
+import { TollgateError } from '../errors.js'
+
 export const SCOPES = ['turns:write', 'turns:read', 'approvals:answer'] as const
 export type Scope = typeof SCOPES[number]
 
@@ -9,6 +11,8 @@ export interface Principal {
   sub: string
   tenant: string
   scopes: ReadonlySet<string>
+  /** Epoch ms after which the credential is no longer accepted; long-lived sockets close then. */
+  expiresAt?: number
 }
 
 export function principalKey (p: Principal): string {
@@ -21,3 +25,7 @@ export function hasScope (p: Principal, scope: Scope): boolean {
 
 /** The single local principal of `auth.mode = "none"` (loopback development only). */
 export const LOCAL_PRINCIPAL: Principal = Object.freeze({ sub: 'local', tenant: 'local', scopes: new Set<string>(SCOPES) })
+
+export function requireScope (p: Principal, scope: Scope): void {
+  if (!hasScope(p, scope)) throw new TollgateError('FORBIDDEN', `this token lacks the ${scope} scope`)
+}

@@ -11,6 +11,8 @@ export interface Connection {
   readonly id: string
   readonly kind: ConnectionKind
   readonly principal: string
+  /** Whether the principal behind it may answer approvals (scope `approvals:answer`). */
+  readonly canAnswer: boolean
   readonly turns: Set<string>
   readonly sessions: Set<string>
   closed: boolean
@@ -22,8 +24,8 @@ export class ConnectionRegistry {
   private readonly connections = new Map<string, Connection>()
   private readonly closeListeners = new Map<string, Set<() => void>>()
 
-  open (kind: ConnectionKind, principal: string): Connection {
-    const connection: Connection = { id: `${kind}_${randomUUID()}`, kind, principal, turns: new Set(), sessions: new Set(), closed: false }
+  open (kind: ConnectionKind, principal: string, canAnswer: boolean): Connection {
+    const connection: Connection = { id: `${kind}_${randomUUID()}`, kind, principal, canAnswer, turns: new Set(), sessions: new Set(), closed: false }
     this.connections.set(connection.id, connection)
     return connection
   }
@@ -59,12 +61,13 @@ export class ConnectionRegistry {
   }
 
   /**
-   * True when a live streaming connection of `principal` watches the turn or its session, i.e.
-   * someone can see an approval request. A long-poll (`?wait=true`) sees nothing until the end.
+   * True when a live streaming connection of `principal` that may answer approvals watches the
+   * turn or its session, i.e. someone can act on an approval request. A long-poll (`?wait=true`)
+   * sees nothing until the end.
    */
   watchedBy (principal: string, turnId: string, sessionId: string): boolean {
     for (const c of this.connections.values()) {
-      if (c.kind === 'http' || c.closed || c.principal !== principal) continue
+      if (c.kind === 'http' || c.closed || !c.canAnswer || c.principal !== principal) continue
       if (c.turns.has(turnId) || c.sessions.has(sessionId)) return true
     }
     return false

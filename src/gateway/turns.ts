@@ -15,6 +15,7 @@ import { TollgateError } from '../errors.js'
 import { canonicalJson } from '../json/canonical.js'
 import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
+import { scrubText } from '../security/redact.js'
 import { ReceiptKey } from '../receipts/receipts.js'
 import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
 import type { ToolCatalog } from '../tools/registry.js'
@@ -111,7 +112,8 @@ export class TurnService {
     const now = Date.now()
     this.sweep(now)
 
-    const fingerprint = canonicalJson({ ...request, idempotency_key: undefined })
+    // Defaults spelled out or left out are the same request.
+    const fingerprint = canonicalJson({ ...request, interactive: request.interactive !== false, detach: request.detach === true, idempotency_key: undefined })
     const idemKey = request.idempotency_key === undefined ? null : `${owner}\u0000${request.idempotency_key}`
     if (idemKey !== null) {
       const seen = this.idempotency.get(idemKey)
@@ -126,10 +128,13 @@ export class TurnService {
       // A client may name only a WebSocket as owner: it is the one kind that can answer approvals later.
       const named = request.owner_connection === options.ownerConnection
       if (connection === undefined || connection.principal !== owner || (named && connection.kind !== 'ws')) {
+        if (connection !== undefined && connection.principal !== owner) {
+          this.deps.log.warn({ audit: 'cross_principal_connection', principal: owner, connection_id: connection.id }, 'refused a turn owned by a connection of another principal')
+        }
         throw new TollgateError('CONNECTION_NOT_FOUND', 'owner_connection is not a live WebSocket connection of this principal')
       }
     }
-    if (this.active.size >= config.turns.max_active_turns) throw new TollgateError('TOO_MANY_TURNS', 'too many turns are running; retry later')
+    this.checkCapacity(owner)
 
     const sessionId = request.session_id ?? `ses_${randomUUID()}`
     if (this.busySessions.has(sessionId)) throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
@@ -162,8 +167,9 @@ export class TurnService {
       ...(request.tools === undefined ? {} : { narrowing: request.tools }),
       receiptGenerator: () => receipts
     })
-    // Re-checked after the awaits above: two starts may race for one session.
+    // Re-checked after the awaits above: two starts may race for one session or the last slot.
     if (this.busySessions.has(sessionId)) throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+    this.checkCapacity(owner)
 
     const turnId = `turn_${randomUUID()}`
     const createdAt = new Date().toISOString()
@@ -251,6 +257,17 @@ export class TurnService {
     return { turn: record, created: true }
   }
 
+  /** One principal may not take every slot: the per-principal cap keeps other tenants served. */
+  private checkCapacity (owner: string): void {
+    const { turns } = this.deps.config
+    if (this.active.size >= turns.max_active_turns) throw new TollgateError('TOO_MANY_TURNS', 'too many turns are running; retry later')
+    let owned = 0
+    for (const a of this.active.values()) if (a.record.owner === owner) owned++
+    if (owned >= turns.max_active_turns_per_principal) {
+      throw new TollgateError('TOO_MANY_TURNS', `this principal already runs ${owned} turns (at most ${turns.max_active_turns_per_principal}); wait for one to finish`)
+    }
+  }
+
   private bindOwner (active: ActiveTurn): void {
     const id = active.ownerConnection
     if (id === null) return
@@ -272,7 +289,7 @@ export class TurnService {
     const { record } = active
     if (active.ownerConnection !== null) {
       const owner = this.deps.connections.get(active.ownerConnection)
-      if (owner !== undefined && !owner.closed && owner.kind !== 'http') return true
+      if (owner !== undefined && !owner.closed && owner.kind !== 'http' && owner.canAnswer) return true
     }
     return this.deps.connections.watchedBy(record.owner, record.turn_id, record.session_id)
   }
@@ -297,8 +314,10 @@ export class TurnService {
     } else if (outcome.status === 'cancelled') {
       this.emit(active, { kind: 'turn.cancelled', reason: outcome.reason })
     } else {
-      record.error = { code: outcome.code, message: outcome.message }
-      this.emit(active, { kind: 'turn.failed', code: outcome.code, message: outcome.message })
+      // Failure text can quote provider or tool errors, so it is rendered scrubbed.
+      const message = scrubText(outcome.message)
+      record.error = { code: outcome.code, message }
+      this.emit(active, { kind: 'turn.failed', code: outcome.code, message })
     }
     for (const dispose of active.disposers) dispose()
     this.active.delete(record.turn_id)
@@ -373,7 +392,14 @@ export class TurnService {
       this.deps.bus.publishControl({ type: 'approval', request_id: requestId, principal: key, decision: answer.decision, ...(answer.replacement === undefined ? {} : { replacement: answer.replacement }), decided_by: answer.decidedBy, channel: answer.channel })
       throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
     }
-    return this.broker.answer(requestId, { ...answer, principal: key })
+    try {
+      return this.broker.answer(requestId, { ...answer, principal: key })
+    } catch (err) {
+      if (err instanceof TollgateError && err.code === 'APPROVAL_NOT_FOUND') {
+        this.deps.log.warn({ audit: 'cross_principal_approval', principal: key, request_id: requestId }, 'refused an answer to an approval request of another principal')
+      }
+      throw err
+    }
   }
 
   private applyControl (message: ControlMessage): void {

@@ -65,8 +65,11 @@ export function assembleScopedRegistry (options: AssembleOptions): ScopedRegistr
   const riskAllowed = risk.allowed_tools.length === 0 ? null : new Set(risk.allowed_tools)
   let admitted = riskAllowed === null ? bundle : bundle.filter((t) => riskAllowed.has(t.name))
 
+  const excluded = [...risk.excluded_tools, ...(narrowing?.exclude ?? [])]
   if (narrowing?.allow !== undefined) {
-    const names = new Set(admitted.map((t) => t.name))
+    const hidden = new Set(excluded.map(normaliseToolName))
+    // Asking for a tool policy hides is a client mistake worth naming, not a silent no-op.
+    const names = new Set(admitted.filter((t) => !hidden.has(normaliseToolName(t.name))).map((t) => t.name))
     const unknown = narrowing.allow.filter((n) => !names.has(n))
     if (unknown.length > 0) {
       throw new TollgateError('UNKNOWN_TOOL', 'tools.allow names a tool this agent does not have', {
@@ -76,5 +79,5 @@ export function assembleScopedRegistry (options: AssembleOptions): ScopedRegistr
     const allow = new Set(narrowing.allow)
     admitted = admitted.filter((t) => allow.has(t.name))
   }
-  return new ScopedRegistry(admitted, [...risk.excluded_tools, ...(narrowing?.exclude ?? [])])
+  return new ScopedRegistry(admitted, excluded)
 }

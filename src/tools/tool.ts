@@ -105,7 +105,13 @@ export function defineTool<A = Record<string, unknown>> (def: ToolDefinition<A>)
       if (validate === null) return null
       return validate(args) ? null : describeErrors(validate.errors)
     },
-    execute: def.execute as Tool['execute']
+    // Arguments are checked here once for every tool, so no tool re-implements the check and
+    // direct callers (embedders, tests) get the same guarantee as the dispatcher.
+    async execute (args, ctx) {
+      const problem = tool.validateArgs(args)
+      if (problem !== null) return fail(`invalid arguments: ${problem}`)
+      return await (def.execute as Tool['execute'])(args, ctx)
+    }
   }
   return Object.freeze(tool)
 }

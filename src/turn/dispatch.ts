@@ -4,6 +4,7 @@
  * must not race activation). Sequential dispatch checks cancellation before each call; a
  * cancelled parallel batch keeps finished siblings' real results and interrupts only the rest.
  */
+import { scrubText, scrubValue } from '../security/redact.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import type { ParsedCall } from './parse.js'
 import { unavailableText } from './prepare.js'
@@ -27,12 +28,14 @@ class Interrupted {}
 async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot): Promise<void> {
   const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
   const ids = { call_id: slot.callId, ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }) }
-  exec.observer.record({ kind: 'tool_call_start', tool: slot.name, ...ids, arguments: slot.arguments, ...correlation })
+  // Observers (logs, metrics, tracing) only ever see scrubbed arguments and results.
+  const args = scrubValue(slot.arguments)
+  exec.observer.record({ kind: 'tool_call_start', tool: slot.name, ...ids, arguments: args, ...correlation })
 
   // Checked again at the door: preparation resolved the tool, but nothing hidden may run.
   const unavailable = unavailableText(exec, slot.name)
   if (unavailable !== null) {
-    exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: slot.arguments, duration_ms: 0, success: false, status: 'error', result: unavailable, ...correlation })
+    exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: 0, success: false, status: 'error', result: scrubText(unavailable), ...correlation })
     settleSlot(exec, state, slot, unexecuted('error', unavailable))
     return
   }
@@ -76,8 +79,8 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
   }
   const outcome = settleSlot(exec, state, slot, raw)
   exec.observer.record({
-    kind: 'tool_call', tool: slot.name, ...ids, arguments: slot.arguments, duration_ms: Math.round(raw.durationMs),
-    success: raw.success, status: raw.status, result: outcome.output, ...correlation
+    kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: Math.round(raw.durationMs),
+    success: raw.success, status: raw.status, result: scrubText(outcome.output), ...correlation
   })
   await runAfterHooks(exec, state, slot, outcome.output, raw)
 }

@@ -4,6 +4,7 @@
  */
 import { TurnFailure, type TurnFailureCode } from '../errors.js'
 import { ProviderError, type ChatResponse } from '../providers/types.js'
+import { scrubText } from '../security/redact.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { dispatchRound, parallelEligible } from './dispatch.js'
 import { appendRound } from './history.js'
@@ -11,6 +12,7 @@ import { parseResponse, type ParsedResponse } from './parse.js'
 import { prepareRound } from './prepare.js'
 import { buildIterationRequest } from './prompt.js'
 import { collectRound } from './results.js'
+import { createThinkFilter } from './stream-filter.js'
 import { detectToolProtocolIssue, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks } from './text-protocol.js'
 
 export type TurnOutcome =
@@ -39,6 +41,15 @@ function cancelled (state: TurnState): TurnOutcome {
   return { status: 'cancelled', reason: reason instanceof CancelReason ? reason.reason : 'cancelled' }
 }
 
+/** Streams visible text as it arrives, minus reasoning blocks. */
+function liveText (state: TurnState): (text: string) => void {
+  const filter = createThinkFilter()
+  return (text) => {
+    const visible = filter.push(text)
+    if (visible !== '') state.emit({ kind: 'text.delta', text: visible })
+  }
+}
+
 function receiptsBlock (exec: ResolvedAgentExecution, state: TurnState, text: string): string {
   if (exec.receipts?.showInResponse !== true || state.receipts.length === 0) return text
   const block = `---\nTool receipts:${state.receipts.map((r) => `\n  ${r}`).join('')}`
@@ -58,7 +69,7 @@ async function callModel (exec: ResolvedAgentExecution, state: TurnState, reques
       ...(exec.model.temperature === undefined ? {} : { temperature: exec.model.temperature })
     }, {
       signal: state.signal,
-      ...(live ? { onTextDelta: (text: string) => state.emit({ kind: 'text.delta', text }) } : {})
+      ...(live ? { onTextDelta: liveText(state) } : {})
     })
     exec.observer.record({
       kind: 'llm_response', provider: provider.name, model, duration_ms: Math.round(performance.now() - started), success: true,
@@ -69,7 +80,7 @@ async function callModel (exec: ResolvedAgentExecution, state: TurnState, reques
     return response
   } catch (err) {
     if (!state.signal.aborted) {
-      exec.observer.record({ kind: 'llm_response', provider: provider.name, model, duration_ms: Math.round(performance.now() - started), success: false, error: (err as Error).message, ...correlation })
+      exec.observer.record({ kind: 'llm_response', provider: provider.name, model, duration_ms: Math.round(performance.now() - started), success: false, error: scrubText((err as Error).message), ...correlation })
     }
     throw err
   }

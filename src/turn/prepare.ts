@@ -8,6 +8,7 @@
 import { gateToolApproval } from '../approval/gate.js'
 import { TurnFailure } from '../errors.js'
 import { canonicalJson } from '../json/canonical.js'
+import { scrubText, scrubValue } from '../security/redact.js'
 import type { Tool } from '../tools/tool.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { sortedBeforeHooks } from './hooks.js'
@@ -62,8 +63,9 @@ function withoutMarker (name: string, args: Record<string, unknown>): Record<str
 function observeUnavailable (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, text: string): void {
   const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
   const ids = { call_id: slot.callId, ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }) }
-  exec.observer.record({ kind: 'tool_call_start', tool: slot.name, ...ids, arguments: slot.arguments, ...correlation })
-  exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: slot.arguments, duration_ms: 0, success: false, status: 'error', result: text, ...correlation })
+  const args = scrubValue(slot.arguments)
+  exec.observer.record({ kind: 'tool_call_start', tool: slot.name, ...ids, arguments: args, ...correlation })
+  exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: 0, success: false, status: 'error', result: scrubText(text), ...correlation })
 }
 
 async function runBeforeHooks (exec: ResolvedAgentExecution, state: TurnState, name: string, args: Record<string, unknown>): Promise<{ name: string, args: Record<string, unknown> } | { cancel: string }> {

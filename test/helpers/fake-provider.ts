@@ -17,6 +17,8 @@ export interface ScriptedReply {
   toolCalls?: ScriptedCall[]
   /** Delay before the response starts. */
   delayMs?: number
+  /** Hold the response until this settles: lets a test observe a turn while it is running. */
+  gate?: Promise<unknown>
   /** Delay between streamed chunks. */
   chunkDelayMs?: number
   /** Answer with this HTTP status and body instead of a completion. */
@@ -64,6 +66,7 @@ function wireCalls (calls: ScriptedCall[]): Array<{ id: string, type: 'function'
 
 async function answer (reply: ScriptedReply, stream: boolean, res: ServerResponse, isClosed: () => boolean): Promise<void> {
   if (reply.delayMs !== undefined) await sleep(reply.delayMs)
+  if (reply.gate !== undefined) await reply.gate
   if (reply.hang === true) return
   if (reply.status !== undefined) {
     res.writeHead(reply.status, { 'content-type': 'application/json' })

@@ -26,6 +26,11 @@ export interface StartOptions extends Omit<BuildOptions, 'config'> {
   overrides?: unknown
   /** Provide a provider shared by several gateways; otherwise one is started. */
   provider?: FakeProvider
+  /**
+   * Bearer token sent by default (`Authorization` on http(), `bearer.` subprotocol on socket())
+   * unless a call gives its own; for gateways started with `auth.mode = "jwt"`.
+   */
+  token?: string
 }
 
 export async function startGateway (options: StartOptions = {}): Promise<TestGateway> {
@@ -42,7 +47,7 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
       agents: { default: { provider: 'fake' } }
     }, options.overrides ?? {})
   })
-  const { overrides: _o, provider: _p, ...build } = options
+  const { overrides: _o, provider: _p, token, ...build } = options
   const gateway = await buildServer({ ...build, config })
   const address = await gateway.app.listen({ host: '127.0.0.1', port: 0 })
   const url = address
@@ -55,7 +60,8 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
     wsUrl,
     workspace,
     async http (method, path, body, headers = {}) {
-      const init: RequestInit = { method, headers: { ...headers } }
+      const auth: Record<string, string> = token === undefined || 'authorization' in headers ? {} : { authorization: `Bearer ${token}` }
+      const init: RequestInit = { method, headers: { ...auth, ...headers } }
       if (body !== undefined) {
         init.body = typeof body === 'string' ? body : JSON.stringify(body)
         ;(init.headers as Record<string, string>)['content-type'] ??= 'application/json'
@@ -69,7 +75,8 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
       return { status: res.status, body: parsed, headers: res.headers }
     },
     async socket (socketOptions = {}) {
-      const s = await TestSocket.open(`${wsUrl}${socketOptions.query ?? ''}`, socketOptions.protocols ?? ['tollgate.v1'], socketOptions.headers ?? {})
+      const protocols = socketOptions.protocols ?? (token === undefined ? ['tollgate.v1'] : ['tollgate.v1', `bearer.${token}`])
+      const s = await TestSocket.open(`${wsUrl}${socketOptions.query ?? ''}`, protocols, socketOptions.headers ?? {})
       sockets.push(s)
       return s
     },
@@ -114,7 +121,19 @@ export class TestSocket {
     const socket = new TestSocket(ws)
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve())
-      ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode ?? 0}`), { statusCode: res.statusCode })))
+      ws.once('unexpected-response', (req, res) => {
+        const parts: Buffer[] = []
+        res.on('data', (c: Buffer) => parts.push(c))
+        res.on('end', () => {
+          req.destroy()
+          const text = Buffer.concat(parts).toString('utf8')
+          let body: unknown = text
+          try {
+            body = JSON.parse(text)
+          } catch {}
+          reject(Object.assign(new Error(`upgrade refused: ${res.statusCode ?? 0}`), { statusCode: res.statusCode, headers: res.headers, body }))
+        })
+      })
       ws.once('error', reject)
     })
     return socket

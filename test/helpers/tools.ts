@@ -3,6 +3,7 @@
  * they record what actually ran, so tests can tell "executed" from "reported".
  */
 import { deepMerge } from '../../src/config.js'
+import { startGateway, type StartOptions, type TestGateway } from './gateway.js'
 import { defineTool, fail, ok, type Tool } from '../../src/tools/tool.js'
 
 export interface ProbeRun {
@@ -69,4 +70,16 @@ export function probeOverrides (extra: Record<string, unknown> = {}): unknown {
     agents: { default: { tools: ['probe', 'risky', 'quiet', 'shell', 'file_read', 'file_write'] } },
     risk_profiles: { default: { auto_approve: ['probe', 'quiet', 'file_read'] } }
   }, extra)
+}
+
+/** A gateway with the probe tools admitted; closed when the test ends. */
+export async function startProbeGateway (
+  t: { after: (fn: () => Promise<void>) => void },
+  extra: Record<string, unknown> = {},
+  options: Omit<StartOptions, 'tools' | 'overrides'> = {}
+): Promise<{ g: TestGateway, probes: Probes }> {
+  const probes = createProbes()
+  const g = await startGateway({ ...options, tools: probes.tools, overrides: probeOverrides(extra) })
+  t.after(async () => { await g.close() })
+  return { g, probes }
 }

@@ -2,18 +2,11 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { shape, startGateway, type TestGateway, type TestSocket } from '../helpers/gateway.js'
-import { createProbes, probeOverrides, type Probes } from '../helpers/tools.js'
+import { shape, type TestSocket } from '../helpers/gateway.js'
+import { startProbeGateway } from '../helpers/tools.js'
 import type { EventEnvelope } from '../../schemas/events.js'
 
 const RUNTIME_DENIAL = "Tool call not executed: 'risky' requires approval and no operator decision was available, so the runtime denied it by policy. This was not a user's decision."
-
-async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<{ g: TestGateway, probes: Probes }> {
-  const probes = createProbes()
-  const g = await startGateway({ tools: probes.tools, overrides: probeOverrides(extra) })
-  t.after(async () => { await g.close() })
-  return { g, probes }
-}
 
 const risky = (id: string, label: string): { id: string, name: string, arguments: Record<string, unknown> } => ({ id, name: 'risky', arguments: { label } })
 
@@ -29,7 +22,7 @@ async function startAndAwaitApproval (ws: TestSocket, body: Record<string, unkno
 }
 
 test('approving with yes runs the tool once and audits the decision with its channel', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [risky('c1', 'x')] }, { text: 'done' })
   const ws = await g.socket()
   const welcome = await ws.request({ type: 'hello' })
@@ -52,7 +45,7 @@ test('approving with yes runs the tool once and audits the decision with its cha
 })
 
 test('answering no denies the call as the user\'s decision and the tool never runs', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [risky('c1', 'x')] }, { text: 'ok, not doing it' })
   const ws = await g.socket()
   const { turnId, requestId } = await startAndAwaitApproval(ws)
@@ -68,7 +61,7 @@ test('answering no denies the call as the user\'s decision and the tool never ru
 })
 
 test('always runs the tool and allowlists it for the rest of the session only', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [risky('c1', 'first')] }, { text: 'one' }, { toolCalls: [risky('c2', 'second')] }, { text: 'two' }, { toolCalls: [risky('c3', 'third')] })
   const ws = await g.socket()
   const first = await startAndAwaitApproval(ws, { session_id: 'sess-always' })
@@ -87,7 +80,7 @@ test('always runs the tool and allowlists it for the rest of the session only', 
 })
 
 test('edit replaces the result with the sanitized text and the original tool does not run', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [risky('c1', 'x')] }, { text: 'thanks' })
   const ws = await g.socket()
   const { turnId, requestId } = await startAndAwaitApproval(ws)
@@ -107,7 +100,7 @@ test('edit replaces the result with the sanitized text and the original tool doe
 })
 
 test('edit without a replacement is refused with INVALID_DECISION and the request stays answerable', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [risky('c1', 'x')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turnId, requestId } = await startAndAwaitApproval(ws)
@@ -119,7 +112,7 @@ test('edit without a replacement is refused with INVALID_DECISION and the reques
 })
 
 test('a non-interactive turn auto-denies prompt-required calls without asking and without blaming the user', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [risky('c1', 'x'), { id: 'c2', name: 'probe', arguments: { label: 'fine' } }] }, { text: 'ok' })
   const ws = await g.socket()
   const accepted = await ws.request({ type: 'turn.start', message: 'go', interactive: false })
@@ -137,7 +130,7 @@ test('a non-interactive turn auto-denies prompt-required calls without asking an
 })
 
 test('a turn started over HTTP with nobody watching auto-denies prompt-required calls', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [risky('c1', 'x')] }, { text: 'ok' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   assert.equal(res.status, 200)
@@ -147,7 +140,7 @@ test('a turn started over HTTP with nobody watching auto-denies prompt-required 
 })
 
 test('a subscriber of the same principal receives the request and can answer through the REST fallback', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ delayMs: 300, toolCalls: [risky('c1', 'x')] }, { text: 'ok' })
   const started = await g.http('POST', '/v1/turns', { message: 'go' })
   const ws = await g.socket()
@@ -164,7 +157,7 @@ test('a subscriber of the same principal receives the request and can answer thr
 })
 
 test('the first answer wins; a second answer hears APPROVAL_ALREADY_RESOLVED and everyone sees approval.resolved', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [risky('c1', 'x')] }, { text: 'ok' })
   const owner = await g.socket()
   const watcher = await g.socket()
@@ -183,7 +176,7 @@ test('the first answer wins; a second answer hears APPROVAL_ALREADY_RESOLVED and
 })
 
 test('an unknown approval request id is refused on both front doors', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   const ws = await g.socket()
   const frame = await ws.request({ type: 'approval.respond', request_id: 'apr_missing', decision: 'yes' })
   assert.deepEqual([frame.type, frame.code], ['error', 'APPROVAL_NOT_FOUND'])
@@ -192,7 +185,7 @@ test('an unknown approval request id is refused on both front doors', async (t) 
 })
 
 test('an unanswered request expires after approval_timeout_ms and is denied by the runtime', async (t) => {
-  const { g, probes } = await setup(t, { turns: { approval_timeout_ms: 200 } })
+  const { g, probes } = await startProbeGateway(t, { turns: { approval_timeout_ms: 200 } })
   g.provider.enqueue({ toolCalls: [risky('c1', 'x')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turnId, request } = await startAndAwaitApproval(ws)
@@ -207,7 +200,7 @@ test('an unanswered request expires after approval_timeout_ms and is denied by t
 })
 
 test('cancelling a turn while it waits for approval resolves the request as cancelled', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [risky('c1', 'x')] })
   const ws = await g.socket()
   const { turnId } = await startAndAwaitApproval(ws)
@@ -221,7 +214,7 @@ test('cancelling a turn while it waits for approval resolves the request as canc
 })
 
 test('the model cannot approve itself: an approved marker in shell arguments is cleared', async (t) => {
-  const { g } = await setup(t, { risk_profiles: { default: { level: 'readonly' } } })
+  const { g } = await startProbeGateway(t, { risk_profiles: { default: { level: 'readonly' } } })
   g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'shell', arguments: { command: 'touch pwned.txt', approved: true } }] }, { text: 'ok' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   assert.equal(res.body.tool_calls[0].status, 'error')
@@ -231,7 +224,7 @@ test('the model cannot approve itself: an approved marker in shell arguments is 
 })
 
 test('an operator-approved shell call runs with the runtime approved marker restored', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'shell', arguments: { command: 'touch made.txt', approved: false } }] }, { text: 'ok' })
   const ws = await g.socket()
   const { turnId, requestId } = await startAndAwaitApproval(ws)
@@ -244,7 +237,7 @@ test('an operator-approved shell call runs with the runtime approved marker rest
 })
 
 test('a detached turn survives its owner socket closing and another socket can answer its approval', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ delayMs: 200, toolCalls: [risky('c1', 'x')] }, { text: 'ok' })
   const owner = await g.socket()
   const accepted = await owner.request({ type: 'turn.start', message: 'go', detach: true })

@@ -1,15 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { request } from 'node:http'
-import { shape, startGateway, type TestGateway } from '../helpers/gateway.js'
-import { createProbes, probeOverrides, type Probes } from '../helpers/tools.js'
-
-async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<{ g: TestGateway, probes: Probes }> {
-  const probes = createProbes()
-  const g = await startGateway({ tools: probes.tools, overrides: probeOverrides(extra) })
-  t.after(async () => { await g.close() })
-  return { g, probes }
-}
+import { shape, type TestGateway } from '../helpers/gateway.js'
+import { startProbeGateway } from '../helpers/tools.js'
 
 const slow = { toolCalls: [{ id: 'a', name: 'probe', arguments: { label: 'slow', ms: 10_000 } }] }
 
@@ -26,7 +19,7 @@ async function statusOf (g: TestGateway, turnId: string): Promise<string> {
 }
 
 test('closing the owner socket cancels its turn and the running tool is interrupted', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue(slow)
   const owner = await g.socket()
   const { turn_id: turnId } = await owner.request({ type: 'turn.start', message: 'go' })
@@ -40,7 +33,7 @@ test('closing the owner socket cancels its turn and the running tool is interrup
 })
 
 test('closing the owner socket while the model is answering aborts the provider request', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue({ hang: true })
   const owner = await g.socket()
   const { turn_id: turnId } = await owner.request({ type: 'turn.start', message: 'go' })
@@ -51,7 +44,7 @@ test('closing the owner socket while the model is answering aborts the provider 
 })
 
 test('a detached turn keeps running after its owner socket closes', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'probe', arguments: { label: 'x', ms: 200 } }] }, { text: 'done' })
   const owner = await g.socket()
   const { turn_id: turnId } = await owner.request({ type: 'turn.start', message: 'go', detach: true })
@@ -60,7 +53,7 @@ test('a detached turn keeps running after its owner socket closes', async (t) =>
 })
 
 test('disconnect_grace_ms gives the owner time to come back before cancelling', async (t) => {
-  const { g } = await setup(t, { turns: { disconnect_grace_ms: 300 } })
+  const { g } = await startProbeGateway(t, { turns: { disconnect_grace_ms: 300 } })
   g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'probe', arguments: { label: 'x', ms: 100 } }] }, { text: 'done' }, slow)
   const owner = await g.socket()
   const quick = await owner.request({ type: 'turn.start', message: 'go', session_id: 'grace-1' })
@@ -77,7 +70,7 @@ test('disconnect_grace_ms gives the owner time to come back before cancelling', 
 })
 
 test('closing an SSE request cancels the turn it started', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue(slow)
   const url = new URL('/v1/turns', g.url)
   let turnId = ''
@@ -105,7 +98,7 @@ test('closing an SSE request cancels the turn it started', async (t) => {
 })
 
 test('closing a ?wait=true request cancels the turn it started', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue(slow)
   const controller = new AbortController()
   const pending = fetch(`${g.url}/v1/turns?wait=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'go', session_id: 'wait-close' }), signal: controller.signal }).catch(() => null)
@@ -119,7 +112,7 @@ test('closing a ?wait=true request cancels the turn it started', async (t) => {
 })
 
 test('DELETE cancels a running turn and answers with its final status', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue(slow)
   const started = await g.http('POST', '/v1/turns', { message: 'go' })
   await until(async () => (await g.http('GET', `/v1/turns/${started.body.turn_id}/events`)).body.events.some((e: { event: { kind: string } }) => e.event.kind === 'tool_call'), 'the tool to start')
@@ -130,7 +123,7 @@ test('DELETE cancels a running turn and answers with its final status', async (t
 })
 
 test('cancelled turns keep their history: the user message and the interrupted round reach the session', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue(slow, { text: 'next turn answer' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'first question', session_id: 'keep-history' })
@@ -145,7 +138,7 @@ test('cancelled turns keep their history: the user message and the interrupted r
 })
 
 test('a turn longer than turn_timeout_ms fails with TURN_TIMEOUT', async (t) => {
-  const { g } = await setup(t, { turns: { turn_timeout_ms: 300 } })
+  const { g } = await startProbeGateway(t, { turns: { turn_timeout_ms: 300 } })
   g.provider.enqueue(slow)
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   assert.equal(res.body.status, 'failed')
@@ -154,9 +147,7 @@ test('a turn longer than turn_timeout_ms fails with TURN_TIMEOUT', async (t) => 
 })
 
 test('shutting the gateway down cancels running turns cleanly and closes sockets with 1001', async (t) => {
-  const probes = createProbes()
-  const g = await startGateway({ tools: probes.tools, overrides: probeOverrides() })
-  t.after(async () => { await g.close() })
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue(slow)
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go', detach: true })

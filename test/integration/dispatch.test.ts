@@ -1,19 +1,12 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { assertSeqContiguous, shape, startGateway, type TestGateway } from '../helpers/gateway.js'
-import { createProbes, probeOverrides, type Probes } from '../helpers/tools.js'
-
-async function gatewayWithProbes (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<{ g: TestGateway, probes: Probes }> {
-  const probes = createProbes()
-  const g = await startGateway({ tools: probes.tools, overrides: probeOverrides(extra) })
-  t.after(async () => { await g.close() })
-  return { g, probes }
-}
+import { assertSeqContiguous, shape } from '../helpers/gateway.js'
+import { startProbeGateway } from '../helpers/tools.js'
 
 const call = (id: string, label: string, extra: Record<string, unknown> = {}, name = 'probe') => ({ id, name, arguments: { label, ...extra } })
 
 test('calls run sequentially by default: each tool_call is followed by its own tool_result', async (t) => {
-  const { g, probes } = await gatewayWithProbes(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [call('a', 'one', { ms: 30 }), call('b', 'two')] }, { text: 'finished' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
@@ -31,7 +24,7 @@ test('calls run sequentially by default: each tool_call is followed by its own t
 })
 
 test('results reach the model in call order, one tool message per call id', async (t) => {
-  const { g } = await gatewayWithProbes(t, { runtime_profiles: { default: { parallel_tools: true } } })
+  const { g } = await startProbeGateway(t, { runtime_profiles: { default: { parallel_tools: true } } })
   g.provider.enqueue({ toolCalls: [call('a', 'slow', { ms: 150 }), call('b', 'fast'), call('c', 'mid', { ms: 50 })] }, { text: 'ok' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   assert.equal(res.status, 200)
@@ -44,7 +37,7 @@ test('results reach the model in call order, one tool message per call id', asyn
 })
 
 test('with parallel_tools on, an auto-approved batch runs concurrently and results arrive as they finish', async (t) => {
-  const { g, probes } = await gatewayWithProbes(t, { runtime_profiles: { default: { parallel_tools: true } } })
+  const { g, probes } = await startProbeGateway(t, { runtime_profiles: { default: { parallel_tools: true } } })
   g.provider.enqueue({ toolCalls: [call('a', 'slow', { ms: 300 }), call('b', 'fast')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
@@ -61,7 +54,7 @@ test('with parallel_tools on, an auto-approved batch runs concurrently and resul
 })
 
 test('a batch with a call that needs approval runs sequentially even with parallel_tools on', async (t) => {
-  const { g } = await gatewayWithProbes(t, { runtime_profiles: { default: { parallel_tools: true } } })
+  const { g } = await startProbeGateway(t, { runtime_profiles: { default: { parallel_tools: true } } })
   g.provider.enqueue({ toolCalls: [call('a', 'first', { ms: 100 }), call('b', 'second', {}, 'risky')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
@@ -78,7 +71,7 @@ test('a batch with a call that needs approval runs sequentially even with parall
 })
 
 test('a single call never counts as a parallel batch', async (t) => {
-  const { g } = await gatewayWithProbes(t, { runtime_profiles: { default: { parallel_tools: true } } })
+  const { g } = await startProbeGateway(t, { runtime_profiles: { default: { parallel_tools: true } } })
   g.provider.enqueue({ toolCalls: [call('a', 'only')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
@@ -86,7 +79,7 @@ test('a single call never counts as a parallel batch', async (t) => {
 })
 
 test('cancelling a sequential batch stops before the next call: the running one is interrupted, the tail never runs', async (t) => {
-  const { g, probes } = await gatewayWithProbes(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [call('a', 'done-first'), call('b', 'slow', { ms: 5000 }), call('c', 'never')] })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
@@ -108,7 +101,7 @@ test('cancelling a sequential batch stops before the next call: the running one 
 })
 
 test('cancelling a parallel batch keeps finished siblings and interrupts only unfinished calls', async (t) => {
-  const { g, probes } = await gatewayWithProbes(t, { runtime_profiles: { default: { parallel_tools: true } } })
+  const { g, probes } = await startProbeGateway(t, { runtime_profiles: { default: { parallel_tools: true } } })
   g.provider.enqueue({ toolCalls: [call('a', 'slow', { ms: 5000 }), call('b', 'fast')] })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
@@ -130,7 +123,7 @@ test('cancelling a parallel batch keeps finished siblings and interrupts only un
 })
 
 test('every tool_call event is matched by exactly one tool_result with the same call_id', async (t) => {
-  const { g } = await gatewayWithProbes(t, { runtime_profiles: { default: { parallel_tools: true } } })
+  const { g } = await startProbeGateway(t, { runtime_profiles: { default: { parallel_tools: true } } })
   g.provider.enqueue(
     { toolCalls: [call('a', 'x', { ms: 20 }), call('b', 'y'), call('c', 'x', { ms: 20 }), { id: 'd', name: 'nope', arguments: {} }] },
     { text: 'ok' }

@@ -1,20 +1,13 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { shape, startGateway, type TestGateway } from '../helpers/gateway.js'
-import { createProbes, probeOverrides, type Probes } from '../helpers/tools.js'
-
-async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<{ g: TestGateway, probes: Probes }> {
-  const probes = createProbes()
-  const g = await startGateway({ tools: probes.tools, overrides: probeOverrides(extra) })
-  t.after(async () => { await g.close() })
-  return { g, probes }
-}
+import { shape } from '../helpers/gateway.js'
+import { startProbeGateway } from '../helpers/tools.js'
 
 const probe = (id: string, label: string): { id: string, name: string, arguments: Record<string, unknown> } => ({ id, name: 'probe', arguments: { label } })
 const shell = (id: string, command: string): { id: string, name: string, arguments: Record<string, unknown> } => ({ id, name: 'shell', arguments: { command } })
 
 test('an identical call repeated in one response is skipped as a duplicate and never runs twice', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [probe('a', 'same'), probe('b', 'same'), probe('c', 'other')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
@@ -33,7 +26,7 @@ test('an identical call repeated in one response is skipped as a duplicate and n
 })
 
 test('argument key order does not make a duplicate look new', async (t) => {
-  const { g, probes } = await setup(t)
+  const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({
     toolCalls: [
       { id: 'a', name: 'probe', arguments: '{"label":"x","output":"y"}' },
@@ -46,7 +39,7 @@ test('argument key order does not make a duplicate look new', async (t) => {
 })
 
 test('with dedup_scope turn, a call identical to one in an earlier round is skipped too', async (t) => {
-  const { g, probes } = await setup(t, { runtime_profiles: { default: { dedup_scope: 'turn' } } })
+  const { g, probes } = await startProbeGateway(t, { runtime_profiles: { default: { dedup_scope: 'turn' } } })
   g.provider.enqueue({ toolCalls: [probe('a', 'same')] }, { toolCalls: [probe('b', 'same')] }, { text: 'ok' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   assert.deepEqual(res.body.tool_calls.map((c: { status: string }) => c.status), ['ok', 'deduplicated'])
@@ -55,7 +48,7 @@ test('with dedup_scope turn, a call identical to one in an earlier round is skip
 })
 
 test('with dedup_scope round, the same call in a later round runs again', async (t) => {
-  const { g, probes } = await setup(t, { runtime_profiles: { default: { dedup_scope: 'round' } } })
+  const { g, probes } = await startProbeGateway(t, { runtime_profiles: { default: { dedup_scope: 'round' } } })
   g.provider.enqueue({ toolCalls: [probe('a', 'same')] }, { toolCalls: [probe('b', 'same'), probe('c', 'same')] }, { text: 'ok' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   assert.deepEqual(res.body.tool_calls.map((c: { status: string }) => c.status), ['ok', 'ok', 'deduplicated'])
@@ -64,7 +57,7 @@ test('with dedup_scope round, the same call in a later round runs again', async 
 })
 
 test('a tool listed in tool_call_dedup_exempt may repeat identical calls', async (t) => {
-  const { g, probes } = await setup(t, { runtime_profiles: { default: { tool_call_dedup_exempt: ['probe'] } } })
+  const { g, probes } = await startProbeGateway(t, { runtime_profiles: { default: { tool_call_dedup_exempt: ['probe'] } } })
   g.provider.enqueue({ toolCalls: [probe('a', 'same'), probe('b', 'same'), { id: 'c', name: 'quiet', arguments: { label: 'q' } }, { id: 'd', name: 'quiet', arguments: { label: 'q' } }] }, { text: 'ok' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   assert.deepEqual(res.body.tool_calls.map((c: { name: string, status: string }) => `${c.name}:${c.status}`), ['probe:ok', 'probe:ok', 'quiet:ok', 'quiet:deduplicated'])
@@ -72,14 +65,14 @@ test('a tool listed in tool_call_dedup_exempt may repeat identical calls', async
 })
 
 test('dedup_enabled false lets identical calls run', async (t) => {
-  const { g, probes } = await setup(t, { runtime_profiles: { default: { dedup_enabled: false } } })
+  const { g, probes } = await startProbeGateway(t, { runtime_profiles: { default: { dedup_enabled: false } } })
   g.provider.enqueue({ toolCalls: [probe('a', 'same'), probe('b', 'same')] }, { text: 'ok' })
   await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   assert.equal(probes.runs.length, 2)
 })
 
 test('a prompt-required shell call repeated in the same response is skipped without a second prompt', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [shell('a', 'echo hi'), shell('b', 'echo hi')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
@@ -97,7 +90,7 @@ test('a prompt-required shell call repeated in the same response is skipped with
 })
 
 test('a prompt-required shell call repeated in a later round aborts the turn instead of prompting again', async (t) => {
-  const { g } = await setup(t)
+  const { g } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [shell('a', 'echo hi')] }, { toolCalls: [shell('b', 'echo hi')] })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
@@ -117,7 +110,7 @@ test('a prompt-required shell call repeated in a later round aborts the turn ins
 })
 
 test('the repeated shell guard holds even when shell is dedup-exempt', async (t) => {
-  const { g } = await setup(t, { runtime_profiles: { default: { tool_call_dedup_exempt: ['shell'] } } })
+  const { g } = await startProbeGateway(t, { runtime_profiles: { default: { tool_call_dedup_exempt: ['shell'] } } })
   g.provider.enqueue({ toolCalls: [shell('a', 'echo hi')] }, { toolCalls: [shell('b', 'echo hi')] })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go', interactive: false })
@@ -126,7 +119,7 @@ test('the repeated shell guard holds even when shell is dedup-exempt', async (t)
 })
 
 test('a shell call allowlisted with always is not prompt-required any more, so a later identical call runs', async (t) => {
-  const { g } = await setup(t, { runtime_profiles: { default: { dedup_scope: 'round' } } })
+  const { g } = await startProbeGateway(t, { runtime_profiles: { default: { dedup_scope: 'round' } } })
   g.provider.enqueue({ toolCalls: [shell('a', 'echo hi')] }, { toolCalls: [shell('b', 'echo hi')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
@@ -138,16 +131,12 @@ test('a shell call allowlisted with always is not prompt-required any more, so a
 })
 
 test('a before_tool_call hook can cancel a call, which keeps its slot and the model\'s name', async (t) => {
-  const probes = createProbes()
-  const g = await startGateway({
-    tools: probes.tools,
-    overrides: probeOverrides(),
+  const { g, probes } = await startProbeGateway(t, {}, {
     hooks: {
-      before: [{ name: 'block-secret', run: (c) => c.arguments.label === 'secret' ? { action: 'cancel', reason: 'labels named secret are blocked' } : { action: 'continue' } }],
-      after: []
-    }
+    before: [{ name: 'block-secret', run: (c) => c.arguments.label === 'secret' ? { action: 'cancel', reason: 'labels named secret are blocked' } : { action: 'continue' } }],
+    after: []
+  }
   })
-  t.after(async () => { await g.close() })
   g.provider.enqueue({ toolCalls: [probe('a', 'secret'), probe('b', 'fine')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
@@ -163,20 +152,16 @@ test('a before_tool_call hook can cancel a call, which keeps its slot and the mo
 })
 
 test('a before_tool_call hook can rewrite a call, and the rewritten call is what gets approved and run', async (t) => {
-  const probes = createProbes()
-  const g = await startGateway({
-    tools: probes.tools,
-    overrides: probeOverrides(),
+  const { g, probes } = await startProbeGateway(t, {}, {
     hooks: {
-      before: [
-        { name: 'low', priority: 1, run: (c) => ({ action: 'continue', arguments: { ...c.arguments, output: `${String(c.arguments.output)}+low` } }) },
-        { name: 'high', priority: 10, run: (c) => ({ action: 'continue', name: 'probe', arguments: { ...c.arguments, output: 'high' } }) },
-        { name: 'broken', priority: 5, run: () => { throw new Error('hook bug') } }
-      ],
-      after: []
-    }
+    before: [
+      { name: 'low', priority: 1, run: (c) => ({ action: 'continue', arguments: { ...c.arguments, output: `${String(c.arguments.output)}+low` } }) },
+      { name: 'high', priority: 10, run: (c) => ({ action: 'continue', name: 'probe', arguments: { ...c.arguments, output: 'high' } }) },
+      { name: 'broken', priority: 5, run: () => { throw new Error('hook bug') } }
+    ],
+    after: []
+  }
   })
-  t.after(async () => { await g.close() })
   g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'risky', arguments: { label: 'r' } }] }, { text: 'ok' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go', interactive: false })
   assert.equal(res.body.tool_calls[0].name, 'probe', 'rewritten to an auto-approved tool, so no approval was needed')
@@ -187,14 +172,10 @@ test('a before_tool_call hook can rewrite a call, and the rewritten call is what
 })
 
 test('after_tool_call hooks see every executed call, and only executed calls', async (t) => {
-  const probes = createProbes()
   const seen: Array<{ name: string, success: boolean, output: string }> = []
-  const g = await startGateway({
-    tools: probes.tools,
-    overrides: probeOverrides(),
+  const { g } = await startProbeGateway(t, {}, {
     hooks: { before: [], after: [{ name: 'record', run: (i) => { seen.push({ name: i.name, success: i.success, output: i.output }) } }] }
   })
-  t.after(async () => { await g.close() })
   g.provider.enqueue({ toolCalls: [probe('a', 'x'), probe('b', 'x'), { id: 'c', name: 'risky', arguments: { label: 'y' } }, { id: 'd', name: 'quiet', arguments: { label: 'q' } }] }, { text: 'ok' })
   await g.http('POST', '/v1/turns?wait=true', { message: 'go', interactive: false })
   assert.deepEqual(seen, [{ name: 'probe', success: true, output: 'done x' }, { name: 'quiet', success: true, output: '(no output)' }])

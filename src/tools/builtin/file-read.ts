@@ -75,7 +75,7 @@ async function readFile (opts: FileReadToolOptions, args: FileReadArgs, signal: 
 }
 
 export function createFileReadTool (opts: FileReadToolOptions): Tool {
-  const tool: Tool = defineTool<FileReadArgs>({
+  return defineTool<FileReadArgs>({
     name: 'file_read',
     description: `Read a text file in the workspace. Returns at most ${opts.maxReadBytes} bytes; use offset and limit (in bytes) to page through larger files.`,
     parameters: {
@@ -89,8 +89,6 @@ export function createFileReadTool (opts: FileReadToolOptions): Tool {
       additionalProperties: false
     },
     async execute (args, ctx) {
-      const problem = tool.validateArgs(args)
-      if (problem !== null) return fail(`invalid arguments: ${problem}`)
       if (ctx.signal.aborted) return fail('cancelled')
       try {
         return await readFile(opts, args, ctx.signal)
@@ -99,5 +97,4 @@ export function createFileReadTool (opts: FileReadToolOptions): Tool {
       }
     }
   })
-  return tool
 }

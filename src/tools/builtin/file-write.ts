@@ -99,7 +99,7 @@ async function writeFile (opts: FileWriteToolOptions, args: FileWriteArgs, signa
 }
 
 export function createFileWriteTool (opts: FileWriteToolOptions): Tool {
-  const tool: Tool = defineTool<FileWriteArgs>({
+  return defineTool<FileWriteArgs>({
     name: 'file_write',
     description: `Write text to a file in the workspace, replacing it (atomically) or appending to it. At most ${opts.maxWriteBytes} bytes per call.`,
     parameters: {
@@ -114,8 +114,6 @@ export function createFileWriteTool (opts: FileWriteToolOptions): Tool {
       additionalProperties: false
     },
     async execute (args, ctx) {
-      const problem = tool.validateArgs(args)
-      if (problem !== null) return fail(`invalid arguments: ${problem}`)
       if (ctx.signal.aborted) return fail('cancelled')
       try {
         return await writeFile(opts, args, ctx.signal)
@@ -124,5 +122,4 @@ export function createFileWriteTool (opts: FileWriteToolOptions): Tool {
       }
     }
   })
-  return tool
 }

@@ -161,7 +161,7 @@ async function perform (opts: HttpOptions, guard: DestinationGuard, args: HttpAr
 
 export function createHttpRequestTool (opts: HttpOptions): Tool {
   const guard = createDestinationGuard({ allowHosts: opts.allowHosts, allowPrivate: opts.allowPrivate })
-  const tool: Tool = defineTool<HttpArgs>({
+  return defineTool<HttpArgs>({
     name: 'http_request',
     description: 'Make an HTTP or HTTPS request and return the status, content type and (bounded) body. ' +
       'Private, loopback and link-local destinations are refused unless allowed by configuration.',
@@ -178,11 +178,8 @@ export function createHttpRequestTool (opts: HttpOptions): Tool {
       additionalProperties: false
     },
     async execute (args, ctx) {
-      const problem = tool.validateArgs(args)
-      if (problem !== null) return fail(`invalid arguments: ${problem}`)
       if (ctx.signal.aborted) return fail('cancelled')
       return await perform(opts, guard, args, ctx.signal)
     }
   })
-  return tool
 }

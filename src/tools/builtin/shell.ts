@@ -174,7 +174,7 @@ function toToolResult (result: RunResult, timeoutMs: number): ToolResult {
 }
 
 export function createShellTool (opts: ShellToolOptions): Tool {
-  const tool: Tool = defineTool<ShellArgs>({
+  return defineTool<ShellArgs>({
     name: 'shell',
     description: 'Run a shell command (/bin/sh -c) in the workspace directory and return its combined stdout and stderr. ' +
       'Read-only commands run directly; other commands may need explicit approval and destructive ones are refused.',
@@ -189,8 +189,6 @@ export function createShellTool (opts: ShellToolOptions): Tool {
       additionalProperties: false
     },
     async execute (args, ctx) {
-      const problem = tool.validateArgs(args)
-      if (problem !== null) return fail(`invalid arguments: ${problem}`)
       if (ctx.signal.aborted) return fail('cancelled')
       // spawn() throws on a NUL byte; no shell command can contain one anyway.
       if (args.command.includes('\0')) return fail('command must not contain NUL bytes')
@@ -212,5 +210,4 @@ export function createShellTool (opts: ShellToolOptions): Tool {
       return toToolResult(result, timeoutMs)
     }
   })
-  return tool
 }

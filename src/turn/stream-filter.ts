@@ -1,0 +1,58 @@
+/**
+ * Live-text hygiene for streamed model output: reasoning inside <think>…</think> (or
+ * <thinking>…</thinking>) never reaches clients, even when a tag is split across chunks.
+ */
+const OPEN = ['<think>', '<thinking>']
+const CLOSE = ['</think>', '</thinking>']
+
+function partialSuffix (text: string, tags: readonly string[]): number {
+  let keep = 0
+  for (const tag of tags) {
+    for (let n = Math.min(tag.length - 1, text.length); n > keep; n--) {
+      if (tag.startsWith(text.slice(text.length - n).toLowerCase())) {
+        keep = n
+        break
+      }
+    }
+  }
+  return keep
+}
+
+function findTag (text: string, tags: readonly string[]): { at: number, length: number } | null {
+  const lower = text.toLowerCase()
+  let best: { at: number, length: number } | null = null
+  for (const tag of tags) {
+    const at = lower.indexOf(tag)
+    if (at !== -1 && (best === null || at < best.at)) best = { at, length: tag.length }
+  }
+  return best
+}
+
+export interface StreamFilter {
+  /** Returns the part of `chunk` that may be shown now (possibly empty). */
+  push (chunk: string): string
+}
+
+export function createThinkFilter (): StreamFilter {
+  let inside = false
+  let pending = ''
+  return {
+    push (chunk) {
+      let text = pending + chunk
+      pending = ''
+      let out = ''
+      for (;;) {
+        const tag = findTag(text, inside ? CLOSE : OPEN)
+        if (tag === null) {
+          const keep = partialSuffix(text, inside ? CLOSE : OPEN)
+          if (!inside) out += text.slice(0, text.length - keep)
+          pending = text.slice(text.length - keep)
+          return out
+        }
+        if (!inside) out += text.slice(0, tag.at)
+        text = text.slice(tag.at + tag.length)
+        inside = !inside
+      }
+    }
+  }
+}
