@@ -146,7 +146,18 @@ export class TollgateClient {
   /** Uses another token from now on: the socket reconnects with it and resumes every turn. */
   setToken (token: string | undefined): void {
     this.token = checkToken(token)
-    if (this.socket !== null) this.dropSocket(this.socket, 4000, 'token changed', true)
+    if (this.closedByUser) return
+    if (this.socket !== null) {
+      this.dropSocket(this.socket, 4000, 'token changed', true)
+      return
+    }
+    // Waiting to retry, or given up (a refused token looks like any failed upgrade): try now.
+    if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer)
+    this.reconnectTimer = null
+    this.attempt = 0
+    if (this.stateValue === 'idle') return
+    if (this.stateValue === 'closed') this.setState('reconnecting')
+    this.openSocket()
   }
 
   /** Starts a turn owned by this socket; its events are followed from seq 1. */

@@ -178,7 +178,17 @@ var TollgateClient = class {
   /** Uses another token from now on: the socket reconnects with it and resumes every turn. */
   setToken(token) {
     this.token = checkToken(token);
-    if (this.socket !== null) this.dropSocket(this.socket, 4e3, "token changed", true);
+    if (this.closedByUser) return;
+    if (this.socket !== null) {
+      this.dropSocket(this.socket, 4e3, "token changed", true);
+      return;
+    }
+    if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
+    this.attempt = 0;
+    if (this.stateValue === "idle") return;
+    if (this.stateValue === "closed") this.setState("reconnecting");
+    this.openSocket();
   }
   /** Starts a turn owned by this socket; its events are followed from seq 1. */
   async startTurn(body) {

@@ -210,7 +210,7 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
     schema: {
       summary: 'WebSocket: turns, events, approvals, cancellation (frames in asyncapi.yaml)',
       querystring: Type.Object({
-        access_token: Type.Optional(Type.String({ maxLength: 8192, description: 'Least-preferred way to send the token; prefer the bearer.<token> subprotocol' }))
+        access_token: Type.Optional(Type.String({ maxLength: 65_536, description: 'Least-preferred way to send the token; prefer the bearer.<token> subprotocol' }))
       })
     },
     websocket: true

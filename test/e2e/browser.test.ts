@@ -14,6 +14,7 @@ import type { EventEnvelope } from '../../schemas/events.js'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
 import { createSocketDropper, type SocketDropper } from '../helpers/socket-drop.js'
+import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync']
@@ -37,7 +38,7 @@ after(async () => {
 
 interface Setup { g: TestGateway, page: Page, dropper: SocketDropper, problems: string[] }
 
-async function setup (t: { after: (fn: () => Promise<void>) => void }): Promise<Setup> {
+async function setup (t: { after: (fn: () => Promise<void>) => void }, options: { auth?: Record<string, unknown> } = {}): Promise<Setup> {
   assert.ok(context !== null, 'chromium did not start')
   const probes = createProbes()
   const dropper = createSocketDropper()
@@ -45,7 +46,8 @@ async function setup (t: { after: (fn: () => Promise<void>) => void }): Promise<
     tools: [...probes.tools, dropper.tool],
     overrides: probeOverrides({
       agents: { default: { tools: ['probe', 'risky', 'drop_sockets'] } },
-      risk_profiles: { default: { auto_approve: ['probe', 'drop_sockets'] } }
+      risk_profiles: { default: { auto_approve: ['probe', 'drop_sockets'] } },
+      ...options.auth
     })
   })
   dropper.attach(g.gateway)
@@ -59,7 +61,7 @@ async function setup (t: { after: (fn: () => Promise<void>) => void }): Promise<
     await g.close()
   })
   await page.goto(`${g.url}/`)
-  await page.locator('#connection[data-state="open"]').waitFor(WAIT)
+  if (options.auth === undefined) await page.locator('#connection[data-state="open"]').waitFor(WAIT)
   return { g, page, dropper, problems }
 }
 
@@ -179,4 +181,21 @@ test('in Chromium, a token typed on the page is offered as the bearer.<token> We
   await page.fill('#token', 'not a token')
   await page.click('#token-form button[type="submit"]')
   await page.locator('#notices li.notice-error', { hasText: 'INVALID_TOKEN' }).waitFor(WAIT)
+})
+
+test('in Chromium with auth.mode jwt, the page connects once a token is entered and runs turns as that principal', async (t) => {
+  const { g, page } = await setup(t, { auth: jwtAuth() })
+  // Without a token every upgrade is refused; the page keeps retrying.
+  await page.locator('#connection[data-state="reconnecting"]').waitFor(WAIT)
+  const token = await mintToken({ sub: 'browser-user' })
+  await page.click('.settings summary')
+  await page.fill('#token', token)
+  await page.click('#token-form button[type="submit"]')
+  await page.locator('#connection[data-state="open"]').waitFor(WAIT)
+  g.provider.enqueue({ text: 'hello, browser user' })
+  const turnId = await startTurn(page, 'who am I')
+  await page.locator(`.turn[data-turn-id="${turnId}"][data-status="completed"]`).waitFor(WAIT)
+  assert.equal((await g.http('GET', `/v1/turns/${turnId}`, undefined, bearer(token))).status, 200, 'the turn belongs to the token\'s principal')
+  assert.equal((await g.http('GET', `/v1/turns/${turnId}`, undefined, bearer(await mintToken({ sub: 'someone-else' })))).status, 404)
+  assert.equal((await g.http('GET', `/v1/turns/${turnId}`)).status, 401)
 })

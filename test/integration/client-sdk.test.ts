@@ -7,6 +7,7 @@ import type { EventEnvelope } from '../../client/types.js'
 import { shape, startGateway, type TestGateway } from '../helpers/gateway.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
 import { createSocketDropper, type SocketDropper } from '../helpers/socket-drop.js'
+import { jwtAuth, mintToken } from '../helpers/tokens.js'
 
 interface Setup { g: TestGateway, client: TollgateClient, dropper: SocketDropper, notices: ClientNotice[] }
 
@@ -152,4 +153,31 @@ test('the client gives up after maxAttempts failed connections and rejects what 
   await assert.rejects(stream.done(), { code: 'CONNECT_FAILED' })
   assert.equal(client.state, 'closed')
   assert.deepEqual(states, ['connecting', 'reconnecting', 'reconnecting', 'closed'])
+})
+
+test('with auth.mode jwt the client authenticates with its token over WebSocket and HTTP, and without one it cannot connect', async (t) => {
+  const g = await startGateway({ overrides: jwtAuth() })
+  t.after(async () => { await g.close() })
+  g.provider.enqueue({ text: 'hello alice' })
+  const client = createNodeClient({ url: g.url, token: await mintToken({ sub: 'alice' }) })
+  t.after(() => { client.close() })
+  const stream = await client.startTurn({ message: 'hi' })
+  assert.equal((await stream.done()).event.kind, 'turn.completed')
+  assert.equal((await client.getTurn(stream.turnId)).final_text, 'hello alice')
+
+  const anonymous = createNodeClient({ url: g.url, reconnect: { initialDelayMs: 5, maxDelayMs: 10, maxAttempts: 1 } })
+  await assert.rejects(anonymous.connect(), { code: 'CONNECT_FAILED' })
+  await assert.rejects(anonymous.getTurn(stream.turnId), { status: 401 })
+})
+
+test('setting a token on a client that gave up connecting reconnects with it', async (t) => {
+  const g = await startGateway({ overrides: jwtAuth() })
+  t.after(async () => { await g.close() })
+  const client = createNodeClient({ url: g.url, reconnect: { initialDelayMs: 5, maxDelayMs: 10, maxAttempts: 1 } })
+  t.after(() => { client.close() })
+  await assert.rejects(client.connect(), { code: 'CONNECT_FAILED' })
+  client.setToken(await mintToken())
+  const deadline = Date.now() + 10_000
+  while (client.state !== 'open' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.equal(client.state, 'open')
 })
