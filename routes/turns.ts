@@ -28,6 +28,7 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
     onRequest: authenticate(auth, 'turns:write'),
     schema: {
       summary: 'Start a turn',
+      description: '202 by default (no owner unless owner_connection names a WebSocket). With `Accept: text/event-stream` the events stream as SSE (`id:` = seq) and the request owns the turn; with `?wait=true` the answer is 200 with the final turn and the request owns it.',
       body: TurnRequest,
       querystring: TurnStartQuery,
       response: { 200: Turn, 202: TurnAccepted, 400: Problem, 401: Problem, 403: Problem, 409: Problem, 429: Problem }

@@ -4,6 +4,7 @@
  * unless they were started with detach:true.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { ServerFrame } from '../schemas/ws.js'
 import { whenExpired } from '../src/auth/expiry.js'
 import { FRAME_SCOPES } from '../src/auth/frame-scopes.js'
@@ -223,6 +224,12 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
       },
       authenticate(gateway.auth, null, { upgrade: true, allowQueryToken: config.auth.allow_query_token })
     ],
+    schema: {
+      summary: 'WebSocket: turns, events, approvals, cancellation (frames in asyncapi.yaml)',
+      querystring: Type.Object({
+        access_token: Type.Optional(Type.String({ maxLength: 65_536, description: 'Least-preferred way to send the token; prefer the bearer.<token> subprotocol' }))
+      })
+    },
     websocket: true
   }, (socket, request) => {
     const principal = principalOf(request)

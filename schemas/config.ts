@@ -65,6 +65,10 @@ export const WsConfig = Type.Object({
   }, { additionalProperties: false, default: {} })
 }, { additionalProperties: false, default: {} })
 
+export const UiConfig = Type.Object({
+  enabled: Type.Boolean({ default: true, description: 'Serve the browser client at / (files from public/)' })
+}, { additionalProperties: false, default: {} })
+
 export const TurnsConfig = Type.Object({
   approval_timeout_ms: Type.Integer({ minimum: 1, default: 120_000 }),
   disconnect_grace_ms: Type.Integer({ minimum: 0, default: 0 }),
@@ -267,6 +271,7 @@ export const GatewayConfig = Type.Object({
   tracing: TracingConfig,
   auth: AuthConfig,
   ws: WsConfig,
+  ui: UiConfig,
   turns: TurnsConfig,
   workspace: WorkspaceConfig,
   tools: ToolsConfig,

@@ -41,6 +41,9 @@ import receiptRoutes from '../routes/receipts.js'
 import sessionRoutes from '../routes/sessions.js'
 import toolRoutes from '../routes/tools.js'
 import wsRoutes from '../routes/ws.js'
+import uiRoutes from '../routes/ui.js'
+import openapiRoutes from '../routes/openapi.js'
+import { collectRoutes } from './openapi/routes.js'
 
 type AddFormats = (ajv: Ajv) => Ajv
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
@@ -186,6 +189,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     genReqId: () => `req_${Math.random().toString(36).slice(2, 12)}`
   })
   app.setValidatorCompiler(validatorCompiler())
+  // Before any route: the API documents are built from every route registered after this.
+  collectRoutes(app)
   app.decorateRequest('principal', null)
 
   let closed = false
@@ -262,5 +267,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   await app.register(sessionRoutes)
   await app.register(toolRoutes)
   await app.register(wsRoutes)
+  await app.register(uiRoutes)
+  await app.register(openapiRoutes)
   return gateway
 }

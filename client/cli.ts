@@ -1,0 +1,96 @@
+/**
+ * `tollgate chat` (also `npm run chat`): the terminal client. Streams a turn's text and tool
+ * cards and asks at the prompt about approvals. The token comes from TOLLGATE_TOKEN (preferred:
+ * a --token argument is visible to other local users in the process list).
+ */
+import { parseArgs } from 'node:util'
+import { startChat } from './chat.js'
+import { createNodeClient } from './node.js'
+import { TollgateClientError } from './errors.js'
+
+const HELP = `usage: tollgate chat [options] [message...]
+
+Talk to a Tollgate gateway. With a message, runs that one turn and exits (0 when it completed);
+without, reads messages line by line (/new: new session, /quit or Ctrl-D: end).
+Approvals are asked at the prompt: [y]es, [n]o, [a]lways (for the rest of the session), [e]dit.
+Ctrl-C cancels the running turn.
+
+options:
+  --url URL        gateway base URL (env TOLLGATE_URL, default http://127.0.0.1:8080)
+  --token TOKEN    bearer token (prefer env TOLLGATE_TOKEN)
+  --agent NAME     agent to run (default: the gateway's default agent)
+  --session ID     continue this session
+  --detach         keep turns running if this client disconnects
+  -h, --help       show this help
+`
+
+async function main (argv: string[]): Promise<number> {
+  const [command, ...rest] = argv
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(HELP)
+    return command === undefined ? 2 : 0
+  }
+  if (command !== 'chat') {
+    process.stderr.write(`tollgate: unknown command ${JSON.stringify(command)}\n\n${HELP}`)
+    return 2
+  }
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: rest,
+      allowPositionals: true,
+      options: {
+        url: { type: 'string' },
+        token: { type: 'string' },
+        agent: { type: 'string' },
+        session: { type: 'string' },
+        detach: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' }
+      }
+    })
+  } catch (err) {
+    process.stderr.write(`tollgate: ${(err as Error).message}\n\n${HELP}`)
+    return 2
+  }
+  const { values, positionals } = parsed
+  if (values.help === true) {
+    process.stdout.write(HELP)
+    return 0
+  }
+  let client
+  try {
+    client = createNodeClient({
+      url: values.url ?? process.env.TOLLGATE_URL ?? 'http://127.0.0.1:8080',
+      token: values.token ?? process.env.TOLLGATE_TOKEN,
+      clientName: 'tollgate-cli'
+    })
+  } catch (err) {
+    process.stderr.write(`tollgate: ${err instanceof TollgateClientError ? err.message : String(err)}\n`)
+    return 2
+  }
+  const message = positionals.join(' ').trim()
+  const chat = startChat({
+    client,
+    input: process.stdin,
+    output: process.stdout,
+    terminal: process.stdin.isTTY === true && process.stdout.isTTY === true,
+    agent: values.agent,
+    sessionId: values.session,
+    detach: values.detach,
+    message: message === '' ? undefined : message
+  })
+  let interrupts = 0
+  process.on('SIGINT', () => {
+    interrupts += 1
+    if (interrupts > 1) process.exit(130)
+    chat.interrupt()
+    setTimeout(() => { interrupts = 0 }, 2000).unref()
+  })
+  try {
+    return await chat.done
+  } finally {
+    client.close()
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2))

@@ -1,0 +1,30 @@
+/**
+ * `npm run openapi`: writes openapi.yaml (every HTTP route, from the route schemas) and
+ * asyncapi.yaml (WebSocket frames, from schemas/ws.ts) as the gateway itself would serve them.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig } from '../src/config.js'
+import { buildServer } from '../src/server.js'
+import { buildAsyncApi } from '../src/openapi/asyncapi.js'
+import { buildOpenApi, toYaml } from '../src/openapi/openapi.js'
+
+export async function renderApiDocuments (): Promise<{ openapi: string, asyncapi: string }> {
+  const workspace = await mkdtemp(join(tmpdir(), 'tollgate-openapi-'))
+  const gateway = await buildServer({ config: loadConfig({ env: {}, overrides: { log: { level: 'silent' }, workspace: { dir: workspace } } }), env: {} })
+  try {
+    await gateway.app.ready()
+    return { openapi: toYaml(buildOpenApi(gateway.app.routeCatalog.list())), asyncapi: toYaml(buildAsyncApi()) }
+  } finally {
+    await gateway.close()
+    await rm(workspace, { recursive: true, force: true })
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
+  const { openapi, asyncapi } = await renderApiDocuments()
+  await writeFile(new URL('../openapi.yaml', import.meta.url), openapi)
+  await writeFile(new URL('../asyncapi.yaml', import.meta.url), asyncapi)
+  console.log('wrote openapi.yaml and asyncapi.yaml')
+}
