@@ -12,7 +12,7 @@ import { buildOpenApi, toYaml } from '../src/openapi/openapi.js'
 
 export async function renderApiDocuments (): Promise<{ openapi: string, asyncapi: string }> {
   const workspace = await mkdtemp(join(tmpdir(), 'tollgate-openapi-'))
-  const gateway = await buildServer({ config: loadConfig({ env: {}, overrides: { log: { level: 'silent' }, workspace: { dir: workspace } } }), env: {} })
+  const gateway = await buildServer({ config: loadConfig({ env: {}, overrides: { log: { level: 'silent' }, workspace: { dir: workspace }, store: { kind: 'memory' } } }), env: {} })
   try {
     await gateway.app.ready()
     return { openapi: toYaml(buildOpenApi(gateway.app.routeCatalog.list())), asyncapi: toYaml(buildAsyncApi()) }

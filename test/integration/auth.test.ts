@@ -17,7 +17,7 @@ import { bearer, jwtAuth, mintToken, TEST_AUDIENCE, TEST_ISSUER, unsignedToken }
 async function scratchConfig (t: TestContext, overrides: unknown): Promise<Config> {
   const dir = await mkdtemp(join(tmpdir(), 'tollgate-auth-'))
   t.after(() => rm(dir, { recursive: true, force: true }))
-  return loadConfig({ env: {}, overrides: deepMerge({ log: { level: 'silent' }, workspace: { dir } }, overrides) })
+  return loadConfig({ env: {}, overrides: deepMerge({ log: { level: 'silent' }, workspace: { dir }, store: { kind: 'memory' } }, overrides) })
 }
 
 /** Every route the router knows, read from Fastify's own route tree. */

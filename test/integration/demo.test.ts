@@ -12,7 +12,7 @@ const run = promisify(execFile)
 
 test('the embedded defaults run the demo provider end to end, with an approval answered by the WS demo script', async (t) => {
   const workspace = await mkdtemp(join(tmpdir(), 'tollgate-demo-'))
-  const config = loadConfig({ env: {}, overrides: { server: { port: 0 }, log: { level: 'silent' }, workspace: { dir: workspace } } })
+  const config = loadConfig({ env: {}, overrides: { server: { port: 0 }, log: { level: 'silent' }, workspace: { dir: workspace }, store: { sqlite: { path: join(workspace, '.data', 'tollgate.db') } } } })
   assert.equal(config.providers[config.agents[config.default_agent]?.provider ?? '']?.kind, 'demo')
   const gateway = await buildServer({ config, env: {} })
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0 })
@@ -33,7 +33,7 @@ test('the embedded defaults run the demo provider end to end, with an approval a
 
 test('answering no in the demo leaves the workspace untouched', async (t) => {
   const workspace = await mkdtemp(join(tmpdir(), 'tollgate-demo-'))
-  const config = loadConfig({ env: {}, overrides: { server: { port: 0 }, log: { level: 'silent' }, workspace: { dir: workspace } } })
+  const config = loadConfig({ env: {}, overrides: { server: { port: 0 }, log: { level: 'silent' }, workspace: { dir: workspace }, store: { sqlite: { path: join(workspace, '.data', 'tollgate.db') } } } })
   const gateway = await buildServer({ config, env: {} })
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0 })
   t.after(async () => {

@@ -6,7 +6,7 @@
 import { before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -20,8 +20,11 @@ before(async () => {
 
 test('SIGTERM to the built server mid-turn cancels the turn, delivers turn.cancelled, closes the socket with 1001 and exits 0', async (t) => {
   const workspace = await mkdtemp(join(tmpdir(), 'tollgate-shutdown-'))
+  // The embedded SQLite store goes to the scratch folder, not the checkout's ./data.
+  const configFile = join(workspace, 'tollgate.json')
+  await writeFile(configFile, JSON.stringify({ store: { sqlite: { path: join(workspace, 'data', 'tollgate.db') } } }))
   const child = spawn(process.execPath, ['dist/src/main.js'], {
-    env: { ...process.env, TOLLGATE_PORT: '0', TOLLGATE_HOST: '127.0.0.1', TOLLGATE_WORKSPACE: workspace, TOLLGATE_LOG_LEVEL: 'info', TOLLGATE_CONFIG: '' },
+    env: { ...process.env, TOLLGATE_PORT: '0', TOLLGATE_HOST: '127.0.0.1', TOLLGATE_WORKSPACE: workspace, TOLLGATE_LOG_LEVEL: 'info', TOLLGATE_CONFIG: configFile },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
