@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { Problem } from '../schemas/common.js'
 import { ApprovalAnswer, ApprovalAnswerResult, ApprovalParams } from '../schemas/approval.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
+import { principalKey } from '../src/auth/principal.js'
 
 export default async function approvalRoutes (app: FastifyInstance): Promise<void> {
   const { turns, auth } = app.gateway
@@ -21,7 +22,7 @@ export default async function approvalRoutes (app: FastifyInstance): Promise<voi
     const { turnId } = await turns.answerApproval(principal, requestId, {
       decision: body.decision,
       ...(body.replacement === undefined ? {} : { replacement: body.replacement }),
-      decidedBy: `rest:${principal.sub}`,
+      decidedBy: `rest:${principalKey(principal)}`,
       channel: 'rest'
     })
     return { request_id: requestId, turn_id: turnId, decision: body.decision }

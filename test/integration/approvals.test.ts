@@ -153,7 +153,7 @@ test('a subscriber of the same principal receives the request and can answer thr
   assert.ok(shape(events).includes('tool_result:risky:ok'))
   assert.equal(probes.runs.length, 1)
   const turn = await g.http('GET', `/v1/turns/${started.body.turn_id}`)
-  assert.deepEqual([turn.body.approvals[0].channel, turn.body.approvals[0].decided_by], ['rest', 'rest:local'])
+  assert.deepEqual([turn.body.approvals[0].channel, turn.body.approvals[0].decided_by], ['rest', 'rest:local/local'])
 })
 
 test('the first answer wins; a second answer hears APPROVAL_ALREADY_RESOLVED and everyone sees approval.resolved', async (t) => {

@@ -75,7 +75,7 @@ test('no through the REST fallback is audited with the rest channel and the answ
   assert.equal(answer.status, 200)
   await ws.waitForTerminal(turnId)
   const entry = await audited(s, turnId)
-  assert.deepEqual([entry.decision, entry.decided_by, entry.channel, entry.principal], ['no', 'rest:local', 'rest', LOCAL])
+  assert.deepEqual([entry.decision, entry.decided_by, entry.channel, entry.principal], ['no', 'rest:local/local', 'rest', LOCAL])
 })
 
 test('always is audited as always', async (t) => {
@@ -156,7 +156,7 @@ test('with JWT auth the audit names the tenant/sub that answered', async (t) => 
   assert.equal(answer.status, 200)
   await ws.waitForTerminal(accepted.turn_id)
   const turn = await g.http('GET', `/v1/turns/${accepted.turn_id}`, undefined, bearer(token))
-  assert.deepEqual([turn.body.approvals[0].principal, turn.body.approvals[0].decided_by, turn.body.approvals[0].channel], ['acme/alice', 'rest:alice', 'rest'])
+  assert.deepEqual([turn.body.approvals[0].principal, turn.body.approvals[0].decided_by, turn.body.approvals[0].channel], ['acme/alice', 'rest:acme/alice', 'rest'])
   const line = logs.lines().find((l) => l.audit === 'approval_decision')
   assert.deepEqual([line?.principal, line?.decision], ['acme/alice', 'yes'])
 })

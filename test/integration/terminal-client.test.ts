@@ -138,7 +138,7 @@ test('a question answered elsewhere is withdrawn from the prompt and the turn go
   assert.equal(answered.status, 200)
   await chatProcess.waitFor(/\(settled elsewhere; not asking any more\)/)
   await chatProcess.waitFor(/✓ completed/)
-  assert.match(chatProcess.output(), /→ yes \(rest:local\)/)
+  assert.match(chatProcess.output(), /→ yes \(rest:local\/local\)/)
   assert.match(chatProcess.output(), /■ risky ok/)
   chatProcess.child.stdin?.end()
   const code = await new Promise((resolve) => chatProcess.child.on('close', resolve))
