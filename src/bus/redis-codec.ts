@@ -48,21 +48,26 @@ function optionalText (v: unknown, max: number): boolean {
   return v === undefined || isText(v, max)
 }
 
-/** Parses a control-channel message; null when any field is missing, mistyped or oversized. */
-export function parseControl (text: string): ControlMessage | null {
-  let value: unknown
+/** A JSON object (or array), or null for invalid JSON and scalars. */
+function parseObject (text: string): Record<string, unknown> | null {
   try {
-    value = JSON.parse(text)
+    const value: unknown = JSON.parse(text)
+    return typeof value === 'object' && value !== null ? value as Record<string, unknown> : null
   } catch {
     return null
   }
-  if (typeof value !== 'object' || value === null) return null
-  const m = value as Record<string, unknown>
+}
+
+/** Parses a control-channel message; null when any field is missing, mistyped or oversized. */
+export function parseControl (text: string): ControlMessage | null {
+  const value = parseObject(text)
+  if (value === null) return null
+  const m = value
   const id = (k: string): boolean => isText(m[k], MAX_ID_CHARS)
   if (m.type === 'reply') {
     const ok = id('id') && id('to') && id('from') && typeof m.handled === 'boolean' &&
       optionalText(m.error, MAX_ID_CHARS) && optionalText(m.turn_id, MAX_ID_CHARS) && optionalText(m.status, MAX_ID_CHARS)
-    return ok ? value as ControlMessage : null
+    return ok ? value as unknown as ControlMessage : null
   }
   const rpc = m.rpc as Record<string, unknown> | undefined
   if (rpc !== undefined && (typeof rpc !== 'object' || rpc === null || !isText(rpc.id, MAX_ID_CHARS) || !isText(rpc.from, MAX_ID_CHARS))) return null
@@ -73,18 +78,13 @@ export function parseControl (text: string): ControlMessage | null {
     ok = id('request_id') && id('principal') && id('decided_by') && id('channel') &&
       typeof m.decision === 'string' && DECISIONS.has(m.decision) && optionalText(m.replacement, MAX_REPLACEMENT_CHARS)
   }
-  return ok ? value as ControlMessage : null
+  return ok ? value as unknown as ControlMessage : null
 }
 
 /** Parses a bus message or stream entry; anything malformed is dropped (null), never thrown. */
 export function parseEnvelope (text: string): BusEnvelope | null {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    return null
-  }
-  if (typeof value !== 'object' || value === null) return null
+  const value = parseObject(text)
+  if (value === null) return null
   const e = value as Partial<BusEnvelope>
   if (typeof e.turn_id !== 'string' || typeof e.session_id !== 'string' || typeof e.ts !== 'string') return null
   if (typeof e.seq !== 'number' || !Number.isInteger(e.seq) || e.seq < 1) return null
