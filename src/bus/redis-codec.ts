@@ -89,7 +89,7 @@ export function parseEnvelope (text: string): BusEnvelope | null {
   if (typeof e.turn_id !== 'string' || typeof e.session_id !== 'string' || typeof e.ts !== 'string') return null
   if (typeof e.seq !== 'number' || !Number.isInteger(e.seq) || e.seq < 1) return null
   if (typeof e.event !== 'object' || e.event === null || typeof (e.event as { kind?: unknown }).kind !== 'string') return null
-  return value as BusEnvelope
+  return e as BusEnvelope
 }
 
 /** Stream entries as ioredis returns them: `[id, [field, value, ...]]`. */
