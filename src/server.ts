@@ -136,38 +136,40 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
 
   const connections = new ConnectionRegistry()
   const instanceId = options.store?.instanceId ?? config.cluster.instance_id ?? `inst_${randomUUID()}`
-  const store = options.store ?? await createStore(config, { instanceId, env, log })
-  let bus: EventBus
+  // What start-up has opened so far, closed in reverse if a later step fails, so a failed
+  // start leaves no database handle, Redis connection or MCP child behind.
+  const opened: Array<() => Promise<void>> = [async () => { await auth.close() }]
   try {
-    bus = options.bus ?? await createBus(config, { store, env, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
-  } catch (err) {
-    await store.close()
-    throw err
-  }
-  const providers = createProviders(config, env)
-  const observability = createObservability({
-    config,
-    log,
-    sources: { activeTurns: () => turns.activeCount, wsConnections: () => connections.count('ws'), isKnownTool: (name) => turns.catalog.has(name) }
-  })
-  const observer = composeObservers(options.observers ?? [], (err) => { log.error({ err }, 'observer failed') })
-  const mcp = await McpManager.start({ config, env, log })
-  const turns = new TurnService({
-    config,
-    catalog: buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])]),
-    providers,
-    observer: observability.around(observer),
-    hooks: options.hooks ?? NO_HOOKS,
-    store,
-    bus,
-    connections,
-    log,
-    mcp,
-    instanceId
-  })
-  let lease: InstanceLease
-  try {
-    lease = await InstanceLease.start({
+    const store = options.store ?? await createStore(config, { instanceId, env, log })
+    opened.push(async () => { await store.close() })
+    const bus = options.bus ?? await createBus(config, { store, env, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
+    opened.push(async () => { await bus.close() })
+    const providers = createProviders(config, env)
+    opened.push(async () => { for (const p of providers.values()) await p.close() })
+    const observability = createObservability({
+      config,
+      log,
+      sources: { activeTurns: () => turns.activeCount, wsConnections: () => connections.count('ws'), isKnownTool: (name) => turns.catalog.has(name) }
+    })
+    opened.push(async () => { observability.close() })
+    const observer = composeObservers(options.observers ?? [], (err) => { log.error({ err }, 'observer failed') })
+    const mcp = await McpManager.start({ config, env, log })
+    opened.push(async () => { await mcp.close() })
+    const turns = new TurnService({
+      config,
+      catalog: buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])]),
+      providers,
+      observer: observability.around(observer),
+      hooks: options.hooks ?? NO_HOOKS,
+      store,
+      bus,
+      connections,
+      log,
+      mcp,
+      instanceId
+    })
+    opened.push(async () => { await turns.shutdown() })
+    const lease = await InstanceLease.start({
       store,
       bus,
       leaseMs: config.cluster.lease_ms,
@@ -176,98 +178,99 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       isLocal: (turnId) => turns.isRunningHere(turnId),
       log
     })
+
+    opened.push(async () => { await lease.close() })
+
+    const app = Fastify({
+      loggerInstance: log as unknown as FastifyBaseLogger,
+      bodyLimit: config.server.body_limit_bytes,
+      requestTimeout: config.server.request_timeout_ms,
+      genReqId: () => `req_${Math.random().toString(36).slice(2, 12)}`
+    })
+    app.setValidatorCompiler(validatorCompiler())
+    // Before any route: the API documents are built from every route registered after this.
+    collectRoutes(app)
+    app.decorateRequest('principal', null)
+
+    let closed = false
+    const gateway: Gateway = {
+      app,
+      config,
+      turns,
+      connections,
+      metrics: observability.metrics,
+      bus,
+      store,
+      instanceId,
+      auth,
+      log,
+      mcp,
+      async close () {
+        if (closed) return
+        closed = true
+        // Turns first, so every socket still receives its turns' terminal events; then 1001 "going away".
+        await turns.shutdown()
+        observability.close()
+        for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
+        await app.close()
+        await mcp.close()
+        for (const p of providers.values()) await p.close()
+        await lease.close()
+        await bus.close()
+        await store.close()
+        await auth.close()
+      }
+    }
+    app.decorate('gateway', gateway)
+
+    app.setErrorHandler((err: FastifyError | TollgateError, request, reply) => {
+      let problem
+      if (err instanceof TollgateError) {
+        problem = toProblem(err)
+      } else if (err.validation !== undefined) {
+        problem = toProblem(new TollgateError('INVALID_REQUEST', 'the request does not match the schema', { detail: `${err.validationContext ?? 'body'}${err.message.replace(/^(body|querystring|params|headers)/, '')}` }))
+      } else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+        problem = toProblem(new TollgateError('PAYLOAD_TOO_LARGE', `the body exceeds ${config.server.body_limit_bytes} bytes`))
+      } else if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError) {
+        problem = toProblem(new TollgateError('INVALID_JSON', 'the body is not valid JSON'))
+      } else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+        problem = toProblem(new TollgateError('UNSUPPORTED_MEDIA_TYPE', 'unsupported content-type; send application/json'))
+      } else if (err.statusCode === 400) {
+        problem = toProblem(new TollgateError('INVALID_REQUEST', err.message))
+      } else if (typeof err.statusCode === 'number' && err.statusCode > 400 && err.statusCode < 500) {
+        // Rare framework refusals (bad URL encodings, constraint misses): one code per status.
+        problem = { type: `https://tollgate.dev/problems/http-${err.statusCode}`, title: err.message, status: err.statusCode, code: `HTTP_${err.statusCode}` }
+      } else {
+        request.log.error({ err }, 'unhandled error')
+        problem = toProblem(new TollgateError('INTERNAL', 'internal error'))
+      }
+      void reply.code(problem.status).type('application/problem+json').send(problem)
+    })
+    app.setNotFoundHandler((request, reply) => {
+      void reply.code(404).type('application/problem+json').send(toProblem(new TollgateError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`)))
+    })
+
+    await app.register(websocket, {
+      options: {
+        maxPayload: config.ws.max_payload_bytes,
+        // Echo only our protocol; the `bearer.<JWT>` entry is a credential, never a protocol choice.
+        handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false)
+      }
+    })
+    enforceAuthentication(app)
+    await app.register(healthRoutes)
+    await app.register(metricsRoutes)
+    await app.register(turnRoutes)
+    await app.register(approvalRoutes)
+    await app.register(receiptRoutes)
+    await app.register(sessionRoutes)
+    await app.register(toolRoutes)
+    await app.register(wsRoutes)
+    await app.register(uiRoutes)
+    await app.register(openapiRoutes)
+    return gateway
   } catch (err) {
-    await bus.close()
-    await store.close()
+    for (const close of opened.reverse()) await close().catch(() => {})
     throw err
   }
-
-  const app = Fastify({
-    loggerInstance: log as unknown as FastifyBaseLogger,
-    bodyLimit: config.server.body_limit_bytes,
-    requestTimeout: config.server.request_timeout_ms,
-    genReqId: () => `req_${Math.random().toString(36).slice(2, 12)}`
-  })
-  app.setValidatorCompiler(validatorCompiler())
-  // Before any route: the API documents are built from every route registered after this.
-  collectRoutes(app)
-  app.decorateRequest('principal', null)
-
-  let closed = false
-  const gateway: Gateway = {
-    app,
-    config,
-    turns,
-    connections,
-    metrics: observability.metrics,
-    bus,
-    store,
-    instanceId,
-    auth,
-    log,
-    mcp,
-    async close () {
-      if (closed) return
-      closed = true
-      // Turns first, so every socket still receives its turns' terminal events; then 1001 "going away".
-      await turns.shutdown()
-      observability.close()
-      for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
-      await app.close()
-      await mcp.close()
-      for (const p of providers.values()) await p.close()
-      await lease.close()
-      await bus.close()
-      await store.close()
-      await auth.close()
-    }
-  }
-  app.decorate('gateway', gateway)
-
-  app.setErrorHandler((err: FastifyError | TollgateError, request, reply) => {
-    let problem
-    if (err instanceof TollgateError) {
-      problem = toProblem(err)
-    } else if (err.validation !== undefined) {
-      problem = toProblem(new TollgateError('INVALID_REQUEST', 'the request does not match the schema', { detail: `${err.validationContext ?? 'body'}${err.message.replace(/^(body|querystring|params|headers)/, '')}` }))
-    } else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      problem = toProblem(new TollgateError('PAYLOAD_TOO_LARGE', `the body exceeds ${config.server.body_limit_bytes} bytes`))
-    } else if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError) {
-      problem = toProblem(new TollgateError('INVALID_JSON', 'the body is not valid JSON'))
-    } else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      problem = toProblem(new TollgateError('UNSUPPORTED_MEDIA_TYPE', 'unsupported content-type; send application/json'))
-    } else if (err.statusCode === 400) {
-      problem = toProblem(new TollgateError('INVALID_REQUEST', err.message))
-    } else if (typeof err.statusCode === 'number' && err.statusCode > 400 && err.statusCode < 500) {
-      // Rare framework refusals (bad URL encodings, constraint misses): one code per status.
-      problem = { type: `https://tollgate.dev/problems/http-${err.statusCode}`, title: err.message, status: err.statusCode, code: `HTTP_${err.statusCode}` }
-    } else {
-      request.log.error({ err }, 'unhandled error')
-      problem = toProblem(new TollgateError('INTERNAL', 'internal error'))
-    }
-    void reply.code(problem.status).type('application/problem+json').send(problem)
-  })
-  app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).type('application/problem+json').send(toProblem(new TollgateError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`)))
-  })
-
-  await app.register(websocket, {
-    options: {
-      maxPayload: config.ws.max_payload_bytes,
-      // Echo only our protocol; the `bearer.<JWT>` entry is a credential, never a protocol choice.
-      handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false)
-    }
-  })
-  enforceAuthentication(app)
-  await app.register(healthRoutes)
-  await app.register(metricsRoutes)
-  await app.register(turnRoutes)
-  await app.register(approvalRoutes)
-  await app.register(receiptRoutes)
-  await app.register(sessionRoutes)
-  await app.register(toolRoutes)
-  await app.register(wsRoutes)
-  await app.register(uiRoutes)
-  await app.register(openapiRoutes)
-  return gateway
 }
