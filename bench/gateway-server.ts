@@ -46,6 +46,12 @@ async function main (): Promise<void> {
       log: { level: 'error' },
       auth: { mode: 'none' },
       workspace: { dir: workspace },
+      // Abuse limits, not capacity: one benchmark client legitimately exceeds what one user may do.
+      ws: { frame_rate: { per_second: 1_000_000, burst: 1_000_000 } },
+      turns: { max_active_turns: 4096, max_active_turns_per_principal: 4096 },
+      // The embedded default store (SQLite, every event persisted), kept in the scratch folder;
+      // BENCH_STORE=memory measures the gateway without persistence.
+      store: { kind: process.env.BENCH_STORE === 'memory' ? 'memory' : 'sqlite', sqlite: { path: join(workspace, 'tollgate.db') } },
       providers: { fake: { kind: 'openai', base_url: options.providerUrl, model: MODEL, stream: options.stream, timeout_ms: 30_000 } },
       agents: { default: { provider: 'fake', system_prompt: SYSTEM_PROMPT, tools: NOOP_TOOLS.map((t) => t.name) } },
       risk_profiles: { default: { auto_approve: NOOP_TOOLS.map((t) => t.name) } }
