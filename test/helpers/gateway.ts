@@ -198,6 +198,12 @@ export class TestSocket {
     }
   }
 
+  /** Waits for the turn's first approval request and answers it over this socket; returns the ack. */
+  async answerApproval (turnId: string, decision: 'yes' | 'no' | 'always' | 'edit', replacement?: string): Promise<Frame> {
+    const requested = await this.waitForEvent(turnId, (e) => e.kind === 'approval.requested')
+    return await this.request({ type: 'approval.respond', request_id: requestIdOf(requested), decision, ...(replacement === undefined ? {} : { replacement }) })
+  }
+
   async waitForTerminal (turnId: string, timeoutMs = 5000): Promise<EventEnvelope[]> {
     await this.waitForEvent(turnId, (e) => e.kind === 'turn.completed' || e.kind === 'turn.cancelled' || e.kind === 'turn.failed', timeoutMs)
     return this.events(turnId)
@@ -238,4 +244,10 @@ export function assertSeqContiguous (events: readonly EventEnvelope[]): void {
   events.forEach((e, i) => {
     if (e.seq !== i + 1) throw new Error(`seq ${e.seq} at position ${i}: expected ${i + 1}`)
   })
+}
+
+/** The request id of an `approval.requested` event (throws for any other event). */
+export function requestIdOf (e: EventEnvelope): string {
+  if (e.event.kind !== 'approval.requested') throw new Error(`expected approval.requested, got ${e.event.kind}`)
+  return e.event.request_id
 }

@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { shape, type TestSocket } from '../helpers/gateway.js'
+import { requestIdOf, shape, type TestSocket } from '../helpers/gateway.js'
 import { startProbeGateway } from '../helpers/tools.js'
 import type { EventEnvelope } from '../../schemas/events.js'
 
@@ -10,10 +10,6 @@ const RUNTIME_DENIAL = "Tool call not executed: 'risky' requires approval and no
 
 const risky = (id: string, label: string): { id: string, name: string, arguments: Record<string, unknown> } => ({ id, name: 'risky', arguments: { label } })
 
-function requestIdOf (e: EventEnvelope): string {
-  assert.equal(e.event.kind, 'approval.requested')
-  return e.event.kind === 'approval.requested' ? e.event.request_id : ''
-}
 
 async function startAndAwaitApproval (ws: TestSocket, body: Record<string, unknown> = {}): Promise<{ turnId: string, requestId: string, request: EventEnvelope }> {
   const accepted = await ws.request({ type: 'turn.start', message: 'go', ...body })

@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js'
-import { assertSeqContiguous, shape, startGateway, type TestSocket } from '../helpers/gateway.js'
+import { assertSeqContiguous, requestIdOf, shape, startGateway, type TestSocket } from '../helpers/gateway.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway, type GatewayProcess } from '../helpers/cluster.js'
 import { cleanupStack, deferrer, scratchPrefix, scratchSchema, type Defer } from '../helpers/services.js'
 
@@ -73,7 +73,7 @@ describe('two instances in two processes, sharing PostgreSQL and Redis', () => {
     const watcher = await b.socket()
     await subscribe(watcher, accepted.turn_id)
     const asked = await watcher.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested', 10_000)
-    const requestId = asked.event.kind === 'approval.requested' ? asked.event.request_id : ''
+    const requestId = requestIdOf(asked)
     const answer = await watcher.request({ type: 'approval.respond', request_id: requestId, decision: 'yes' })
     assert.equal(answer.type, 'approval.accepted', JSON.stringify(answer))
     assert.equal(answer.turn_id, accepted.turn_id)
@@ -93,7 +93,7 @@ describe('two instances in two processes, sharing PostgreSQL and Redis', () => {
     const owner = await a.socket()
     const accepted = await owner.request({ type: 'turn.start', message: 'write twice.txt' })
     const asked = await owner.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested', 10_000)
-    const requestId = asked.event.kind === 'approval.requested' ? asked.event.request_id : ''
+    const requestId = requestIdOf(asked)
     assert.equal((await owner.request({ type: 'approval.respond', request_id: requestId, decision: 'no' })).type, 'approval.accepted')
     const late = await b.http('POST', `/v1/approvals/${requestId}`, { decision: 'yes' })
     assert.equal(late.status, 409)
@@ -142,7 +142,7 @@ describe('two instances in two processes, sharing PostgreSQL and Redis', () => {
     c.provider.enqueue({ toolCalls: [{ id: 'w1', name: 'file_write', arguments: { path: 'b.txt', content: 'x' } }] }, { text: 'Done.' })
     const started = await a.http('POST', '/v1/turns', { session_id: first.session_id, message: 'write b.txt', detach: true })
     const asked = await watcher.waitForEvent(started.body.turn_id, (e) => e.kind === 'approval.requested', 10_000)
-    const requestId = asked.event.kind === 'approval.requested' ? asked.event.request_id : ''
+    const requestId = requestIdOf(asked)
     const answer = await b.http('POST', `/v1/approvals/${requestId}`, { decision: 'yes' })
     assert.equal(answer.status, 200, JSON.stringify(answer.body))
     const events = await watcher.waitForTerminal(started.body.turn_id, 10_000)

@@ -58,8 +58,7 @@ test('a batch with a call that needs approval runs sequentially even with parall
   g.provider.enqueue({ toolCalls: [call('a', 'first', { ms: 100 }), call('b', 'second', {}, 'risky')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
-  const requested = await ws.waitForEvent(turnId, (e) => e.kind === 'approval.requested')
-  await ws.request({ type: 'approval.respond', request_id: requested.event.kind === 'approval.requested' ? requested.event.request_id : '', decision: 'yes' })
+  await ws.answerApproval(turnId, 'yes')
   const events = await ws.waitForTerminal(turnId)
   assert.deepEqual(shape(events), [
     'turn.started', 'iteration',

@@ -76,8 +76,7 @@ test('a prompt-required shell call repeated in the same response is skipped with
   g.provider.enqueue({ toolCalls: [shell('a', 'echo hi'), shell('b', 'echo hi')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
-  const request = await ws.waitForEvent(turnId, (e) => e.kind === 'approval.requested')
-  await ws.request({ type: 'approval.respond', request_id: request.event.kind === 'approval.requested' ? request.event.request_id : '', decision: 'yes' })
+  await ws.answerApproval(turnId, 'yes')
   const events = await ws.waitForTerminal(turnId)
   assert.deepEqual(shape(events), [
     'turn.started', 'iteration',
@@ -94,8 +93,7 @@ test('a prompt-required shell call repeated in a later round aborts the turn ins
   g.provider.enqueue({ toolCalls: [shell('a', 'echo hi')] }, { toolCalls: [shell('b', 'echo hi')] })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
-  const request = await ws.waitForEvent(turnId, (e) => e.kind === 'approval.requested')
-  await ws.request({ type: 'approval.respond', request_id: request.event.kind === 'approval.requested' ? request.event.request_id : '', decision: 'yes' })
+  await ws.answerApproval(turnId, 'yes')
   const events = await ws.waitForTerminal(turnId)
   assert.deepEqual(shape(events), [
     'turn.started', 'iteration',
@@ -123,8 +121,7 @@ test('a shell call allowlisted with always is not prompt-required any more, so a
   g.provider.enqueue({ toolCalls: [shell('a', 'echo hi')] }, { toolCalls: [shell('b', 'echo hi')] }, { text: 'ok' })
   const ws = await g.socket()
   const { turn_id: turnId } = await ws.request({ type: 'turn.start', message: 'go' })
-  const request = await ws.waitForEvent(turnId, (e) => e.kind === 'approval.requested')
-  await ws.request({ type: 'approval.respond', request_id: request.event.kind === 'approval.requested' ? request.event.request_id : '', decision: 'always' })
+  await ws.answerApproval(turnId, 'always')
   const events = await ws.waitForTerminal(turnId)
   assert.equal(events.at(-1)?.event.kind, 'turn.completed')
   assert.equal(events.filter((e) => e.event.kind === 'tool_result' && e.event.status === 'ok').length, 2)

@@ -1,6 +1,6 @@
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
-import { startGateway, type TestGateway, type TestSocket } from '../helpers/gateway.js'
+import { requestIdOf, startGateway, type TestGateway, type TestSocket } from '../helpers/gateway.js'
 import { captureLogs, type LogCapture } from '../helpers/log-capture.js'
 import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
@@ -124,7 +124,7 @@ test('another tenant cannot answer an approval, over REST or the socket, and the
   const ws = await socketOf(c.g, c.owner)
   const accepted = await ws.request({ type: 'turn.start', message: 'go' })
   const requested = await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested')
-  const requestId = requested.event.kind === 'approval.requested' ? requested.event.request_id : ''
+  const requestId = requestIdOf(requested)
 
   const rest = await c.g.http('POST', `/v1/approvals/${requestId}`, { decision: 'yes' }, bearer(c.otherTenant))
   assert.equal(rest.status, 404)
@@ -158,7 +158,7 @@ test('events and approval requests of a turn reach no socket of another principa
   const ws = await socketOf(c.g, c.owner)
   const accepted = await ws.request({ type: 'turn.start', message: 'go' })
   const requested = await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested')
-  const requestId = requested.event.kind === 'approval.requested' ? requested.event.request_id : ''
+  const requestId = requestIdOf(requested)
   await ws.request({ type: 'approval.respond', request_id: requestId, decision: 'no' })
   await ws.waitForTerminal(accepted.turn_id)
   // The ping round trip proves the intruder's socket was live and drained while the turn ran.
