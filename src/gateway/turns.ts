@@ -337,10 +337,10 @@ export class TurnService {
     return reply !== null && reply.error === undefined
   }
 
-  private emit (active: ActiveTurn, event: TurnEvent): void {
+  /** `ts` is given for the terminal event, whose time the record was already saved with. */
+  private emit (active: ActiveTurn, event: TurnEvent, ts: string = new Date().toISOString()): void {
     active.seq += 1
     const { record } = active
-    const ts = new Date().toISOString()
     record.last_seq = active.seq
     record.updated_at = ts
     if (event.kind === 'iteration') record.iterations = event.n
@@ -377,7 +377,7 @@ export class TurnService {
     } catch (err) {
       state.log.error({ err }, 'could not persist the finished turn')
     }
-    this.emit(active, terminal)
+    this.emit(active, terminal, record.updated_at)
     for (const dispose of active.disposers) dispose()
     this.active.delete(record.turn_id)
     this.busySessions.delete(record.session_id)
