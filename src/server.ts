@@ -80,6 +80,8 @@ export interface Gateway {
   auth: Authenticator
   log: Logger
   mcp: McpManager
+  /** False once the store has refused this instance's lease renewals for a whole lease time. */
+  storeReachable (): boolean
   close (): Promise<void>
 }
 
@@ -205,6 +207,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       auth,
       log,
       mcp,
+      storeReachable: () => lease.held(),
       async close () {
         if (closed) return
         closed = true

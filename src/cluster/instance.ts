@@ -35,6 +35,8 @@ export class InstanceLease {
   private ticking: Promise<void> | null = null
   private lastPrune = 0
   private closed = false
+  /** When the store last accepted this instance's lease renewal. */
+  private renewedAt = Date.now()
 
   private constructor (options: InstanceLeaseOptions) {
     this.options = options
@@ -56,6 +58,7 @@ export class InstanceLease {
     this.ticking = (async () => {
       try {
         await this.options.store.renewLease(this.options.leaseMs)
+        this.renewedAt = Date.now()
       } catch (err) {
         this.options.log.warn({ err }, 'could not renew this instance\'s lease')
       }
@@ -66,6 +69,15 @@ export class InstanceLease {
         this.options.log.warn({ err }, 'orphaned-turn sweep failed')
       }
     })().finally(() => { this.ticking = null })
+  }
+
+  /**
+   * Whether this instance still holds its lease: the store accepted a renewal within the lease
+   * time. Past that, other instances may end this instance's turns as orphans, and the store is
+   * evidently unreachable, so the instance should stop taking traffic.
+   */
+  held (): boolean {
+    return Date.now() - this.renewedAt < this.options.leaseMs
   }
 
   /** Ends the running turns nobody can finish any more; answers how many it ended. */
