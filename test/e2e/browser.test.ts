@@ -11,9 +11,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import type { EventEnvelope } from '../../schemas/events.js'
-import { startGateway, type TestGateway } from '../helpers/gateway.js'
-import { createProbes, probeOverrides } from '../helpers/tools.js'
-import { createSocketDropper, type SocketDropper } from '../helpers/socket-drop.js'
+import type { TestGateway } from '../helpers/gateway.js'
+import { startDropperGateway, type SocketDropper } from '../helpers/socket-drop.js'
 import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -40,17 +39,7 @@ interface Setup { g: TestGateway, page: Page, dropper: SocketDropper, problems: 
 
 async function setup (t: { after: (fn: () => Promise<void>) => void }, options: { auth?: Record<string, unknown> } = {}): Promise<Setup> {
   assert.ok(context !== null, 'chromium did not start')
-  const probes = createProbes()
-  const dropper = createSocketDropper()
-  const g = await startGateway({
-    tools: [...probes.tools, dropper.tool],
-    overrides: probeOverrides({
-      agents: { default: { tools: ['probe', 'risky', 'drop_sockets'] } },
-      risk_profiles: { default: { auto_approve: ['probe', 'drop_sockets'] } },
-      ...options.auth
-    })
-  })
-  dropper.attach(g.gateway)
+  const { g, dropper } = await startDropperGateway(options.auth)
   const page = await context.newPage()
   // Script errors and CSP violations (reported as console errors) fail the test that caused them.
   const problems: string[] = []

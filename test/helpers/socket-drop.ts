@@ -5,6 +5,8 @@
  */
 import type { Gateway } from '../../src/server.js'
 import { defineTool, ok, type Tool } from '../../src/tools/tool.js'
+import { startGateway, type TestGateway } from './gateway.js'
+import { createProbes, probeOverrides } from './tools.js'
 
 export interface SocketDropper {
   tool: Tool
@@ -35,4 +37,23 @@ export function createSocketDropper (): SocketDropper {
     attach: (g) => { gateway = g },
     dropped: () => count
   }
+}
+
+/**
+ * A gateway with the probe tools and the socket dropper admitted and auto-approved (except
+ * `risky`), the dropper attached: the set-up of every reconnect-and-resume test.
+ */
+export async function startDropperGateway (extra: Record<string, unknown> = {}): Promise<{ g: TestGateway, dropper: SocketDropper }> {
+  const probes = createProbes()
+  const dropper = createSocketDropper()
+  const g = await startGateway({
+    tools: [...probes.tools, dropper.tool],
+    overrides: probeOverrides({
+      agents: { default: { tools: ['probe', 'risky', 'drop_sockets'] } },
+      risk_profiles: { default: { auto_approve: ['probe', 'drop_sockets'] } },
+      ...extra
+    })
+  })
+  dropper.attach(g.gateway)
+  return { g, dropper }
 }

@@ -5,24 +5,13 @@ import type { TollgateClient } from '../../client/client.js'
 import type { ClientNotice } from '../../client/client.js'
 import type { EventEnvelope } from '../../client/types.js'
 import { shape, startGateway, type TestGateway } from '../helpers/gateway.js'
-import { createProbes, probeOverrides } from '../helpers/tools.js'
-import { createSocketDropper, type SocketDropper } from '../helpers/socket-drop.js'
+import { startDropperGateway, type SocketDropper } from '../helpers/socket-drop.js'
 import { jwtAuth, mintToken } from '../helpers/tokens.js'
 
 interface Setup { g: TestGateway, client: TollgateClient, dropper: SocketDropper, notices: ClientNotice[] }
 
 async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<Setup> {
-  const probes = createProbes()
-  const dropper = createSocketDropper()
-  const g = await startGateway({
-    tools: [...probes.tools, dropper.tool],
-    overrides: probeOverrides({
-      agents: { default: { tools: ['probe', 'risky', 'drop_sockets'] } },
-      risk_profiles: { default: { auto_approve: ['probe', 'drop_sockets'] } },
-      ...extra
-    })
-  })
-  dropper.attach(g.gateway)
+  const { g, dropper } = await startDropperGateway(extra)
   const client = createNodeClient({ url: g.url, reconnect: { initialDelayMs: 20, maxDelayMs: 100 } })
   const notices: ClientNotice[] = []
   client.on((n) => { notices.push(n) })
