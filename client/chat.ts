@@ -298,34 +298,21 @@ class ChatSession implements Chat {
     void this.watchSettlement(stream, seq, e.request_id, settled)
     let decision: OperatorDecision | null = null
     while (decision === null) {
-      const answer = await this.lines.next('  allow? [y]es / [n]o / [a]lways / [e]dit: ', settled.signal)
-      this.midLine = false
-      if (settled.signal.aborted) {
-        this.line('  (settled elsewhere; not asking any more)')
-        return
-      }
-      if (answer === null) {
-        this.line('  (input closed: answering no)')
+      const answer = await this.askLine('  allow? [y]es / [n]o / [a]lways / [e]dit: ', settled.signal)
+      if (answer.kind === 'settled') return
+      if (answer.kind === 'closed') {
         decision = 'no'
         break
       }
-      decision = parseDecision(answer)
+      decision = parseDecision(answer.text)
       if (decision === null) this.line('  please answer y, n, a or e')
     }
     let replacement: string | undefined
     if (decision === 'edit') {
-      const text = await this.lines.next('  replacement result: ', settled.signal)
-      this.midLine = false
-      if (settled.signal.aborted) {
-        this.line('  (settled elsewhere; not asking any more)')
-        return
-      }
-      if (text === null) {
-        this.line('  (input closed: answering no)')
-        decision = 'no'
-      } else {
-        replacement = text
-      }
+      const text = await this.askLine('  replacement result: ', settled.signal)
+      if (text.kind === 'settled') return
+      if (text.kind === 'closed') decision = 'no'
+      else replacement = text.text
     }
     settled.abort()
     try {
@@ -333,6 +320,21 @@ class ChatSession implements Chat {
     } catch (err) {
       this.line(`! the answer was not taken: ${describe(err)}`)
     }
+  }
+
+  /** One line of an approval question; says so when it was settled elsewhere or input ended. */
+  private async askLine (prompt: string, settled: AbortSignal): Promise<{ kind: 'settled' } | { kind: 'closed' } | { kind: 'line', text: string }> {
+    const text = await this.lines.next(prompt, settled)
+    this.midLine = false
+    if (settled.aborted) {
+      this.line('  (settled elsewhere; not asking any more)')
+      return { kind: 'settled' }
+    }
+    if (text === null) {
+      this.line('  (input closed: answering no)')
+      return { kind: 'closed' }
+    }
+    return { kind: 'line', text }
   }
 
   private async watchSettlement (stream: TurnStream, afterSeq: number, requestId: string, settled: AbortController): Promise<void> {
