@@ -86,6 +86,8 @@ export interface Gateway {
   mcp: McpManager
   /** False once the store has refused this instance's lease renewals for a whole lease time. */
   storeReachable (): boolean
+  /** False once the bus (Redis) has been unreachable for `bus.redis.unready_after_ms`. */
+  busReachable (): boolean
   close (): Promise<void>
 }
 
@@ -225,6 +227,11 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       log,
       mcp,
       storeReachable: () => lease.held(),
+      busReachable: () => {
+        const since = bus.unreachableSince()
+        const limit = config.bus.redis.unready_after_ms
+        return since === null || limit === 0 || Date.now() - since < limit
+      },
       async close () {
         if (closed) return
         closed = true
