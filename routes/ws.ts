@@ -222,7 +222,10 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
     schema: {
       summary: 'WebSocket: turns, events, approvals, cancellation (frames in asyncapi.yaml)',
       querystring: Type.Object({
-        access_token: Type.Optional(Type.String({ maxLength: 65_536, description: 'Least-preferred way to send the token; prefer the bearer.<token> subprotocol' }))
+        access_token: Type.Optional(Type.String({
+          maxLength: 65_536,
+          description: 'Least-preferred way to send the token, only with auth.allow_query_token = true; prefer the bearer.<token> subprotocol'
+        }))
       })
     },
     websocket: true

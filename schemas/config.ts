@@ -15,7 +15,8 @@ export const ServerConfig = Type.Object({
   request_timeout_ms: Type.Integer({ minimum: 0, default: 0, description: '0: no timeout (SSE and ?wait=true hold requests open)' }),
   shutdown_timeout_ms: Type.Integer({ minimum: 0, default: 10_000 }),
   public_url: Type.Optional(Type.String({
-    pattern: '^https?://', description: 'The URL clients and browsers use to reach the gateway: its host is served and its origin may open /v1/ws'
+    pattern: '^https?://',
+    description: 'The URL clients and browsers use to reach the gateway: its host is served and its origin may open /v1/ws'
   })),
   allowed_hosts: Type.Array(Type.String({ minLength: 1, maxLength: 253 }), {
     default: [],
@@ -57,7 +58,9 @@ export const AuthConfig = Type.Object({
   jwks_timeout_ms: Type.Integer({ minimum: 100, default: 5000 }),
   jwks_cooldown_ms: Type.Integer({ minimum: 0, default: 30_000, description: 'Minimum pause between refetches triggered by an unknown kid' }),
   jwks_cache_max_age_ms: Type.Integer({ minimum: 1000, default: 600_000 }),
-  allow_query_token: Type.Boolean({ default: false, description: 'Accept ?access_token= on /v1/ws (least preferred: URLs end up in logs and history)' })
+  allow_query_token: Type.Boolean({
+    default: false, description: 'Accept ?access_token= on /v1/ws (least preferred: URLs end up in logs and history)'
+  })
 }, { additionalProperties: false, default: {} })
 
 export const WsConfig = Type.Object({
@@ -149,7 +152,9 @@ export const BusConfig = Type.Object({
     key_prefix: Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$', default: 'tollgate:' }),
     connect_timeout_ms: Type.Integer({ minimum: 100, default: 10_000 }),
     max_buffered_events: Type.Integer({ minimum: 1000, default: 100_000, description: 'Events held for Redis while it is unreachable; beyond this the oldest are dropped (the event log still has them)' }),
-    unready_after_ms: Type.Integer({ minimum: 0, default: 15_000, description: '/readyz answers 503 bus_unavailable once Redis has been unreachable this long; 0: never' })
+    unready_after_ms: Type.Integer({
+      minimum: 0, default: 15_000, description: '/readyz answers 503 bus_unavailable once Redis has been unreachable this long; 0: never'
+    })
   }, { additionalProperties: false, default: {} })
 }, { additionalProperties: false, default: {} })
 
@@ -167,11 +172,15 @@ export const ProviderConfig = Type.Object({
   native_tools: Type.Boolean({ default: true, description: 'false: tools go in the prompt (text protocol)' }),
   stream: Type.Boolean({ default: true }),
   temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
-  timeout_ms: Type.Integer({ minimum: 100, default: 120_000, description: 'Bound on connecting, on the response headers and on each pause between body chunks' }),
-  total_timeout_ms: Type.Integer({ minimum: 100, default: 300_000, description: 'Bound on one model call from the first attempt to the last streamed byte, retries and their waits included' }),
-  max_retries: Type.Integer({ minimum: 0, maximum: 5, default: 2, description: 'Retries after a connection failure, 429 or 5xx, only while nothing of the answer has been streamed to clients' }),
+  timeout_ms: Type.Integer({ minimum: 100, default: 120_000, description: 'Bound on connecting, the response headers and each body pause' }),
+  total_timeout_ms: Type.Integer({
+    minimum: 100, default: 300_000, description: 'Bound on one model call: every attempt, wait and streamed byte'
+  }),
+  max_retries: Type.Integer({
+    minimum: 0, maximum: 5, default: 2, description: 'Retries after a connection failure, 429 or 5xx, only before text was streamed'
+  }),
   retry_initial_delay_ms: Type.Integer({ minimum: 0, default: 500, description: 'First backoff; doubled per retry, jittered to 50-100 %' }),
-  retry_max_delay_ms: Type.Integer({ minimum: 0, default: 8000, description: 'Cap of a backoff; a Retry-After asking for longer ends the call instead' }),
+  retry_max_delay_ms: Type.Integer({ minimum: 0, default: 8000, description: 'Backoff cap; a longer Retry-After ends the call instead' }),
   max_response_bytes: Type.Integer({ minimum: 1024, default: 8_388_608 }),
   headers: Type.Record(Type.String(), Type.String(), { default: {} }),
   step_delay_ms: Type.Integer({ minimum: 0, default: 0, description: 'demo only: pause between streamed pieces' })

@@ -47,7 +47,8 @@ export function offeredProtocols (request: FastifyRequest): string[] {
 export function requestCredentials (request: FastifyRequest, options: AuthHookOptions = {}): Credentials {
   const credentials: Credentials = { authorization: request.headers.authorization }
   if (options.upgrade !== true) return credentials
-  credentials.protocolToken = offeredProtocols(request).find((p) => p.startsWith(BEARER_PROTOCOL_PREFIX))?.slice(BEARER_PROTOCOL_PREFIX.length)
+  const bearer = offeredProtocols(request).find((p) => p.startsWith(BEARER_PROTOCOL_PREFIX))
+  credentials.protocolToken = bearer?.slice(BEARER_PROTOCOL_PREFIX.length)
   credentials.cookieToken = cookieValue(request.headers.cookie, TOKEN_COOKIE)
   if (options.allowQueryToken === true) {
     const query = request.query as Record<string, unknown> | undefined

@@ -139,7 +139,8 @@ export class OpenAIProvider implements ModelProvider {
           if (!(err instanceof ProviderError) || !err.retryable || streamed) throw err
           const delay = retryDelay(this.retry, retry, err.retryAfterMs)
           if (delay === null || delay >= deadline.remainingMs()) throw err
-          options.onRetry?.({ retry: retry + 1, delay_ms: delay, code: err.code, reason: err.message, ...(err.status === undefined ? {} : { status: err.status }) })
+          const status = err.status === undefined ? {} : { status: err.status }
+          options.onRetry?.({ retry: retry + 1, delay_ms: delay, code: err.code, reason: err.message, ...status })
           await deadline.pause(delay)
         }
       }
@@ -173,11 +174,13 @@ export class OpenAIProvider implements ModelProvider {
   private classify (err: unknown, caller: AbortSignal, deadline: CallDeadline): Error {
     if (caller.aborted) return caller.reason instanceof Error ? caller.reason : new Error('aborted')
     if (deadline.expired()) {
-      return new ProviderError('PROVIDER_TIMEOUT', `provider call did not finish within total_timeout_ms (${this.config.total_timeout_ms} ms)`, { cause: err })
+      const limit = this.config.total_timeout_ms
+      return new ProviderError('PROVIDER_TIMEOUT', `provider call did not finish within total_timeout_ms (${limit} ms)`, { cause: err })
     }
     if (err instanceof ProviderError) return err
     if (err instanceof undiciErrors.ConnectTimeoutError) {
-      return new ProviderError('PROVIDER_TIMEOUT', `provider did not accept a connection within ${this.connectTimeoutMs} ms`, { cause: err, retryable: true })
+      const message = `provider did not accept a connection within ${this.connectTimeoutMs} ms`
+      return new ProviderError('PROVIDER_TIMEOUT', message, { cause: err, retryable: true })
     }
     if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
       return new ProviderError('PROVIDER_TIMEOUT', `provider did not answer within ${this.config.timeout_ms} ms`, { cause: err })

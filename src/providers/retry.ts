@@ -27,7 +27,9 @@ export function parseRetryAfter (value: string | string[] | undefined, now = Dat
  * `initialDelayMs`, capped, jittered to 50-100 % so many gateways do not retry in lockstep; a
  * Retry-After is honoured as a minimum.
  */
-export function retryDelay (policy: RetryPolicy, retry: number, retryAfterMs: number | undefined, random: () => number = Math.random): number | null {
+export function retryDelay (
+  policy: RetryPolicy, retry: number, retryAfterMs: number | undefined, random: () => number = Math.random
+): number | null {
   if (retry >= policy.maxRetries) return null
   if (retryAfterMs !== undefined && retryAfterMs > policy.maxDelayMs) return null
   const backoff = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** retry)

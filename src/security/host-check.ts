@@ -58,7 +58,9 @@ function listedHosts (entries: readonly string[]): Listed {
     }
     const suffix = entry.startsWith('.')
     const name = canonicalHost(suffix ? entry.slice(1) : entry)
-    if (name === null || name === '') throw new ConfigError(`server.allowed_hosts: ${JSON.stringify(entry)} is not a host name (give names without scheme or port)`)
+    if (name === null || name === '') {
+      throw new ConfigError(`server.allowed_hosts: ${JSON.stringify(entry)} is not a host name (give names without scheme or port)`)
+    }
     if (suffix) listed.suffixes.push(name)
     else listed.exact.add(name)
   }
@@ -72,7 +74,8 @@ function listedHosts (entries: readonly string[]): Listed {
 function loopbackOnly (config: Config): HostPolicy {
   const foreign = config.server.allowed_hosts.filter((h) => h === '*' || !isLoopbackHost(h.replace(/^\./, '')))
   if (foreign.length > 0) {
-    throw new ConfigError(`server.allowed_hosts lists ${foreign.map((h) => JSON.stringify(h)).join(', ')}, but auth.mode "none" serves loopback names only; use auth.mode "jwt"`)
+    const listed = foreign.map((h) => JSON.stringify(h)).join(', ')
+    throw new ConfigError(`server.allowed_hosts lists ${listed}, but auth.mode "none" serves loopback names only; use auth.mode "jwt"`)
   }
   const publicHost = publicUrlHost(config)
   if (publicHost !== null && !isLoopbackHost(publicHost)) {
@@ -102,8 +105,9 @@ export function createHostPolicy (config: Config, log: Logger): HostPolicy {
   const publicHost = publicUrlHost(config)
   if (publicHost !== null) listed.exact.add(publicHost)
   if (wildcard && config.server.allowed_hosts.length === 0 && publicHost === null) {
-    log.warn({ host: config.server.host }, 'server.host listens on every interface and neither server.allowed_hosts nor server.public_url is set: ' +
-      'requests are served only when their Host is an IP address or a loopback name; list the names clients use in server.allowed_hosts')
+    log.warn({ host: config.server.host },
+      'server.host listens on every interface and neither server.allowed_hosts nor server.public_url is set: requests are served ' +
+      'only when their Host is an IP address or a loopback name; list the names clients use in server.allowed_hosts')
   }
   return {
     allows: (header) => {
@@ -125,9 +129,11 @@ export function hostCheck (policy: HostPolicy) {
     const header = request.headers.host
     if (policy.allows(header)) return
     const host = header?.slice(0, MAX_LOGGED_HOST)
-    request.log.info({ audit: 'host_refused', host, url: request.url.split('?')[0] }, 'refused a request for a host this gateway does not serve')
-    throw new TollgateError('HOST_NOT_ALLOWED', 'this gateway does not serve the requested host', {
-      detail: host === undefined ? 'the request has no Host header' : `Host ${JSON.stringify(host)} is not server.host, the server.public_url host or in server.allowed_hosts`
-    })
+    const url = request.url.split('?')[0]
+    request.log.info({ audit: 'host_refused', host, url }, 'refused a request for a host this gateway does not serve')
+    const detail = host === undefined
+      ? 'the request has no Host header'
+      : `Host ${JSON.stringify(host)} is not server.host, the server.public_url host or in server.allowed_hosts`
+    throw new TollgateError('HOST_NOT_ALLOWED', 'this gateway does not serve the requested host', { detail })
   }
 }

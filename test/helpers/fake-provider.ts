@@ -106,7 +106,8 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
   const stopped = (): boolean => isClosed() || res.writableEnded || res.destroyed
   const chunk = async (delta: Record<string, unknown>, finishReason: string | null = null): Promise<void> => {
     if (stopped()) return
-    const line = `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`
+    const payload = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] }
+    const line = `data: ${JSON.stringify(payload)}\n\n`
     written++
     if (written === reply.resetAfter) {
       // Cut only once the chunk left the process, so the client really received it.

@@ -52,15 +52,18 @@ async function gateway (t: TestContext, overrides: unknown = {}, logger?: Return
 }
 
 function refusedHost (answer: RawAnswer): boolean {
-  return answer.status === 421 && answer.body.code === 'HOST_NOT_ALLOWED' && String(answer.headers['content-type']).startsWith('application/problem+json')
+  const problem = String(answer.headers['content-type']).startsWith('application/problem+json')
+  return answer.status === 421 && answer.body.code === 'HOST_NOT_ALLOWED' && problem
 }
 
-async function upgradeRefusal (g: TestGateway, headers: Record<string, string>, protocols = ['tollgate.v1']): Promise<{ statusCode: number, body: any }> {
+type Refusal = { statusCode: number, body: any }
+
+async function upgradeRefusal (g: TestGateway, headers: Record<string, string>, protocols = ['tollgate.v1']): Promise<Refusal> {
   try {
     const socket = await TestSocket.open(g.wsUrl, protocols, headers)
     socket.close()
   } catch (err) {
-    return err as { statusCode: number, body: any }
+    return err as Refusal
   }
   throw new Error('the upgrade was accepted')
 }
@@ -101,7 +104,8 @@ test('loopback names and addresses are served on a loopback bind', async (t) => 
 test('malformed Host headers are refused', async (t) => {
   const g = await gateway(t)
   const port = portOf(g)
-  for (const host of [`evil.example@127.0.0.1:${port}`, `127.0.0.1.evil.example:${port}`, '127.evil.example', '[1.2.3.4]', `localhost:${port}:1`, '']) {
+  const malformed = [`evil.example@127.0.0.1:${port}`, `127.0.0.1.evil.example:${port}`, '127.evil.example', '[1.2.3.4]', `localhost:${port}:1`, '']
+  for (const host of malformed) {
     assert.ok(refusedHost(await withHost(g, '/healthz', host)), JSON.stringify(host))
   }
 })
@@ -160,7 +164,8 @@ test('the origin of server.public_url may open a socket through its host', async
 })
 
 test('with jwt auth, server.host, allowed_hosts (exact and .suffix) and the public_url host are served, others are not', async (t) => {
-  const g = await gateway(t, { ...jwtAuth(), server: { allowed_hosts: ['gw.example', '.corp.example', '10.0.0.7'], public_url: 'https://public.example:8443' } })
+  const server = { allowed_hosts: ['gw.example', '.corp.example', '10.0.0.7'], public_url: 'https://public.example:8443' }
+  const g = await gateway(t, { ...jwtAuth(), server })
   for (const host of ['127.0.0.1', 'gw.example:443', 'GW.example', 'corp.example', 'api.corp.example', '10.0.0.7:80', 'public.example']) {
     assert.equal((await withHost(g, '/healthz', host)).status, 200, host)
   }
@@ -188,7 +193,8 @@ test('allowed_hosts = ["*"] serves any well-formed Host with jwt auth', async (t
 async function buildWith (t: TestContext, overrides: unknown): Promise<unknown> {
   const dir = await mkdtemp(join(tmpdir(), 'tollgate-host-'))
   t.after(() => rm(dir, { recursive: true, force: true }))
-  const config = loadConfig({ env: {}, overrides: deepMerge({ log: { level: 'silent' }, workspace: { dir }, store: { kind: 'memory' } }, overrides) })
+  const base = { log: { level: 'silent' }, workspace: { dir }, store: { kind: 'memory' } }
+  const config = loadConfig({ env: {}, overrides: deepMerge(base, overrides) })
   const gw = await buildServer({ config })
   await gw.close()
   return gw
@@ -204,6 +210,7 @@ test('auth mode none refuses to start when allowed_hosts, public_url or allowed_
 })
 
 test('an allowed_hosts entry with a port or scheme is a configuration error', async (t) => {
-  await assert.rejects(buildWith(t, { ...jwtAuth(), server: { allowed_hosts: ['gw.example:8080'] } }), /server\.allowed_hosts: "gw\.example:8080" is not a host name/)
+  const withPort = buildWith(t, { ...jwtAuth(), server: { allowed_hosts: ['gw.example:8080'] } })
+  await assert.rejects(withPort, /server\.allowed_hosts: "gw\.example:8080" is not a host name/)
   await assert.rejects(buildWith(t, { ...jwtAuth(), server: { allowed_hosts: ['https://gw.example'] } }), /server\.allowed_hosts/)
 })

@@ -93,7 +93,7 @@ test('a turn for an unknown agent is refused with 400 UNKNOWN_AGENT', async (t) 
 /** Names every plain object inherits: a lookup by a client-chosen name must not find them. */
 const PROTOTYPE_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__']
 
-test('an agent named after an Object.prototype member is an unknown agent on POST /v1/turns, WS turn.start and GET /v1/tools', async (t) => {
+test('an agent named after an Object.prototype member is unknown on POST /v1/turns, WS turn.start and GET /v1/tools', async (t) => {
   const g = await withHello(t)
   const ws = await g.socket()
   for (const agent of PROTOTYPE_NAMES) {

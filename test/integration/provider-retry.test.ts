@@ -11,7 +11,9 @@ import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { captureLogs } from '../helpers/log-capture.js'
 import { runTurn, startTurn, until } from '../helpers/turns.js'
 
-async function gateway (t: TestContext, provider: Record<string, unknown> = {}, logger?: ReturnType<typeof captureLogs>['logger']): Promise<TestGateway> {
+type Logger = ReturnType<typeof captureLogs>['logger']
+
+async function gateway (t: TestContext, provider: Record<string, unknown> = {}, logger?: Logger): Promise<TestGateway> {
   const g = await startGateway({
     overrides: { providers: { fake: { max_retries: 2, retry_initial_delay_ms: 10, ...provider } } },
     ...(logger === undefined ? {} : { logger })
@@ -63,7 +65,8 @@ test('a Retry-After longer than retry_max_delay_ms ends the turn without a retry
 
 test('retries stop after max_retries and the last failure ends the turn', async (t) => {
   const g = await gateway(t)
-  g.provider.enqueue({ status: 503 }, { status: 502 }, { status: 500, errorBody: JSON.stringify({ error: { message: 'still down' } }) }, { text: 'too late' })
+  const stillDown = JSON.stringify({ error: { message: 'still down' } })
+  g.provider.enqueue({ status: 503 }, { status: 502 }, { status: 500, errorBody: stillDown }, { text: 'too late' })
   const { events } = await runTurn(g, { message: 'hi' })
   assert.equal(failure(events), 'PROVIDER_ERROR')
   const last = events.at(-1)?.event

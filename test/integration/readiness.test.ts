@@ -74,11 +74,13 @@ test('/readyz answers 503 store_unavailable once the store refuses lease renewal
   await until(async () => (await readiness(g.url)).status === 200, 'readiness to come back')
 })
 
-test('/readyz answers 503 bus_unavailable once Redis has been unreachable for bus.redis.unready_after_ms, and recovers with it', async (t) => {
+test('/readyz answers 503 bus_unavailable once Redis is unreachable for bus.redis.unready_after_ms, and recovers with it', async (t) => {
   const defer = deferrer(t)
   const redis = await startPrivateRedis(defer)
   const g = await startGateway({
-    overrides: { bus: { kind: 'redis', redis: { url: redis.url, key_prefix: scratchPrefix(defer, redis.url), unready_after_ms: 500, connect_timeout_ms: 500 } } }
+    overrides: {
+      bus: { kind: 'redis', redis: { url: redis.url, key_prefix: scratchPrefix(defer, redis.url), unready_after_ms: 500, connect_timeout_ms: 500 } }
+    }
   })
   defer(async () => { await g.close() })
   assert.deepEqual(await readiness(g.url), { status: 200, body: { status: 'ready' } })
