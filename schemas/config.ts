@@ -68,7 +68,11 @@ export const WsConfig = Type.Object({
   max_payload_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
   max_subscriptions: Type.Integer({ minimum: 1, default: 256 }),
   max_buffered_bytes: Type.Integer({ minimum: 1024, default: 4_194_304, description: 'Slow-consumer bound: a socket with more unsent bytes is closed with 1008' }),
-  allowed_origins: Type.Array(Type.String(), { default: [], description: 'Browser origins allowed to open /v1/ws besides the gateway\'s own' }),
+  allowed_origins: Type.Array(Type.String(), {
+    default: [],
+    description: 'Browser origins allowed to open /v1/ws besides the server.public_url origin and, on a loopback bind, the gateway\'s own ' +
+      'loopback origins; "*" for any (jwt only)'
+  }),
   frame_rate: Type.Object({
     per_second: Type.Number({ exclusiveMinimum: 0, default: 50, description: 'Sustained client frames per second per socket' }),
     burst: Type.Integer({ minimum: 1, default: 100 }),
