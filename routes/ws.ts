@@ -3,12 +3,12 @@
  * it then owns, answers approvals and cancels. Closing the socket cancels the turns it owns
  * unless they were started with detach:true.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import type { ServerFrame } from '../schemas/ws.js'
 import { whenExpired } from '../src/auth/expiry.js'
 import { FRAME_SCOPES } from '../src/auth/frame-scopes.js'
-import { authenticate, principalOf } from '../src/auth/http.js'
+import { authenticate, offeredProtocols, principalOf, WS_PROTOCOL } from '../src/auth/http.js'
 import { hasScope, principalKey, requireScope, type Principal } from '../src/auth/principal.js'
 import type { BusEnvelope, Unsubscribe } from '../src/bus/bus.js'
 import { TollgateError } from '../src/errors.js'
@@ -21,18 +21,6 @@ import type { ClientFrame } from '../schemas/ws.js'
 
 /** `encoded` is the frame's JSON when a caller already has it (events shared by many sockets). */
 type Send = (frame: ServerFrame, encoded?: string) => void
-
-/**
- * Cross-site WebSocket hijacking defence: a browser always sends Origin, so a page of another
- * site cannot ride on the user's cookies or on a loopback gateway without auth.
- */
-function originAllowed (request: FastifyRequest, allowed: readonly string[]): boolean {
-  const origin = request.headers.origin
-  if (origin === undefined) return true
-  if (allowed.includes('*') || allowed.includes(origin)) return true
-  const host = request.headers.host
-  return host !== undefined && (origin === `http://${host}` || origin === `https://${host}`)
-}
 
 class SocketSession {
   private readonly subscriptions = new Map<string, Unsubscribe>()
@@ -217,17 +205,27 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
   app.get('/v1/ws', {
     onRequest: [
       async (request) => {
-        if (!originAllowed(request, config.ws.allowed_origins)) {
+        if (!gateway.origins.allows(request.headers.origin, request.raw.socket.localPort)) {
           gateway.log.warn({ audit: 'ws_origin_refused', origin: request.headers.origin }, 'refused a WebSocket from a foreign origin')
           throw new TollgateError('ORIGIN_NOT_ALLOWED', 'this Origin may not open a WebSocket here')
         }
       },
-      authenticate(gateway.auth, null, { upgrade: true, allowQueryToken: config.auth.allow_query_token })
+      authenticate(gateway.auth, null, { upgrade: true, allowQueryToken: config.auth.allow_query_token }),
+      async (request) => {
+        // A client that does not name the protocol may not speak it; refusing keeps every socket on
+        // a contract both sides agreed to (and the version in the name) instead of guessing.
+        if (!offeredProtocols(request).includes(WS_PROTOCOL)) {
+          throw new TollgateError('SUBPROTOCOL_REQUIRED', `offer the ${WS_PROTOCOL} WebSocket subprotocol (Sec-WebSocket-Protocol)`)
+        }
+      }
     ],
     schema: {
       summary: 'WebSocket: turns, events, approvals, cancellation (frames in asyncapi.yaml)',
       querystring: Type.Object({
-        access_token: Type.Optional(Type.String({ maxLength: 65_536, description: 'Least-preferred way to send the token; prefer the bearer.<token> subprotocol' }))
+        access_token: Type.Optional(Type.String({
+          maxLength: 65_536,
+          description: 'Least-preferred way to send the token, only with auth.allow_query_token = true; prefer the bearer.<token> subprotocol'
+        }))
       })
     },
     websocket: true

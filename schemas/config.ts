@@ -14,7 +14,16 @@ export const ServerConfig = Type.Object({
   body_limit_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
   request_timeout_ms: Type.Integer({ minimum: 0, default: 0, description: '0: no timeout (SSE and ?wait=true hold requests open)' }),
   shutdown_timeout_ms: Type.Integer({ minimum: 0, default: 10_000 }),
-  public_url: Type.Optional(Type.String())
+  public_url: Type.Optional(Type.String({
+    pattern: '^https?://',
+    description: 'The URL clients and browsers use to reach the gateway: its host is served and its origin may open /v1/ws'
+  })),
+  allowed_hosts: Type.Array(Type.String({ minLength: 1, maxLength: 253 }), {
+    default: [],
+    maxItems: 256,
+    description: 'Host names (no port) requests may address besides server.host and the public_url host: exact names or IPs, ' +
+      '".example.com" for the name and its subdomains, "*" for any. With auth.mode "none" only loopback names are served'
+  })
 }, { additionalProperties: false, default: {} })
 
 export const LogConfig = Type.Object({
@@ -49,7 +58,9 @@ export const AuthConfig = Type.Object({
   jwks_timeout_ms: Type.Integer({ minimum: 100, default: 5000 }),
   jwks_cooldown_ms: Type.Integer({ minimum: 0, default: 30_000, description: 'Minimum pause between refetches triggered by an unknown kid' }),
   jwks_cache_max_age_ms: Type.Integer({ minimum: 1000, default: 600_000 }),
-  allow_query_token: Type.Boolean({ default: true, description: 'Accept ?access_token= on /v1/ws (least preferred: URLs end up in logs and history)' })
+  allow_query_token: Type.Boolean({
+    default: false, description: 'Accept ?access_token= on /v1/ws (least preferred: URLs end up in logs and history)'
+  })
 }, { additionalProperties: false, default: {} })
 
 export const WsConfig = Type.Object({
@@ -57,7 +68,11 @@ export const WsConfig = Type.Object({
   max_payload_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
   max_subscriptions: Type.Integer({ minimum: 1, default: 256 }),
   max_buffered_bytes: Type.Integer({ minimum: 1024, default: 4_194_304, description: 'Slow-consumer bound: a socket with more unsent bytes is closed with 1008' }),
-  allowed_origins: Type.Array(Type.String(), { default: [], description: 'Browser origins allowed to open /v1/ws besides the gateway\'s own' }),
+  allowed_origins: Type.Array(Type.String(), {
+    default: [],
+    description: 'Browser origins allowed to open /v1/ws besides the server.public_url origin and, on a loopback bind, the gateway\'s own ' +
+      'loopback origins; "*" for any (jwt only)'
+  }),
   frame_rate: Type.Object({
     per_second: Type.Number({ exclusiveMinimum: 0, default: 50, description: 'Sustained client frames per second per socket' }),
     burst: Type.Integer({ minimum: 1, default: 100 }),
@@ -140,7 +155,10 @@ export const BusConfig = Type.Object({
     url_env: ConnectionUrlEnv,
     key_prefix: Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$', default: 'tollgate:' }),
     connect_timeout_ms: Type.Integer({ minimum: 100, default: 10_000 }),
-    max_buffered_events: Type.Integer({ minimum: 1000, default: 100_000, description: 'Events held for Redis while it is unreachable; beyond this the oldest are dropped (the event log still has them)' })
+    max_buffered_events: Type.Integer({ minimum: 1000, default: 100_000, description: 'Events held for Redis while it is unreachable; beyond this the oldest are dropped (the event log still has them)' }),
+    unready_after_ms: Type.Integer({
+      minimum: 0, default: 15_000, description: '/readyz answers 503 bus_unavailable once Redis has been unreachable this long; 0: never'
+    })
   }, { additionalProperties: false, default: {} })
 }, { additionalProperties: false, default: {} })
 
@@ -158,7 +176,15 @@ export const ProviderConfig = Type.Object({
   native_tools: Type.Boolean({ default: true, description: 'false: tools go in the prompt (text protocol)' }),
   stream: Type.Boolean({ default: true }),
   temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
-  timeout_ms: Type.Integer({ minimum: 100, default: 120_000 }),
+  timeout_ms: Type.Integer({ minimum: 100, default: 120_000, description: 'Bound on connecting, the response headers and each body pause' }),
+  total_timeout_ms: Type.Integer({
+    minimum: 100, default: 300_000, description: 'Bound on one model call: every attempt, wait and streamed byte'
+  }),
+  max_retries: Type.Integer({
+    minimum: 0, maximum: 5, default: 2, description: 'Retries after a connection failure, 429 or 5xx, only before text was streamed'
+  }),
+  retry_initial_delay_ms: Type.Integer({ minimum: 0, default: 500, description: 'First backoff; doubled per retry, jittered to 50-100 %' }),
+  retry_max_delay_ms: Type.Integer({ minimum: 0, default: 8000, description: 'Backoff cap; a longer Retry-After ends the call instead' }),
   max_response_bytes: Type.Integer({ minimum: 1024, default: 8_388_608 }),
   headers: Type.Record(Type.String(), Type.String(), { default: {} }),
   step_delay_ms: Type.Integer({ minimum: 0, default: 0, description: 'demo only: pause between streamed pieces' })

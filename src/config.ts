@@ -9,6 +9,7 @@ import { parse as parseToml } from 'smol-toml'
 import {
   GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig, MCP_SERVER_NAME, type Config
 } from '../schemas/config.js'
+import { ownEntry } from './json/own.js'
 
 export type { Config } from '../schemas/config.js'
 
@@ -95,13 +96,13 @@ function validateMap (map: Plain, validate: ValidateFunction, where: string): vo
 }
 
 function crossCheck (config: Config): void {
-  if (config.agents[config.default_agent] === undefined) {
+  if (ownEntry(config.agents, config.default_agent) === undefined) {
     throw new ConfigError(`default_agent ${JSON.stringify(config.default_agent)} is not defined under [agents]`)
   }
   for (const [name, agent] of Object.entries(config.agents)) {
-    if (config.providers[agent.provider] === undefined) throw new ConfigError(`agents.${name}.provider ${JSON.stringify(agent.provider)} is not defined under [providers]`)
-    if (config.runtime_profiles[agent.runtime_profile] === undefined) throw new ConfigError(`agents.${name}.runtime_profile ${JSON.stringify(agent.runtime_profile)} is not defined`)
-    if (config.risk_profiles[agent.risk_profile] === undefined) throw new ConfigError(`agents.${name}.risk_profile ${JSON.stringify(agent.risk_profile)} is not defined`)
+    if (ownEntry(config.providers, agent.provider) === undefined) throw new ConfigError(`agents.${name}.provider ${JSON.stringify(agent.provider)} is not defined under [providers]`)
+    if (ownEntry(config.runtime_profiles, agent.runtime_profile) === undefined) throw new ConfigError(`agents.${name}.runtime_profile ${JSON.stringify(agent.runtime_profile)} is not defined`)
+    if (ownEntry(config.risk_profiles, agent.risk_profile) === undefined) throw new ConfigError(`agents.${name}.risk_profile ${JSON.stringify(agent.risk_profile)} is not defined`)
   }
   crossCheckMcp(config)
   for (const [name, provider] of Object.entries(config.providers)) {
@@ -124,10 +125,10 @@ function crossCheckMcp (config: Config): void {
   if (mcp.reconnect_initial_ms > mcp.reconnect_max_ms) throw new ConfigError('mcp.reconnect_initial_ms must not exceed mcp.reconnect_max_ms')
   for (const [name, agent] of Object.entries(config.agents)) {
     for (const server of agent.mcp_bundles) {
-      if (mcp.servers[server] === undefined) throw new ConfigError(`agents.${name}.mcp_bundles names ${JSON.stringify(server)}, which is not defined under [mcp.servers]`)
+      if (ownEntry(mcp.servers, server) === undefined) throw new ConfigError(`agents.${name}.mcp_bundles names ${JSON.stringify(server)}, which is not defined under [mcp.servers]`)
     }
     for (const other of agent.delegate_agents) {
-      if (config.agents[other] === undefined) throw new ConfigError(`agents.${name}.delegate_agents names ${JSON.stringify(other)}, which is not defined under [agents]`)
+      if (ownEntry(config.agents, other) === undefined) throw new ConfigError(`agents.${name}.delegate_agents names ${JSON.stringify(other)}, which is not defined under [agents]`)
     }
   }
 }

@@ -33,6 +33,8 @@ import { ToolCatalog } from './tools/registry.js'
 import type { Tool } from './tools/tool.js'
 import { NO_HOOKS, type ToolHooks } from './turn/hooks.js'
 import { createGatewayLogger } from './security/log-scrub.js'
+import { createHostPolicy, hostCheck } from './security/host-check.js'
+import { createOriginPolicy, type OriginPolicy } from './security/origin-check.js'
 import healthRoutes from '../routes/health.js'
 import metricsRoutes from '../routes/metrics.js'
 import turnRoutes from '../routes/turns.js'
@@ -78,10 +80,14 @@ export interface Gateway {
   /** This process on the store's leases and the bus's control plane. */
   instanceId: string
   auth: Authenticator
+  /** Which browser origins may open /v1/ws. */
+  origins: OriginPolicy
   log: Logger
   mcp: McpManager
   /** False once the store has refused this instance's lease renewals for a whole lease time. */
   storeReachable (): boolean
+  /** False once the bus (Redis) has been unreachable for `bus.redis.unready_after_ms`. */
+  busReachable (): boolean
   close (): Promise<void>
 }
 
@@ -135,6 +141,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     throw new Error(`auth.mode "none" is only allowed on a loopback address, not ${config.server.host}`)
   }
   if (auth.mode === 'none') log.warn('auth.mode is "none": every local client acts as one principal; bind stays on loopback')
+  const hosts = createHostPolicy(config, log)
+  const origins = createOriginPolicy(config)
 
   const connections = new ConnectionRegistry()
   const instanceId = options.store?.instanceId ?? config.cluster.instance_id ?? `inst_${randomUUID()}`
@@ -193,6 +201,16 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     // Before any route: the API documents are built from every route registered after this.
     collectRoutes(app)
     app.decorateRequest('principal', null)
+    await app.register(websocket, {
+      options: {
+        maxPayload: config.ws.max_payload_bytes,
+        // Echo only our protocol; the `bearer.<JWT>` entry is a credential, never a protocol choice.
+        handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false)
+      }
+    })
+    // Before every route, upgrade, document and 404, so none of them answers a foreign Host; after
+    // the websocket plugin, whose own hook marks upgrades so a refused one's socket gets closed.
+    app.addHook('onRequest', hostCheck(hosts))
 
     let closed = false
     const gateway: Gateway = {
@@ -205,9 +223,15 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       store,
       instanceId,
       auth,
+      origins,
       log,
       mcp,
       storeReachable: () => lease.held(),
+      busReachable: () => {
+        const since = bus.unreachableSince()
+        const limit = config.bus.redis.unready_after_ms
+        return since === null || limit === 0 || Date.now() - since < limit
+      },
       async close () {
         if (closed) return
         closed = true
@@ -253,13 +277,6 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       void reply.code(404).type('application/problem+json').send(toProblem(new TollgateError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`)))
     })
 
-    await app.register(websocket, {
-      options: {
-        maxPayload: config.ws.max_payload_bytes,
-        // Echo only our protocol; the `bearer.<JWT>` entry is a credential, never a protocol choice.
-        handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false)
-      }
-    })
     enforceAuthentication(app)
     await app.register(healthRoutes)
     await app.register(metricsRoutes)

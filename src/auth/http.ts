@@ -39,11 +39,16 @@ function cookieValue (header: string | undefined, name: string): string | undefi
   return undefined
 }
 
+/** The subprotocols a WebSocket upgrade offers (`Sec-WebSocket-Protocol`), in order. */
+export function offeredProtocols (request: FastifyRequest): string[] {
+  return String(request.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter((p) => p !== '')
+}
+
 export function requestCredentials (request: FastifyRequest, options: AuthHookOptions = {}): Credentials {
   const credentials: Credentials = { authorization: request.headers.authorization }
   if (options.upgrade !== true) return credentials
-  const protocols = String(request.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim())
-  credentials.protocolToken = protocols.find((p) => p.startsWith(BEARER_PROTOCOL_PREFIX))?.slice(BEARER_PROTOCOL_PREFIX.length)
+  const bearer = offeredProtocols(request).find((p) => p.startsWith(BEARER_PROTOCOL_PREFIX))
+  credentials.protocolToken = bearer?.slice(BEARER_PROTOCOL_PREFIX.length)
   credentials.cookieToken = cookieValue(request.headers.cookie, TOKEN_COOKIE)
   if (options.allowQueryToken === true) {
     const query = request.query as Record<string, unknown> | undefined

@@ -101,6 +101,10 @@ export class ArchivingBus implements EventBus {
     this.inner.drop(turnId)
   }
 
+  unreachableSince (): number | null {
+    return this.inner.unreachableSince()
+  }
+
   publishControl (message: ControlMessage): void {
     this.inner.publishControl(message)
   }

@@ -55,6 +55,8 @@ export interface EventBus {
   lastSeq (turnId: string): Promise<number>
   /** Forgets a finished turn's log (after its retention). */
   drop (turnId: string): void
+  /** Since when (epoch ms) the bus's backing service has been unreachable; null while it is reachable. */
+  unreachableSince (): number | null
   publishControl (message: ControlMessage): void
   onControl (listener: (message: ControlMessage) => void): Unsubscribe
   close (): Promise<void>

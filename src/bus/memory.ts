@@ -78,6 +78,10 @@ export class MemoryEventBus implements EventBus {
     this.logs.delete(turnId)
   }
 
+  unreachableSince (): number | null {
+    return null
+  }
+
   publishControl (message: ControlMessage): void {
     for (const listener of [...this.controlListeners]) {
       try {

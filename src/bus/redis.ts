@@ -78,6 +78,8 @@ export class RedisEventBus implements EventBus {
   private readonly sessionFeeds = new Map<string, SessionFeed>()
   private readonly controlListeners = new Set<(message: ControlMessage) => void>()
   private readonly channels = new Map<string, number>()
+  /** Connections (commands, subscriber) that are down, with the time each was lost. */
+  private readonly down = new Map<string, number>()
   private closed = false
 
   private constructor (options: RedisBusOptions, cmd: Redis, sub: Redis) {
@@ -117,19 +119,19 @@ export class RedisEventBus implements EventBus {
 
   private async listen (): Promise<void> {
     this.sub.on('message', (channel: string, message: string) => { this.onMessage(channel, message) })
-    let downSince: number | null = null
     for (const [conn, name] of [[this.cmd, 'commands'], [this.sub, 'subscriber']] as const) {
       conn.on('close', () => {
-        if (this.closed || downSince !== null) return
-        downSince = Date.now()
-        this.options.log.warn({ connection: name }, 'lost the connection to Redis; reconnecting')
+        if (this.closed || this.down.has(name)) return
+        if (this.down.size === 0) this.options.log.warn({ connection: name }, 'lost the connection to Redis; reconnecting')
+        this.down.set(name, Date.now())
+      })
+      conn.on('ready', () => {
+        const since = this.unreachableSince()
+        this.down.delete(name)
+        if (since !== null && this.down.size === 0) this.options.log.info({ down_ms: Date.now() - since }, 'reconnected to Redis')
       })
     }
-    this.cmd.on('ready', () => {
-      if (downSince !== null) this.options.log.info({ down_ms: Date.now() - downSince }, 'reconnected to Redis')
-      downSince = null
-      this.writer.reconnected()
-    })
+    this.cmd.on('ready', () => { this.writer.reconnected() })
     this.sub.on('ready', () => { void this.resubscribe() })
     this.channels.set(this.keys.controlChannel, 1)
     await this.sub.subscribe(this.keys.controlChannel)
@@ -386,6 +388,11 @@ export class RedisEventBus implements EventBus {
     this.rings.delete(turnId)
     this.writer.forget(turnId)
     this.cmd.del(this.keys.stream(turnId)).catch(() => { /* the stream expires on its own */ })
+  }
+
+  /** Since the first of the two connections was lost, while either is still down. */
+  unreachableSince (): number | null {
+    return this.down.size === 0 ? null : Math.min(...this.down.values())
   }
 
   publishControl (message: ControlMessage): void {

@@ -20,7 +20,7 @@ const REMOTE_ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
 
 /** The typed error another instance answered with; any other code is its internal failure. */
 export function remoteError (code: string): TollgateError {
-  const known = code in ERROR_STATUS ? code as ErrorCode : null
+  const known = Object.hasOwn(ERROR_STATUS, code) ? code as ErrorCode : null
   const message = known === null ? undefined : REMOTE_ERROR_MESSAGES[known]
   if (known === null || message === undefined) return new TollgateError('INTERNAL', 'the instance running this turn could not apply the request')
   return new TollgateError(known, message)

@@ -9,6 +9,7 @@
 import type { TurnEvent } from '../../schemas/events.js'
 import type { AgentConfig, Config } from '../../schemas/config.js'
 import type { ToolCallRecord } from '../../schemas/turn.js'
+import { ownEntry } from '../json/own.js'
 import { createDeferredTools } from '../mcp/deferred.js'
 import type { ModelProvider } from '../providers/types.js'
 import { ActivatedToolSet, TOOL_SEARCH } from '../tools/activated.js'
@@ -57,8 +58,8 @@ export function deriveSubTurn (deps: DelegateDeps, scope: TurnScope, request: De
   if (depth > config.delegate.max_depth) return { error: `delegation is limited to ${config.delegate.max_depth} level(s)` }
 
   const targetName = request.agent ?? parent.agent
-  const target = config.agents[targetName]
-  const parentAgent = config.agents[parent.agent]
+  const target = ownEntry(config.agents, targetName)
+  const parentAgent = ownEntry(config.agents, parent.agent)
   if (target === undefined || (targetName !== parent.agent && parentAgent?.delegate_agents.includes(targetName) !== true)) {
     return { error: `agent ${JSON.stringify(targetName)} is not one this agent may delegate to` }
   }

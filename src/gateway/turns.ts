@@ -115,6 +115,19 @@ export class TurnService {
     return timer
   }
 
+  /**
+   * SESSION_BUSY only tells a principal about its own session: a session held by another
+   * principal's running turn (also one whose record is not stored yet) is FORBIDDEN.
+   */
+  private checkSessionFree (sessionId: string, owner: string): void {
+    const running = this.busySessions.get(sessionId)
+    if (running === undefined) return
+    if (this.active.get(running)?.record.owner !== owner) {
+      this.deps.log.warn({ audit: 'cross_principal_session', principal: owner, session_id: sessionId }, 'refused a turn in a session of another principal')
+      throw new TollgateError('FORBIDDEN', 'this session belongs to another principal')
+    }
+    throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+  }
 
   async start (principal: Principal, request: TurnRequest, options: StartOptions): Promise<{ turn: TurnRecord, created: boolean }> {
     if (this.closingFlag) throw new TollgateError('SHUTTING_DOWN', 'the gateway is shutting down')
@@ -148,12 +161,14 @@ export class TurnService {
     this.checkCapacity(owner)
 
     const sessionId = request.session_id ?? `ses_${randomUUID()}`
-    if (this.busySessions.has(sessionId)) throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+    // Ownership before busy-ness: another principal's session answers FORBIDDEN whether or not a
+    // turn runs in it, so the answer says nothing about that principal's activity.
     const existing = await this.deps.store.getSession(sessionId)
     if (existing !== null && existing.owner !== owner) {
       this.deps.log.warn({ audit: 'cross_principal_session', principal: owner, session_id: sessionId }, 'refused a turn in a session of another principal')
       throw new TollgateError('FORBIDDEN', 'this session belongs to another principal')
     }
+    this.checkSessionFree(sessionId, owner)
     // Another instance may run this session's latest turn (this process's busy map cannot see it).
     const latest = existing?.turn_ids.at(-1)
     if (latest !== undefined && !this.active.has(latest) && (await this.deps.store.getTurn(latest))?.status === 'running') {
@@ -186,7 +201,7 @@ export class TurnService {
       receiptGenerator: () => receipts
     })
     // Re-checked after the awaits above: two starts may race for one session or the last slot.
-    if (this.busySessions.has(sessionId)) throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+    this.checkSessionFree(sessionId, owner)
     this.checkCapacity(owner)
 
     const turnId = `turn_${randomUUID()}`

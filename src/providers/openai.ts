@@ -1,11 +1,13 @@
 /**
- * OpenAI-compatible chat-completions provider over undici, streaming (SSE) or not.
- * Timeouts and response sizes are bounded: undici's 300 s defaults do not fit a gateway.
+ * OpenAI-compatible chat-completions provider over undici, streaming (SSE) or not, retrying
+ * connection failures, 429 and 5xx before anything was streamed. Timeouts and response sizes are
+ * bounded: undici's 300 s defaults do not fit a gateway.
  */
 import { Agent, request, errors as undiciErrors } from 'undici'
 import type { ProviderConfig } from '../../schemas/config.js'
 import { scrubText } from '../security/redact.js'
 import type { ToolSpec } from '../tools/tool.js'
+import { callDeadline, parseRetryAfter, retryDelay, type CallDeadline, type RetryPolicy } from './retry.js'
 import { SseParser } from './sse.js'
 import {
   ProviderError, type ChatCallOptions, type ChatMessage, type ChatRequest, type ChatResponse,
@@ -56,6 +58,8 @@ export class OpenAIProvider implements ModelProvider {
   private readonly apiKey: string | undefined
   private readonly dispatcher: Agent
   private readonly url: string
+  private readonly connectTimeoutMs: number
+  private readonly retry: RetryPolicy
   /** Wire form of each shared spec, built once per spec object rather than once per request. */
   private readonly wireTools = new WeakMap<ToolSpec, object>()
 
@@ -65,10 +69,16 @@ export class OpenAIProvider implements ModelProvider {
     this.apiKey = options.apiKey
     this.nativeTools = options.config.native_tools
     this.url = `${(options.config.base_url ?? '').replace(/\/+$/, '')}/chat/completions`
+    this.connectTimeoutMs = Math.min(options.config.timeout_ms, 10_000)
+    this.retry = {
+      maxRetries: options.config.max_retries,
+      initialDelayMs: options.config.retry_initial_delay_ms,
+      maxDelayMs: options.config.retry_max_delay_ms
+    }
     this.dispatcher = new Agent({
       headersTimeout: options.config.timeout_ms,
       bodyTimeout: options.config.timeout_ms,
-      connect: { timeout: Math.min(options.config.timeout_ms, 10_000) }
+      connect: { timeout: this.connectTimeoutMs }
     })
   }
 
@@ -81,7 +91,7 @@ export class OpenAIProvider implements ModelProvider {
     return wire
   }
 
-  async chat (req: ChatRequest, options: ChatCallOptions): Promise<ChatResponse> {
+  private payload (req: ChatRequest): string {
     const stream = this.config.stream
     const payload: Record<string, unknown> = {
       model: req.model,
@@ -92,48 +102,90 @@ export class OpenAIProvider implements ModelProvider {
     if (req.tools !== undefined && req.tools.length > 0) payload.tools = req.tools.map((s) => this.wireTool(s))
     const temperature = req.temperature ?? this.config.temperature
     if (temperature !== undefined) payload.temperature = temperature
+    return JSON.stringify(payload)
+  }
+
+  private headers (): Record<string, string> {
     const headers: Record<string, string> = {
       ...this.config.headers,
       'content-type': 'application/json',
-      accept: stream ? 'text/event-stream' : 'application/json'
+      accept: this.config.stream ? 'text/event-stream' : 'application/json'
     }
     if (this.apiKey !== undefined && this.apiKey !== '') headers.authorization = `Bearer ${this.apiKey}`
+    return headers
+  }
 
-    let res: Awaited<ReturnType<typeof request>>
+  /**
+   * One model call: attempts until one succeeds, a failure is not retryable, the retries are used
+   * up or `total_timeout_ms` has passed. Once any text has been handed to `onTextDelta` no retry
+   * happens: clients already saw it, and a second attempt would stream it again.
+   */
+  async chat (req: ChatRequest, options: ChatCallOptions): Promise<ChatResponse> {
+    const body = this.payload(req)
+    const headers = this.headers()
+    const deadline = callDeadline(this.config.total_timeout_ms, options.signal)
     try {
-      res = await request(this.url, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(payload),
-        dispatcher: this.dispatcher,
-        signal: options.signal
-      })
-    } catch (err) {
-      throw this.transportError(err, options.signal)
+      for (let retry = 0; ; retry++) {
+        let streamed = false
+        const forward = options.onTextDelta
+        const attempt: ChatCallOptions = {
+          signal: deadline.signal,
+          ...(forward === undefined ? {} : { onTextDelta: (text: string) => { streamed = true; forward(text) } })
+        }
+        try {
+          return await this.attempt(body, headers, attempt)
+        } catch (raw) {
+          const err = this.classify(raw, options.signal, deadline)
+          if (!(err instanceof ProviderError) || !err.retryable || streamed) throw err
+          const delay = retryDelay(this.retry, retry, err.retryAfterMs)
+          if (delay === null || delay >= deadline.remainingMs()) throw err
+          const status = err.status === undefined ? {} : { status: err.status }
+          options.onRetry?.({ retry: retry + 1, delay_ms: delay, code: err.code, reason: err.message, ...status })
+          await deadline.pause(delay)
+        }
+      }
+    } finally {
+      deadline.dispose()
     }
+  }
+
+  private async attempt (body: string, headers: Record<string, string>, options: ChatCallOptions): Promise<ChatResponse> {
+    const res = await request(this.url, { method: 'POST', headers, body, dispatcher: this.dispatcher, signal: options.signal })
     try {
       if (res.statusCode >= 400) {
-        const body = await this.readText(res.body, 4096, options.signal).catch(() => '')
-        throw new ProviderError('PROVIDER_ERROR', `provider answered HTTP ${res.statusCode}: ${scrubText(body).slice(0, 500)}`, { status: res.statusCode })
+        const text = await this.readText(res.body, 4096, options.signal).catch(() => '')
+        throw new ProviderError('PROVIDER_ERROR', `provider answered HTTP ${res.statusCode}: ${scrubText(text).slice(0, 500)}`, {
+          status: res.statusCode,
+          retryable: res.statusCode === 429 || res.statusCode >= 500,
+          retryAfterMs: parseRetryAfter(res.headers['retry-after'])
+        })
       }
       const contentType = String(res.headers['content-type'] ?? '')
-      if (stream && contentType.includes('text/event-stream')) return await this.readStream(res.body, options)
+      if (this.config.stream && contentType.includes('text/event-stream')) return await this.readStream(res.body, options)
       const text = await this.readText(res.body, this.config.max_response_bytes, options.signal)
       return this.parseCompletion(text)
     } catch (err) {
       res.body.destroy()
-      if (err instanceof ProviderError) throw err
-      throw this.transportError(err, options.signal)
+      throw err
     }
   }
 
-  private transportError (err: unknown, signal: AbortSignal): Error {
-    if (signal.aborted) return signal.reason instanceof Error ? signal.reason : new Error('aborted')
+  /** The caller's cancellation wins; then the total deadline; then what the failure itself says. */
+  private classify (err: unknown, caller: AbortSignal, deadline: CallDeadline): Error {
+    if (caller.aborted) return caller.reason instanceof Error ? caller.reason : new Error('aborted')
+    if (deadline.expired()) {
+      const limit = this.config.total_timeout_ms
+      return new ProviderError('PROVIDER_TIMEOUT', `provider call did not finish within total_timeout_ms (${limit} ms)`, { cause: err })
+    }
     if (err instanceof ProviderError) return err
-    if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError || err instanceof undiciErrors.ConnectTimeoutError) {
+    if (err instanceof undiciErrors.ConnectTimeoutError) {
+      const message = `provider did not accept a connection within ${this.connectTimeoutMs} ms`
+      return new ProviderError('PROVIDER_TIMEOUT', message, { cause: err, retryable: true })
+    }
+    if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
       return new ProviderError('PROVIDER_TIMEOUT', `provider did not answer within ${this.config.timeout_ms} ms`, { cause: err })
     }
-    return new ProviderError('PROVIDER_UNAVAILABLE', `provider request failed: ${(err as Error).message}`, { cause: err })
+    return new ProviderError('PROVIDER_UNAVAILABLE', `provider request failed: ${(err as Error).message}`, { cause: err, retryable: true })
   }
 
   private async readText (body: AsyncIterable<Buffer>, limit: number, signal: AbortSignal): Promise<string> {
@@ -222,6 +274,10 @@ export class OpenAIProvider implements ModelProvider {
     }
     if (!done) for (const message of parser.end()) handle(message.data)
     if (options.signal.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new Error('aborted')
+    // A connection cut mid-stream can look like a clean end; a whole answer names why it finished.
+    if (!done && finishReason === undefined) {
+      throw new ProviderError('PROVIDER_UNAVAILABLE', 'provider stream ended before its finish_reason or [DONE]', { retryable: true })
+    }
     const toolCalls = [...calls.entries()]
       .sort((a, b) => a[0] - b[0])
       .map(([index, c]) => ({ id: c.id === '' ? `call_${index}` : c.id, name: c.name, arguments: c.arguments }))

@@ -39,10 +39,22 @@ export interface ChatResponse {
   finishReason?: string
 }
 
+/** A failed attempt that is about to be retried. */
+export interface ProviderRetry {
+  /** 1 for the first retry. */
+  retry: number
+  delay_ms: number
+  code: ProviderErrorCode
+  status?: number
+  reason: string
+}
+
 export interface ChatCallOptions {
   signal: AbortSignal
   /** Called with visible text as it streams; absent when the caller wants no live text. */
   onTextDelta?: (text: string) => void
+  /** Told before each retry (for the turn's log). */
+  onRetry?: (retry: ProviderRetry) => void
 }
 
 export interface ModelProvider {
@@ -56,14 +68,27 @@ export interface ModelProvider {
 
 export type ProviderErrorCode = 'PROVIDER_ERROR' | 'PROVIDER_UNAVAILABLE' | 'PROVIDER_BAD_RESPONSE' | 'PROVIDER_TIMEOUT'
 
+export interface ProviderErrorOptions {
+  status?: number
+  cause?: unknown
+  /** A new attempt may succeed: the connection failed, or the provider answered 429 or 5xx. */
+  retryable?: boolean
+  /** The provider's Retry-After, in ms from when it answered. */
+  retryAfterMs?: number
+}
+
 export class ProviderError extends Error {
   readonly code: ProviderErrorCode
   readonly status: number | undefined
+  readonly retryable: boolean
+  readonly retryAfterMs: number | undefined
 
-  constructor (code: ProviderErrorCode, message: string, options: { status?: number, cause?: unknown } = {}) {
+  constructor (code: ProviderErrorCode, message: string, options: ProviderErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'ProviderError'
     this.code = code
     this.status = options.status
+    this.retryable = options.retryable === true
+    this.retryAfterMs = options.retryAfterMs
   }
 }

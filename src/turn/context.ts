@@ -9,6 +9,7 @@ import type { ApprovalAuditEntry, ToolCallRecord } from '../../schemas/turn.js'
 import type { TurnEvent } from '../../schemas/events.js'
 import { ApprovalManager } from '../approval/manager.js'
 import type { ApprovalChannel } from '../approval/gate.js'
+import { ownEntry } from '../json/own.js'
 import { TollgateError } from '../errors.js'
 import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ModelProvider } from '../providers/types.js'
@@ -145,18 +146,18 @@ export interface ResolveOptions {
 }
 
 export function resolveAgent (config: Config, name: string): { agent: AgentConfig, runtime: RuntimeProfileConfig, risk: RiskProfileConfig } {
-  const agent = config.agents[name]
+  const agent = ownEntry(config.agents, name)
   if (agent === undefined) throw new TollgateError('UNKNOWN_AGENT', `unknown agent ${JSON.stringify(name)}`)
   // Config loading checked that the profiles exist.
-  const runtime = config.runtime_profiles[agent.runtime_profile] as RuntimeProfileConfig
-  const risk = config.risk_profiles[agent.risk_profile] as RiskProfileConfig
+  const runtime = ownEntry(config.runtime_profiles, agent.runtime_profile) as RuntimeProfileConfig
+  const risk = ownEntry(config.risk_profiles, agent.risk_profile) as RiskProfileConfig
   return { agent, runtime, risk }
 }
 
 export function resolveModelBinding (config: Config, agent: AgentConfig, providers: ReadonlyMap<string, ModelProvider>): ModelBinding {
   const provider = providers.get(agent.provider)
   if (provider === undefined) throw new TollgateError('INTERNAL', `provider ${agent.provider} is not built`)
-  const providerConfig = config.providers[agent.provider]
+  const providerConfig = ownEntry(config.providers, agent.provider)
   const model: ModelBinding = { provider, model: agent.model ?? providerConfig?.model ?? 'default' }
   if (providerConfig?.temperature !== undefined) model.temperature = providerConfig.temperature
   return model

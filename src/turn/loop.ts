@@ -69,7 +69,8 @@ async function callModel (exec: ResolvedAgentExecution, state: TurnState, reques
       ...(exec.model.temperature === undefined ? {} : { temperature: exec.model.temperature })
     }, {
       signal: state.signal,
-      ...(live ? { onTextDelta: liveText(state) } : {})
+      ...(live ? { onTextDelta: liveText(state) } : {}),
+      onRetry: (retry) => { state.log.warn({ provider: provider.name, model, ...retry }, 'retrying the model call') }
     })
     exec.observer.record({
       kind: 'llm_response', provider: provider.name, model, duration_ms: Math.round(performance.now() - started), success: true,

@@ -43,7 +43,7 @@ export function clusterOverrides (options: ClusterOptions, workspace: string, ex
     log: { level: 'silent' },
     workspace: { dir: workspace },
     ws: { heartbeat_ms: 0 },
-    providers: { fake: { kind: 'openai', base_url: options.provider.baseUrl, model: 'fake-model', timeout_ms: 20_000 } },
+    providers: { fake: { kind: 'openai', base_url: options.provider.baseUrl, model: 'fake-model', timeout_ms: 20_000, max_retries: 0 } },
     agents: { default: { provider: 'fake' } },
     cluster: { lease_ms: 2000, control_timeout_ms: 5000 }
   }

@@ -24,6 +24,15 @@ export interface ScriptedReply {
   /** Answer with this HTTP status and body instead of a completion. */
   status?: number
   errorBody?: string
+  /** Extra response headers (e.g. `retry-after` on a 429). */
+  headers?: Record<string, string>
+  /**
+   * Cut the connection (no clean end) after this many streamed chunks: 0 before any response,
+   * 1 after the role chunk (headers sent, no text yet), 1 + n after n text pieces of 8 characters.
+   */
+  resetAfter?: number
+  /** End the response cleanly after this many streamed chunks, without finish_reason or [DONE]. */
+  endAfter?: number
   /** Never answer; the request stays open until the client gives up. */
   hang?: boolean
   usage?: { prompt_tokens: number, completion_tokens: number }
@@ -32,6 +41,8 @@ export interface ScriptedReply {
 export type Script = ScriptedReply | ((request: RecordedRequest) => ScriptedReply)
 
 export interface RecordedRequest {
+  /** Date.now() when the request arrived. */
+  at: number
   headers: IncomingMessage['headers']
   body: {
     model: string
@@ -68,8 +79,12 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
   if (reply.delayMs !== undefined) await sleep(reply.delayMs)
   if (reply.gate !== undefined) await reply.gate
   if (reply.hang === true) return
+  if (reply.resetAfter === 0) {
+    res.destroy()
+    return
+  }
   if (reply.status !== undefined) {
-    res.writeHead(reply.status, { 'content-type': 'application/json' })
+    res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers })
     res.end(reply.errorBody ?? JSON.stringify({ error: { message: 'scripted failure' } }))
     return
   }
@@ -85,10 +100,26 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
     }))
     return
   }
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...reply.headers })
+  let written = 0
+  // A scripted cut (resetAfter/endAfter) stops the rest of the script, not only a client's close.
+  const stopped = (): boolean => isClosed() || res.writableEnded || res.destroyed
   const chunk = async (delta: Record<string, unknown>, finishReason: string | null = null): Promise<void> => {
-    if (isClosed()) return
-    res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`)
+    if (stopped()) return
+    const payload = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] }
+    const line = `data: ${JSON.stringify(payload)}\n\n`
+    written++
+    if (written === reply.resetAfter) {
+      // Cut only once the chunk left the process, so the client really received it.
+      await new Promise<void>((resolve) => res.write(line, () => { resolve() }))
+      res.destroy()
+      return
+    }
+    res.write(line)
+    if (written === reply.endAfter) {
+      res.end()
+      return
+    }
     if (reply.chunkDelayMs !== undefined) await sleep(reply.chunkDelayMs)
   }
   await chunk({ role: 'assistant' })
@@ -100,7 +131,7 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
     await chunk({ tool_calls: [{ index, function: { arguments: args.slice(half) } }] })
   }
   await chunk({}, finish)
-  if (!isClosed()) {
+  if (!stopped()) {
     res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [], usage })}\n\n`)
     res.end('data: [DONE]\n\n')
   }
@@ -120,7 +151,7 @@ export async function startFakeProvider (): Promise<FakeProvider> {
         return
       }
       const body = JSON.parse(Buffer.concat(parts).toString('utf8')) as RecordedRequest['body']
-      const recorded: RecordedRequest = { headers: req.headers, body }
+      const recorded: RecordedRequest = { at: Date.now(), headers: req.headers, body }
       requests.push(recorded)
       const script = queue.shift()
       if (script === undefined) {

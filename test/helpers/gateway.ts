@@ -61,7 +61,8 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
       ws: { heartbeat_ms: 0 },
       // Tests never write ./data; a test opts into a durable store through `overrides`.
       store: { kind: 'memory' },
-      providers: { fake: { kind: 'openai', base_url: provider.baseUrl, model: 'fake-model', timeout_ms: 5000 } },
+      // No retries unless a test asks: a scripted failure reaches the turn as scripted, once.
+      providers: { fake: { kind: 'openai', base_url: provider.baseUrl, model: 'fake-model', timeout_ms: 5000, max_retries: 0 } },
       agents: { default: { provider: 'fake' } }
     }, options.overrides ?? {})
   })

@@ -185,15 +185,15 @@ test('a socket authenticates with the tollgate_token cookie', async (t) => {
   assert.equal((await ws.request({ type: 'ping' })).type, 'pong')
 })
 
-test('a socket authenticates with the access_token query parameter', async (t) => {
-  const g = await startGateway({ overrides: jwtAuth() })
+test('a socket authenticates with the access_token query parameter when auth.allow_query_token is true', async (t) => {
+  const g = await startGateway({ overrides: jwtAuth({ allow_query_token: true }) })
   t.after(() => g.close())
   const ws = await g.socket({ query: `?access_token=${await mintToken()}` })
   assert.equal((await ws.request({ type: 'ping' })).type, 'pong')
 })
 
-test('the query token is refused when auth.allow_query_token is false', async (t) => {
-  const g = await startGateway({ overrides: jwtAuth({ allow_query_token: false }) })
+test('the query token is refused by default', async (t) => {
+  const g = await startGateway({ overrides: jwtAuth() })
   t.after(() => g.close())
   await assert.rejects(g.socket({ query: `?access_token=${await mintToken()}` }), (err: any) => err.statusCode === 401 && err.body.code === 'UNAUTHENTICATED')
 })

@@ -90,6 +90,21 @@ test('a turn for an unknown agent is refused with 400 UNKNOWN_AGENT', async (t) 
   assertProblem(res, 400, 'UNKNOWN_AGENT')
 })
 
+/** Names every plain object inherits: a lookup by a client-chosen name must not find them. */
+const PROTOTYPE_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__']
+
+test('an agent named after an Object.prototype member is unknown on POST /v1/turns, WS turn.start and GET /v1/tools', async (t) => {
+  const g = await withHello(t)
+  const ws = await g.socket()
+  for (const agent of PROTOTYPE_NAMES) {
+    assertProblem(await g.http('POST', '/v1/turns', { message: 'hi', agent }), 400, 'UNKNOWN_AGENT')
+    const answer = await ws.request({ type: 'turn.start', message: 'hi', agent })
+    assert.deepEqual([answer.type, answer.code], ['error', 'UNKNOWN_AGENT'], agent)
+    assertProblem(await g.http('GET', `/v1/tools?agent=${agent}`), 400, 'UNKNOWN_AGENT')
+  }
+  assert.equal(g.provider.requests.length, 0)
+})
+
 test('tools.allow naming a tool the agent lacks is refused with 400 UNKNOWN_TOOL', async (t) => {
   const g = await withHello(t, { agents: { default: { provider: 'fake', tools: ['file_read'] } } })
   const res = await g.http('POST', '/v1/turns', { message: 'hi', tools: { allow: ['file_read', 'shell'] } })

@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import { startGateway } from '../helpers/gateway.js'
-import { deferrer, scratchSchema } from '../helpers/services.js'
+import { deferrer, scratchPrefix, scratchSchema, startPrivateRedis } from '../helpers/services.js'
 
 /** A TCP relay in front of the real PostgreSQL that a test can cut and restore: a network fault. */
 async function relayToPostgres (): Promise<{ port: number, cut: () => void, restore: () => void, close: () => Promise<void> }> {
@@ -72,4 +72,41 @@ test('/readyz answers 503 store_unavailable once the store refuses lease renewal
 
   relay.restore()
   await until(async () => (await readiness(g.url)).status === 200, 'readiness to come back')
+})
+
+test('/readyz answers 503 bus_unavailable once Redis is unreachable for bus.redis.unready_after_ms, and recovers with it', async (t) => {
+  const defer = deferrer(t)
+  const redis = await startPrivateRedis(defer)
+  const g = await startGateway({
+    overrides: {
+      bus: { kind: 'redis', redis: { url: redis.url, key_prefix: scratchPrefix(defer, redis.url), unready_after_ms: 500, connect_timeout_ms: 500 } }
+    }
+  })
+  defer(async () => { await g.close() })
+  assert.deepEqual(await readiness(g.url), { status: 200, body: { status: 'ready' } })
+
+  await redis.stop()
+  const stoppedAt = Date.now()
+  await until(async () => (await readiness(g.url)).status === 503, 'readiness to drop')
+  assert.ok(Date.now() - stoppedAt >= 500, 'not before unready_after_ms')
+  assert.deepEqual((await readiness(g.url)).body, { status: 'bus_unavailable' })
+  assert.equal((await fetch(`${g.url}/healthz`)).status, 200, 'still alive: only not ready')
+
+  await redis.start()
+  await until(async () => (await readiness(g.url)).status === 200, 'readiness to come back')
+  assert.deepEqual((await readiness(g.url)).body, { status: 'ready' })
+})
+
+test('a Redis outage shorter than bus.redis.unready_after_ms leaves the gateway ready', async (t) => {
+  const defer = deferrer(t)
+  const redis = await startPrivateRedis(defer)
+  const g = await startGateway({
+    overrides: { bus: { kind: 'redis', redis: { url: redis.url, key_prefix: scratchPrefix(defer, redis.url), unready_after_ms: 60_000 } } }
+  })
+  defer(async () => { await g.close() })
+  await redis.stop()
+  await until(async () => g.gateway.bus.unreachableSince() !== null, 'the bus to notice the outage')
+  assert.deepEqual(await readiness(g.url), { status: 200, body: { status: 'ready' } })
+  await redis.start()
+  await until(async () => g.gateway.bus.unreachableSince() === null, 'the bus to reconnect')
 })

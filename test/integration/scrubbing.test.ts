@@ -115,7 +115,7 @@ test('approval requests show scrubbed arguments and a scrubbed summary', async (
 
 test('a query-string token never appears in the request log', async (t) => {
   const logs = captureLogs('info')
-  const g = await startGateway({ overrides: jwtAuth(), logger: logs.logger })
+  const g = await startGateway({ overrides: jwtAuth({ allow_query_token: true }), logger: logs.logger })
   t.after(() => g.close())
   const token = await mintToken()
   const ws = await g.socket({ query: `?access_token=${token}` })

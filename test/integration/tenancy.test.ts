@@ -118,6 +118,27 @@ test('another tenant starting a turn in a session gets 403 FORBIDDEN and the att
   assert.equal(c.g.provider.requests.length, 1)
 })
 
+test('another principal\'s session answers the same 403 FORBIDDEN while a turn runs in it and once it is idle', async (t) => {
+  const c = await setup(t)
+  const { ws, turnId, sessionId } = await runningTurn(c)
+  const intruder = await socketOf(c.g, c.otherSub)
+  const attempt = async (): Promise<unknown[]> => {
+    const http = await c.g.http('POST', '/v1/turns', { message: 'let me in', session_id: sessionId }, bearer(c.otherSub))
+    const frame = await intruder.request({ type: 'turn.start', message: 'let me in', session_id: sessionId })
+    return [http.status, http.body, frame.type, frame.code, frame.message]
+  }
+  const whileBusy = await attempt()
+  assert.deepEqual(whileBusy.slice(0, 1), [403])
+  assert.equal((whileBusy[1] as { code: string }).code, 'FORBIDDEN')
+  const own = await c.g.http('POST', '/v1/turns', { message: 'me again', session_id: sessionId }, bearer(c.owner))
+  assert.equal(own.body.code, 'SESSION_BUSY', 'the owner still learns that its own session is busy')
+
+  await ws.request({ type: 'cancel', turn_id: turnId })
+  await ws.waitForTerminal(turnId)
+  assert.deepEqual(await attempt(), whileBusy)
+  assert.equal(audits(c.logs, 'cross_principal_session').length, 4)
+})
+
 test('another tenant cannot answer an approval, over REST or the socket, and the owner still can', async (t) => {
   const c = await setup(t)
   c.g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'risky', arguments: { label: 'x' } }] }, { text: 'done' })

@@ -43,6 +43,16 @@ test('the server echoes the tollgate.v1 subprotocol', async (t) => {
   assert.equal(ws.ws.protocol, 'tollgate.v1')
 })
 
+test('an upgrade that does not offer the tollgate.v1 subprotocol is refused with 400 SUBPROTOCOL_REQUIRED', async (t) => {
+  const g = await gateway(t)
+  for (const protocols of [[], ['graphql-ws'], ['tollgate.v2', 'bearer.x']]) {
+    const refused = (err: any): boolean => err.statusCode === 400 && err.body.code === 'SUBPROTOCOL_REQUIRED'
+    await assert.rejects(g.socket({ protocols }), refused, JSON.stringify(protocols))
+  }
+  const ws = await g.socket({ protocols: ['other', 'tollgate.v1'] })
+  assert.equal(ws.ws.protocol, 'tollgate.v1')
+})
+
 test('hello is answered with a welcome carrying the connection id and heartbeat interval', async (t) => {
   const g = await gateway(t, { ws: { heartbeat_ms: 45_000 } })
   const ws = await g.socket()
