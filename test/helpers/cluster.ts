@@ -42,6 +42,7 @@ export function clusterOverrides (options: ClusterOptions, workspace: string, ex
     server: { host: '127.0.0.1', port: 0 },
     log: { level: 'silent' },
     workspace: { dir: workspace },
+    tools: { shell: { process_ledger_dir: join(workspace, '.tool-processes') } },
     ws: { heartbeat_ms: 0 },
     providers: { fake: { kind: 'openai', base_url: options.provider.baseUrl, model: 'fake-model', timeout_ms: 20_000 } },
     agents: { default: { provider: 'fake' } },
