@@ -54,9 +54,16 @@ export function clusterOverrides (options: ClusterOptions, workspace: string, ex
   return deepMerge(base, extra)
 }
 
-export async function spawnGateway (defer: Defer, overrides: unknown): Promise<GatewayProcess> {
+export interface SpawnOptions {
+  /** Extra environment of the gateway process (e.g. the secrets its config names). */
+  env?: Record<string, string>
+  /** Bearer token its http() and socket() send (for `auth.mode = "jwt"`). */
+  token?: string
+}
+
+export async function spawnGateway (defer: Defer, overrides: unknown, options: SpawnOptions = {}): Promise<GatewayProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
-    env: { ...process.env, TOLLGATE_TEST_OVERRIDES: JSON.stringify(overrides) },
+    env: { ...process.env, ...options.env, TOLLGATE_TEST_OVERRIDES: JSON.stringify(overrides) },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let stderr = ''
@@ -91,9 +98,10 @@ export async function spawnGateway (defer: Defer, overrides: unknown): Promise<G
     url: ready.url,
     instanceId: ready.instance_id,
     child,
-    http: async (method, path, body) => await requestJson(ready.url, method, path, body),
+    http: async (method, path, body) => await requestJson(ready.url, method, path, body, options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
     async socket () {
-      const s = await TestSocket.open(`${ready.url.replace(/^http/, 'ws')}/v1/ws`, ['tollgate.v1'], {})
+      const protocols = options.token === undefined ? ['tollgate.v1'] : ['tollgate.v1', `bearer.${options.token}`]
+      const s = await TestSocket.open(`${ready.url.replace(/^http/, 'ws')}/v1/ws`, protocols, {})
       sockets.push(s)
       return s
     },

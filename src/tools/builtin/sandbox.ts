@@ -80,7 +80,7 @@ function systemMounts (): string[] {
   return args
 }
 
-/** Folders above the workspace, created traversable (bwrap would copy the host's modes). */
+/** Folders above the workspace, created traversable (bwrap would make them 0700). */
 function ancestorDirs (dir: string): string[] {
   const args: string[] = []
   const parts = dir.split(path.sep).filter((p) => p !== '')
@@ -118,6 +118,8 @@ export function bwrapLauncher (options: BwrapOptions): Launcher {
         ...(request.network ? [] : ['--unshare-net']),
         '--hostname', 'sandbox',
         ...system,
+        // bwrap makes the parents of a mount point private (0700): the sandbox user must pass them.
+        '--perms', '0755', '--dir', '/etc',
         ...etc.flatMap((p) => ['--ro-bind-try', p, p]),
         '--proc', '/proc',
         '--dev', '/dev',
