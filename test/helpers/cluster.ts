@@ -59,12 +59,15 @@ export interface SpawnOptions {
   env?: Record<string, string>
   /** Bearer token its http() and socket() send (for `auth.mode = "jwt"`). */
   token?: string
+  /** Run the gateway as this user (the test must run as root). */
+  user?: { uid: number, gid: number }
 }
 
 export async function spawnGateway (defer: Defer, overrides: unknown, options: SpawnOptions = {}): Promise<GatewayProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
     env: { ...process.env, ...options.env, TOLLGATE_TEST_OVERRIDES: JSON.stringify(overrides) },
-    stdio: ['ignore', 'pipe', 'pipe']
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...options.user
   })
   let stderr = ''
   child.stderr?.on('data', (d: Buffer) => { stderr += d.toString('utf8') })

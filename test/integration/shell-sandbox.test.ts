@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { deepMerge } from '../../src/config.js'
@@ -330,4 +330,54 @@ test('the workspace of a sandboxed command is its tenant\'s folder and what it w
   const { turn } = await runTurn(g, { message: 'make' })
   assert.deepEqual(turn.tool_calls.map((c: { output: string }) => c.output), ['(no output)', 'from-shell\n'])
   assert.equal(await readFile(join(g.workspace, 'made.txt'), 'utf8'), 'from-shell\n')
+})
+
+test('a gateway running as an unprivileged user sandboxes commands in a user namespace, with the same confinement', {
+  skip: process.getuid?.() !== 0 ? 'this suite already runs unprivileged: every sandboxed test above took this path' : false
+}, async (t) => {
+  if (!sandboxed(t)) return
+  const defer = deferrer(t)
+  const provider = await startFakeProvider()
+  defer(async () => { await provider.close() })
+  const user = { uid: 65534, gid: 65534 }
+  // An unprivileged gateway needs a workspace it owns, in a folder its sandbox can be pointed at.
+  const base = await mkdtemp(join(tmpdir(), 'tollgate-unprivileged-'))
+  defer(async () => { await rm(base, { recursive: true, force: true }) })
+  await chmod(base, 0o755)
+  const root = join(base, 'workspace')
+  const data = join(base, 'data')
+  for (const dir of [root, data]) {
+    await mkdir(dir)
+    await chown(dir, user.uid, user.gid)
+  }
+  const secret = secrets()
+  const overrides = clusterOverrides({ provider }, root, deepMerge(UNPROMPTED, {
+    providers: { fake: { api_key_env: 'TOLLGATE_TEST_PROVIDER_KEY' } },
+    store: { kind: 'sqlite', sqlite: { path: join(data, 'tollgate.db') } },
+    tools: { shell: { limits: { processes: 16 } } }
+  }))
+  const g = await spawnGateway(defer, overrides, { env: secret.env, user })
+  const offered = (await g.http('GET', '/v1/tools')).body.tools.map((tool: { name: string }) => tool.name)
+  if (!offered.includes('shell')) {
+    t.skip('unprivileged user namespaces are not available here: the unprivileged gateway refused shell (checked)')
+    return
+  }
+  provider.enqueue({
+    toolCalls: shellCalls([
+      // The init namespace maps 4294967295 ids; the sandbox's namespace maps one.
+      'id -u; awk \'{ print $1, $3 }\' /proc/self/uid_map',
+      'cat /proc/$PPID/environ | tr \'\\0\' \'\\n\' | cut -d= -f1 | sort',
+      `cat ${join(data, 'tollgate.db')} 2>&1; echo "rc=$?"`,
+      'sh -c \'for i in $(seq 64); do sleep 30.8642 & done; wait\' 2>&1; echo "rc=$?"'
+    ])
+  }, { text: 'done' })
+  const done = await g.http('POST', '/v1/turns?wait=true', { message: 'look around' })
+  assert.equal(done.body.status, 'completed', JSON.stringify(done.body))
+  const [who, environ, store, fork] = toolResults(provider.requests.at(-1))
+  assert.equal(who, '65534\n65534 1\n')
+  assert.deepEqual((environ ?? '').split('\n').filter((n) => n !== '').filter((n) => !['HOME', 'PATH', 'LANG', 'LC_ALL', 'TZ'].includes(n)), [])
+  assert.match(store ?? '', /No such file or directory\nrc=1\n$/)
+  assert.match(fork ?? '', /Cannot fork\nrc=2\n$/)
+  assert.equal(JSON.stringify(provider.requests.at(-1)?.body).includes(secret.apiKey), false)
+  await untilNoProcessWith('sleep 30.8642')
 })
