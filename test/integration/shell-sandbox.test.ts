@@ -117,7 +117,7 @@ test('a sandboxed command cannot read the gateway\'s environment, store or other
     `cat ${dbPath} 2>&1; echo "rc=$?"`,
     `cat ${join(otherTenant, 'plans.txt')} 2>&1; echo "rc=$?"`,
     `cat ${join(process.cwd(), 'package.json')} 2>&1; echo "rc=$?"`,
-    `echo pwned > ${join(root, 'pwned.txt')} 2>&1; echo pwned > ${join(process.cwd(), 'pwned.txt')} 2>&1; echo "rc=$?"`,
+    `{ echo pwned > ${join(root, 'pwned.txt')}; echo pwned > ${join(process.cwd(), 'pwned.txt')}; } 2>&1; echo "rc=$?"`,
     `curl -sS -m 5 ${outside.url} 2>&1; echo "rc=$?"`
   ]
   provider.enqueue({ toolCalls: shellCalls(commands) }, { text: 'done' })
@@ -137,7 +137,7 @@ test('a sandboxed command cannot read the gateway\'s environment, store or other
   assert.match(store ?? '', /No such file or directory\nrc=1\n$/)
   assert.match(other ?? '', /No such file or directory\nrc=1\n$/)
   assert.match(cwdFile ?? '', /No such file or directory\nrc=1\n$/)
-  assert.match(write ?? '', /rc=2\n$/)
+  assert.match(write ?? '', /cannot create [^\n]*\/pwned\.txt[^\n]*\n[^\n]*cannot create [^\n]*\/pwned\.txt[^\n]*\nrc=2\n$/)
   assert.equal(existsSync(join(root, 'pwned.txt')), false)
   assert.equal(existsSync(join(process.cwd(), 'pwned.txt')), false)
   assert.match(network ?? '', /rc=[1-9]\d*\n$/)
@@ -283,7 +283,11 @@ test('with sandbox = "none" the next start kills the command a killed gateway le
   const logs = captureLogs('info')
   const next = await startGateway({ provider, logger: logs.logger, overrides: none })
   defer(async () => { await next.close() })
-  await untilNoProcessWith('sleep 30.0717')
+  try { await untilNoProcessWith('sleep 30.0717') } catch (err) {
+    const pids = await processesWith('sleep 30.0717')
+    const info = await Promise.all(pids.map(async (p) => await readFile(`/proc/${p}/stat`, 'utf8').catch(() => '?')))
+    throw new Error(`DEBUG ${String(err)} ${JSON.stringify(info)} ledger=${JSON.stringify(await readdir(ledger))} logs=${logs.text()}`)
+  }
   assert.deepEqual(await readdir(ledger), [])
   assert.equal(logs.lines().filter((l) => l.msg === 'killed a tool process group left running by a stopped gateway').length, 1)
   assert.equal(existsSync(join(workspace, 'X')), false)
