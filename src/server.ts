@@ -124,7 +124,13 @@ async function shellLauncher (config: Config, root: string, owner: FileOwner | n
   const limits = shell.limits
   const launcher = bwrapLauncher({
     bwrapPath: shell.bwrap_path,
-    limits: { cpuSeconds: limits.cpu_seconds, memoryBytes: limits.memory_bytes, fileBytes: limits.file_bytes, processes: limits.processes, tmpBytes: limits.tmp_bytes },
+    limits: {
+      cpuSeconds: limits.cpu_seconds,
+      memoryBytes: limits.memory_bytes,
+      fileBytes: limits.file_bytes,
+      processes: limits.processes,
+      tmpBytes: limits.tmp_bytes
+    },
     dropTo: owner
   })
   const problem = await probeLauncher(launcher, root, owner)

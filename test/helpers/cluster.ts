@@ -89,6 +89,7 @@ export async function spawnGateway (defer: Defer, overrides: unknown, options: S
     })
   })
   const sockets: TestSocket[] = []
+  const auth: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }
   const signal = async (name: NodeJS.Signals): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return
     for (const s of sockets) s.close()
@@ -101,7 +102,7 @@ export async function spawnGateway (defer: Defer, overrides: unknown, options: S
     url: ready.url,
     instanceId: ready.instance_id,
     child,
-    http: async (method, path, body) => await requestJson(ready.url, method, path, body, options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+    http: async (method, path, body) => await requestJson(ready.url, method, path, body, auth),
     async socket () {
       const protocols = options.token === undefined ? ['tollgate.v1'] : ['tollgate.v1', `bearer.${options.token}`]
       const s = await TestSocket.open(`${ready.url.replace(/^http/, 'ws')}/v1/ws`, protocols, {})

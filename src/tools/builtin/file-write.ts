@@ -48,7 +48,9 @@ async function appendTo (target: string, bytes: Buffer, owner: FileOwner | null)
   }
 }
 
-async function replaceAtomically (target: string, bytes: Buffer, existing: Stats | null, owner: FileOwner | null, signal: AbortSignal): Promise<ToolResult | null> {
+async function replaceAtomically (
+  target: string, bytes: Buffer, existing: Stats | null, owner: FileOwner | null, signal: AbortSignal
+): Promise<ToolResult | null> {
   // A fixed-length temp name: deriving it from a long target name could exceed NAME_MAX.
   const temp = path.join(path.dirname(target), `.tollgate-${randomUUID()}.tmp`)
   let renamed = false

@@ -65,8 +65,10 @@ export class FileProcessLedger implements ProcessLedger {
   }
 
   record (pgid: number, turnId: string): () => void {
+    // Without /proc (not Linux) there is nothing to verify a pid with later: record nothing.
+    if (this.identity === null) return forgetNothing
     const start = processStartTime(pgid)
-    if (this.identity === null || start === null) return forgetNothing
+    if (start === null) throw new Error(`process ${pgid} cannot be inspected in /proc`)
     mkdirSync(this.dir, { recursive: true, mode: 0o700 })
     const file = path.join(this.dir, `${this.identity.self.pid}-${pgid}.json`)
     const entry: Entry = { boot_id: this.identity.boot, gateway: this.identity.self, leader: { pid: pgid, start }, turn_id: turnId }

@@ -105,7 +105,10 @@ export function bwrapLauncher (options: BwrapOptions): Launcher {
     : ['--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP']
   const drop = dropTo === null
     ? []
-    : ['/usr/bin/setpriv', `--reuid=${dropTo.uid}`, `--regid=${dropTo.gid}`, '--clear-groups', '--no-new-privs', '--bounding-set=-all', '--inh-caps=-all', '--']
+    : [
+        '/usr/bin/setpriv', `--reuid=${dropTo.uid}`, `--regid=${dropTo.gid}`, '--clear-groups',
+        '--no-new-privs', '--bounding-set=-all', '--inh-caps=-all', '--'
+      ]
   return {
     kind: 'bwrap',
     plan (request) {
@@ -162,9 +165,11 @@ export async function probeLauncher (launcher: Launcher, workspaceRoot: string, 
   const dir = await mkdtemp(path.join(workspaceRoot, '.sandbox-probe-'))
   try {
     if (owner !== null) await chown(dir, owner.uid, owner.gid)
-    const plan = launcher.plan({ argv: ['/bin/sh', '-c', `echo ${PROBE_MARK}`], workspaceDir: dir, network: false, env: { PATH: '/usr/bin:/bin' } })
+    const argv = ['/bin/sh', '-c', `echo ${PROBE_MARK}`]
+    const plan = launcher.plan({ argv, workspaceDir: dir, network: false, env: { PATH: '/usr/bin:/bin' } })
+    const options = { cwd: plan.cwd, env: plan.env, timeout: PROBE_TIMEOUT_MS, maxBuffer: 64 * 1024 }
     return await new Promise((resolve) => {
-      execFile(plan.file, plan.args, { cwd: plan.cwd, env: plan.env, timeout: PROBE_TIMEOUT_MS, maxBuffer: 64 * 1024 }, (err, stdout, stderr) => {
+      execFile(plan.file, plan.args, options, (err, stdout, stderr) => {
         if (err === null && stdout === `${PROBE_MARK}\n`) resolve(null)
         else resolve(probeFailure(plan.file, err, stdout, stderr))
       })
