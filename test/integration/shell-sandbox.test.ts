@@ -304,6 +304,8 @@ test('a gateway whose bubblewrap does not work leaves shell out, says why once, 
   const { turn } = await runTurn(g, { message: 'id please' })
   assert.equal(turn.tool_calls[0].output, 'Unknown tool: shell')
   assert.deepEqual(g.provider.requests[0]?.body.tools?.map((tool) => tool.function.name), ['file_read', 'file_write', 'http_request'])
+  const asked = await g.http('POST', '/v1/turns', { message: 'id please', tools: { allow: ['shell'] } })
+  assert.deepEqual([asked.status, asked.body.code], [400, 'UNKNOWN_TOOL'])
 })
 
 test('a gateway whose bubblewrap is missing leaves shell out and names the missing program', async (t) => {
