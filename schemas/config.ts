@@ -96,7 +96,12 @@ export const TurnsConfig = Type.Object({
 }, { additionalProperties: false, default: {} })
 
 export const WorkspaceConfig = Type.Object({
-  dir: Type.String({ default: './workspace' })
+  dir: Type.String({
+    default: './workspace', description: 'Root of the workspaces: each tenant works in its own folder <dir>/<tenant-slug>/ and sees nothing else'
+  }),
+  per_session: Type.Boolean({
+    default: false, description: 'true: each session gets its own folder <dir>/<tenant-slug>/<session-slug>/ and its tools see only that'
+  })
 }, { additionalProperties: false, default: {} })
 
 export const MetricsConfig = Type.Object({
@@ -115,7 +120,38 @@ export const ToolsConfig = Type.Object({
     max_output_bytes: Type.Integer({ minimum: 1024, default: 262_144 }),
     block_high_risk_commands: Type.Boolean({ default: true }),
     require_approval_for_medium_risk: Type.Boolean({ default: true }),
-    env_allowlist: Type.Array(Type.String(), { default: ['PATH', 'LANG', 'LC_ALL', 'TZ'] })
+    env_allowlist: Type.Array(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), {
+      default: ['PATH', 'LANG', 'LC_ALL', 'TZ'],
+      description: 'The only gateway environment variables a command sees (plus HOME = its workspace)'
+    }),
+    sandbox: Type.Union([Type.Literal('bwrap'), Type.Literal('none')], {
+      default: 'bwrap',
+      description: 'bwrap: every command runs in a bubblewrap sandbox (probed at start; if it does not work, `shell` is not offered). ' +
+        'none: commands run unconfined as the gateway user, with its file access and network'
+    }),
+    bwrap_path: Type.String({ minLength: 1, default: '/usr/bin/bwrap', description: 'The bubblewrap executable' }),
+    sandbox_uid: Type.Integer({
+      minimum: 1, maximum: 4_294_967_294, default: 65534,
+      description: 'When the gateway runs as root: the uid sandboxed commands run as (tenant workspaces are owned by it)'
+    }),
+    sandbox_gid: Type.Integer({
+      minimum: 1, maximum: 4_294_967_294, default: 65534, description: 'When the gateway runs as root: the gid sandboxed commands run as'
+    }),
+    limits: Type.Object({
+      cpu_seconds: Type.Integer({ minimum: 1, default: 60, description: 'CPU time per process (RLIMIT_CPU)' }),
+      memory_bytes: Type.Integer({ minimum: 16_777_216, default: 2_147_483_648, description: 'Address space per process (RLIMIT_AS)' }),
+      file_bytes: Type.Integer({ minimum: 1024, default: 268_435_456, description: 'Largest file a process may write (RLIMIT_FSIZE)' }),
+      processes: Type.Integer({
+        minimum: 8, default: 256,
+        description: 'Processes of the sandbox user (RLIMIT_NPROC): per command, or shared by all commands when the gateway runs as root'
+      }),
+      tmp_bytes: Type.Integer({ minimum: 1_048_576, default: 268_435_456, description: 'Size of the private /tmp of each command' })
+    }, { additionalProperties: false, default: {}, description: 'Kernel limits of sandboxed commands (bwrap only)' }),
+    process_ledger_dir: Type.Optional(Type.String({
+      minLength: 1,
+      description: 'Where running commands\' process groups are recorded, so the next start kills those a crashed gateway left behind. ' +
+        'Default: tool-processes/ beside store.sqlite.path (./data/tool-processes)'
+    }))
   }, { additionalProperties: false, default: {} }),
   files: Type.Object({
     max_read_bytes: Type.Integer({ minimum: 1, default: 1_048_576 }),
@@ -249,7 +285,10 @@ export const RiskProfileConfig = Type.Object({
   auto_approve: Type.Array(Type.String(), { default: DEFAULT_AUTO_APPROVE }),
   always_ask: Names,
   excluded_tools: Names,
-  allowed_tools: Type.Array(Type.String(), { default: [], description: 'Empty: no constraint' })
+  allowed_tools: Type.Array(Type.String(), { default: [], description: 'Empty: no constraint' }),
+  shell_network: Type.Boolean({
+    default: false, description: 'Sandboxed shell commands of agents with this profile may reach the network (bwrap only; none always can)'
+  })
 }, { additionalProperties: false })
 export type RiskProfileConfig = Static<typeof RiskProfileConfig>
 

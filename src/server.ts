@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { dirname, resolve } from 'node:path'
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify'
 import websocket from '@fastify/websocket'
 import type { Logger } from 'pino'
@@ -29,6 +29,9 @@ import { createObservability } from './observe/observability.js'
 import { createStore } from './store/create.js'
 import type { Store } from './store/store.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
+import { FileProcessLedger, sweepProcessLedger } from './tools/builtin/process-ledger.js'
+import { bwrapLauncher, probeLauncher, unconfinedLauncher, type Launcher } from './tools/builtin/sandbox.js'
+import { WorkspaceLayout, type FileOwner } from './tools/builtin/workspace-layout.js'
 import { ToolCatalog } from './tools/registry.js'
 import type { Tool } from './tools/tool.js'
 import { NO_HOOKS, type ToolHooks } from './turn/hooks.js'
@@ -84,6 +87,8 @@ export interface Gateway {
   origins: OriginPolicy
   log: Logger
   mcp: McpManager
+  /** Where each tenant's (or session's) tools work. */
+  workspaces: WorkspaceLayout
   /** False once the store has refused this instance's lease renewals for a whole lease time. */
   storeReachable (): boolean
   /** False once the bus (Redis) has been unreachable for `bus.redis.unready_after_ms`. */
@@ -106,20 +111,71 @@ function validatorCompiler (): (route: { schema: object, httpPart?: string }) =>
   return ({ schema, httpPart }) => (httpPart === 'body' ? strict : lenient).compile(schema)
 }
 
-export function buildCatalog (config: Config, extra: readonly Tool[]): ToolCatalog {
-  const catalog = new ToolCatalog()
-  const workspaceDir = resolve(config.workspace.dir)
-  mkdirSync(workspaceDir, { recursive: true })
-  const tools = createBuiltinTools({
-    workspaceDir,
-    shell: {
-      timeoutMs: config.tools.shell.timeout_ms,
-      maxOutputBytes: config.tools.shell.max_output_bytes,
-      blockHighRisk: config.tools.shell.block_high_risk_commands,
-      requireApprovalForMedium: config.tools.shell.require_approval_for_medium_risk,
-      envAllowlist: config.tools.shell.env_allowlist
+export interface ToolSetup {
+  catalog: ToolCatalog
+  workspaces: WorkspaceLayout
+}
+
+/**
+ * The shell's launcher, or null when `shell` cannot be offered. The bubblewrap sandbox is
+ * probed by running a command through it; if that fails the gateway says so once and leaves
+ * `shell` out rather than run commands unconfined behind the operator's back.
+ */
+async function shellLauncher (config: Config, root: string, owner: FileOwner | null, log: Logger): Promise<Launcher | null> {
+  const shell = config.tools.shell
+  if (shell.sandbox === 'none') {
+    log.warn('tools.shell.sandbox is "none": shell commands run unconfined, with the gateway\'s files, network and user')
+    return unconfinedLauncher()
+  }
+  const limits = shell.limits
+  const launcher = bwrapLauncher({
+    bwrapPath: shell.bwrap_path,
+    limits: {
+      cpuSeconds: limits.cpu_seconds,
+      memoryBytes: limits.memory_bytes,
+      fileBytes: limits.file_bytes,
+      processes: limits.processes,
+      tmpBytes: limits.tmp_bytes
     },
-    files: { maxReadBytes: config.tools.files.max_read_bytes, maxWriteBytes: config.tools.files.max_write_bytes },
+    dropTo: owner
+  })
+  const problem = await probeLauncher(launcher, root, owner)
+  if (problem === null) return launcher
+  log.error({ bwrap_path: shell.bwrap_path, reason: problem },
+    `the shell tool is disabled: the bubblewrap sandbox does not work here (${problem}); install bubblewrap and allow user namespaces, ` +
+    'or set tools.shell.sandbox = "none" to run commands unconfined')
+  return null
+}
+
+/** The local folder of the process ledger: by default in the data folder, beside the SQLite file. */
+function processLedgerDir (config: Config): string {
+  return resolve(config.tools.shell.process_ledger_dir ?? resolve(dirname(config.store.sqlite.path), 'tool-processes'))
+}
+
+/** Every tool the gateway can offer, and the workspace folders they act in. */
+export async function buildCatalog (config: Config, extra: readonly Tool[], log: Logger): Promise<ToolSetup> {
+  const root = resolve(config.workspace.dir)
+  mkdirSync(root, { recursive: true })
+  const { shell } = config.tools
+  // A root gateway hands its sandbox another uid; the workspaces then belong to that uid.
+  const sandboxOwner = shell.sandbox === 'bwrap' && process.getuid?.() === 0 ? { uid: shell.sandbox_uid, gid: shell.sandbox_gid } : null
+  const launcher = await shellLauncher(config, root, sandboxOwner, log)
+  const owner = launcher?.kind === 'bwrap' ? sandboxOwner : null
+  const workspaces = new WorkspaceLayout({ root, perSession: config.workspace.per_session, owner })
+  const catalog = new ToolCatalog()
+  const tools = createBuiltinTools({
+    shell: launcher === null
+      ? null
+      : {
+          launcher,
+          ledger: new FileProcessLedger(processLedgerDir(config)),
+          timeoutMs: shell.timeout_ms,
+          maxOutputBytes: shell.max_output_bytes,
+          blockHighRisk: shell.block_high_risk_commands,
+          requireApprovalForMedium: shell.require_approval_for_medium_risk,
+          envAllowlist: shell.env_allowlist
+        },
+    files: { maxReadBytes: config.tools.files.max_read_bytes, maxWriteBytes: config.tools.files.max_write_bytes, owner },
     http: {
       allowHosts: config.tools.http.allow_hosts,
       allowPrivate: config.tools.http.allow_private,
@@ -129,7 +185,7 @@ export function buildCatalog (config: Config, extra: readonly Tool[]): ToolCatal
     }
   })
   for (const tool of [...tools, ...extra]) catalog.add(tool)
-  return catalog
+  return { catalog, workspaces }
 }
 
 export async function buildServer (options: BuildOptions): Promise<Gateway> {
@@ -165,9 +221,13 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     const observer = composeObservers(options.observers ?? [], (err) => { log.error({ err }, 'observer failed') })
     const mcp = await McpManager.start({ config, env, log })
     opened.push(async () => { await mcp.close() })
+    // Before any new tool process: end the ones a crashed gateway left behind.
+    sweepProcessLedger(processLedgerDir(config), log)
+    const { catalog, workspaces } = await buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])], log)
     const turns = new TurnService({
       config,
-      catalog: buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])]),
+      catalog,
+      workspaces,
       providers,
       observer: observability.around(observer),
       hooks: options.hooks ?? NO_HOOKS,
@@ -226,6 +286,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       origins,
       log,
       mcp,
+      workspaces,
       storeReachable: () => lease.held(),
       busReachable: () => {
         const since = bus.unreachableSince()

@@ -102,7 +102,10 @@ export function deriveSubTurn (deps: DelegateDeps, scope: TurnScope, request: De
     activated,
     deferred,
     receipts: parent.receipts,
-    delegateDepth: depth
+    delegateDepth: depth,
+    // The sub-turn acts for the same principal, under the parent's policy.
+    workspaceDir: parent.workspaceDir,
+    shellNetwork: parent.shellNetwork
   }
 
   const calls: ToolCallRecord[] = []

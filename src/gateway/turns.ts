@@ -20,6 +20,7 @@ import type { ModelProvider } from '../providers/types.js'
 import { scrubText } from '../security/redact.js'
 import { ReceiptKey } from '../receipts/receipts.js'
 import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
+import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import type { ToolCatalog } from '../tools/registry.js'
 import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type TurnState } from '../turn/context.js'
 import type { ToolHooks } from '../turn/hooks.js'
@@ -31,6 +32,7 @@ import { RetentionQueue } from './retention.js'
 export interface TurnServiceDeps {
   config: Config
   catalog: ToolCatalog
+  workspaces: WorkspaceLayout
   providers: ReadonlyMap<string, ModelProvider>
   observer: Observer
   hooks: ToolHooks
@@ -198,7 +200,8 @@ export class TurnService {
       ...(request.tools === undefined ? {} : { narrowing: request.tools }),
       ...(this.deps.mcp === undefined ? {} : { mcp: this.deps.mcp }),
       message: request.message,
-      receiptGenerator: () => receipts
+      receiptGenerator: () => receipts,
+      workspaceDir: this.deps.workspaces.dirFor(principal.tenant, sessionId)
     })
     // Re-checked after the awaits above: two starts may race for one session or the last slot.
     this.checkSessionFree(sessionId, owner)

@@ -43,6 +43,13 @@ export interface ToolContext {
   sessionId: string
   callId: string
   log: Logger
+  /**
+   * The only folder this call may touch: its tenant's workspace (or its session's), resolved by
+   * the engine from the turn's principal. Absolute, canonical, existing.
+   */
+  workspaceDir: string
+  /** Whether a sandboxed process this call starts may reach the network (the risk profile's `shell_network`). */
+  network: boolean
   /** Set only for tools defined with `turnScoped: true`. */
   turn?: TurnScope
 }

@@ -78,6 +78,10 @@ export interface ResolvedAgentExecution {
   receipts: ReceiptOptions | null
   /** 0 for a turn; n for a sub-turn n `delegate` calls deep. */
   delegateDepth: number
+  /** The folder this turn's tools act in: its tenant's (or session's) workspace. */
+  workspaceDir: string
+  /** The risk profile's `shell_network`: sandboxed commands may reach the network. */
+  shellNetwork: boolean
 }
 
 /** Per-turn mutable state; owned by one running turn, never shared. */
@@ -143,6 +147,8 @@ export interface ResolveOptions {
   mcp?: McpToolSource
   /** The turn's user message (dynamic tool_filter_groups match against it). */
   message?: string
+  /** The workspace folder of the turn's principal (and session), already created. */
+  workspaceDir: string
 }
 
 export function resolveAgent (config: Config, name: string): { agent: AgentConfig, runtime: RuntimeProfileConfig, risk: RiskProfileConfig } {
@@ -209,6 +215,8 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
     receipts: generator === null
       ? null
       : { generator, showInResponse: runtime.tool_receipts.show_in_response, injectSystemPrompt: runtime.tool_receipts.inject_system_prompt },
-    delegateDepth: 0
+    delegateDepth: 0,
+    workspaceDir: options.workspaceDir,
+    shellNetwork: risk.shell_network
   }
 }

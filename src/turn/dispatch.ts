@@ -58,6 +58,8 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       sessionId: state.sessionId,
       callId: slot.callId,
       log: state.log.child({ tool: slot.name, call_id: slot.callId }),
+      workspaceDir: exec.workspaceDir,
+      network: exec.shellNetwork,
       ...(tool.turnScoped === true ? { turn: { exec, state } } : {})
     }).then((result): RawOutcome => {
       const durationMs = performance.now() - started

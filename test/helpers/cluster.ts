@@ -42,6 +42,7 @@ export function clusterOverrides (options: ClusterOptions, workspace: string, ex
     server: { host: '127.0.0.1', port: 0 },
     log: { level: 'silent' },
     workspace: { dir: workspace },
+    tools: { shell: { process_ledger_dir: join(workspace, '.tool-processes') } },
     ws: { heartbeat_ms: 0 },
     providers: { fake: { kind: 'openai', base_url: options.provider.baseUrl, model: 'fake-model', timeout_ms: 20_000, max_retries: 0 } },
     agents: { default: { provider: 'fake' } },
@@ -53,10 +54,20 @@ export function clusterOverrides (options: ClusterOptions, workspace: string, ex
   return deepMerge(base, extra)
 }
 
-export async function spawnGateway (defer: Defer, overrides: unknown): Promise<GatewayProcess> {
+export interface SpawnOptions {
+  /** Extra environment of the gateway process (e.g. the secrets its config names). */
+  env?: Record<string, string>
+  /** Bearer token its http() and socket() send (for `auth.mode = "jwt"`). */
+  token?: string
+  /** Run the gateway as this user (the test must run as root). */
+  user?: { uid: number, gid: number }
+}
+
+export async function spawnGateway (defer: Defer, overrides: unknown, options: SpawnOptions = {}): Promise<GatewayProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
-    env: { ...process.env, TOLLGATE_TEST_OVERRIDES: JSON.stringify(overrides) },
-    stdio: ['ignore', 'pipe', 'pipe']
+    env: { ...process.env, ...options.env, TOLLGATE_TEST_OVERRIDES: JSON.stringify(overrides) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...options.user
   })
   let stderr = ''
   child.stderr?.on('data', (d: Buffer) => { stderr += d.toString('utf8') })
@@ -78,6 +89,7 @@ export async function spawnGateway (defer: Defer, overrides: unknown): Promise<G
     })
   })
   const sockets: TestSocket[] = []
+  const auth: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }
   const signal = async (name: NodeJS.Signals): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return
     for (const s of sockets) s.close()
@@ -90,9 +102,10 @@ export async function spawnGateway (defer: Defer, overrides: unknown): Promise<G
     url: ready.url,
     instanceId: ready.instance_id,
     child,
-    http: async (method, path, body) => await requestJson(ready.url, method, path, body),
+    http: async (method, path, body) => await requestJson(ready.url, method, path, body, auth),
     async socket () {
-      const s = await TestSocket.open(`${ready.url.replace(/^http/, 'ws')}/v1/ws`, ['tollgate.v1'], {})
+      const protocols = options.token === undefined ? ['tollgate.v1'] : ['tollgate.v1', `bearer.${options.token}`]
+      const s = await TestSocket.open(`${ready.url.replace(/^http/, 'ws')}/v1/ws`, protocols, {})
       sockets.push(s)
       return s
     },

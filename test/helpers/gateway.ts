@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { WebSocket } from 'ws'
+import { LOCAL_PRINCIPAL } from '../../src/auth/principal.js'
 import { deepMerge, loadConfig } from '../../src/config.js'
 import { buildServer, type BuildOptions, type Gateway } from '../../src/server.js'
 import type { EventEnvelope, TurnEvent } from '../../schemas/events.js'
@@ -16,7 +17,12 @@ export interface TestGateway {
   provider: FakeProvider
   url: string
   wsUrl: string
+  /** The configured workspace root (each tenant works in its own folder below it). */
+  workspaceRoot: string
+  /** The folder the tools of the `local` principal (auth.mode "none") act in. */
   workspace: string
+  /** The folder the tools of `tenant`'s principals act in (created; without per-session folders). */
+  tenantWorkspace (tenant: string): string
   http (method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number, body: any, headers: Headers }>
   socket (options?: { protocols?: string[], headers?: Record<string, string>, query?: string }): Promise<TestSocket>
   close (): Promise<void>
@@ -51,13 +57,14 @@ export async function requestJson (baseUrl: string, method: string, path: string
 
 export async function startGateway (options: StartOptions = {}): Promise<TestGateway> {
   const provider = options.provider ?? await startFakeProvider()
-  const workspace = await mkdtemp(join(tmpdir(), 'tollgate-test-'))
+  const workspaceRoot = await mkdtemp(join(tmpdir(), 'tollgate-test-'))
   const config = loadConfig({
     env: {},
     overrides: deepMerge({
       server: { host: '127.0.0.1', port: 0 },
       log: { level: 'silent' },
-      workspace: { dir: workspace },
+      workspace: { dir: workspaceRoot },
+      tools: { shell: { process_ledger_dir: join(workspaceRoot, '.tool-processes') } },
       ws: { heartbeat_ms: 0 },
       // Tests never write ./data; a test opts into a durable store through `overrides`.
       store: { kind: 'memory' },
@@ -77,7 +84,9 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
     provider,
     url,
     wsUrl,
-    workspace,
+    workspaceRoot,
+    workspace: gateway.workspaces.tenantDir(LOCAL_PRINCIPAL.tenant),
+    tenantWorkspace: (tenant) => gateway.workspaces.tenantDir(tenant),
     async http (method, path, body, headers = {}) {
       const auth: Record<string, string> = token === undefined || 'authorization' in headers ? {} : { authorization: `Bearer ${token}` }
       return await requestJson(url, method, path, body, { ...auth, ...headers })
@@ -92,7 +101,7 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
       for (const s of sockets) s.close()
       await gateway.close()
       if (options.provider === undefined) await provider.close()
-      await rm(workspace, { recursive: true, force: true })
+      await rm(workspaceRoot, { recursive: true, force: true })
     }
   }
 }

@@ -28,7 +28,7 @@ test('the embedded defaults run the demo provider end to end, with an approval a
   assert.match(stdout, /tool_result shell ok/)
   assert.match(stdout, /turn\.completed/)
   assert.match(stdout, /demo provider — scripted, not an LLM/)
-  assert.equal(await readFile(join(workspace, 'notes', 'demo.txt'), 'utf8'), 'buy milk\n')
+  assert.equal(await readFile(join(gateway.workspaces.tenantDir('local'), 'notes', 'demo.txt'), 'utf8'), 'buy milk\n')
 })
 
 test('answering no in the demo leaves the workspace untouched', async (t) => {
@@ -43,5 +43,5 @@ test('answering no in the demo leaves the workspace untouched', async (t) => {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'scripts/ws-demo.ts', '--answer', 'no', 'hello'], { env: { ...process.env, TOLLGATE_URL: url }, timeout: 20_000 })
   assert.match(stdout, /tool_result file_write denied: Denied by user\./)
   assert.match(stdout, /turn\.completed/)
-  await assert.rejects(readFile(join(workspace, 'notes', 'demo.txt')))
+  await assert.rejects(readFile(join(gateway.workspaces.tenantDir('local'), 'notes', 'demo.txt')), { code: 'ENOENT' })
 })

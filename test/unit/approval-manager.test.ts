@@ -4,7 +4,7 @@ import { ApprovalManager } from '../../src/approval/manager.js'
 import type { RiskProfileConfig } from '../../schemas/config.js'
 
 function manager (profile: Partial<RiskProfileConfig> = {}, allowlist: string[] = []): ApprovalManager {
-  return new ApprovalManager({ level: 'supervised', auto_approve: ['file_read', 'tool_search'], always_ask: [], excluded_tools: [], allowed_tools: [], ...profile }, new Set(allowlist))
+  return new ApprovalManager({ level: 'supervised', auto_approve: ['file_read', 'tool_search'], always_ask: [], excluded_tools: [], allowed_tools: [], shell_network: false, ...profile }, new Set(allowlist))
 }
 
 test('a supervised profile prompts for tools that are not auto-approved', () => {
@@ -33,7 +33,7 @@ test('always_ask beats auto_approve and the session allowlist', () => {
 
 test('an always grant approves the tool for the session; yes grants nothing', () => {
   const allowlist = new Set<string>()
-  const m = new ApprovalManager({ level: 'supervised', auto_approve: [], always_ask: [], excluded_tools: [], allowed_tools: [] }, allowlist)
+  const m = new ApprovalManager({ level: 'supervised', auto_approve: [], always_ask: [], excluded_tools: [], allowed_tools: [], shell_network: false }, allowlist)
   assert.equal(m.requirement('shell'), 'prompt')
   m.grantAlways('shell')
   assert.equal(m.requirement('shell'), 'approved')

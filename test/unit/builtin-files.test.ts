@@ -5,13 +5,23 @@ import { promises as fs } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { pino } from 'pino'
-import type { ToolContext } from '../../src/tools/tool.js'
+import type { Tool, ToolContext, ToolResult } from '../../src/tools/tool.js'
 import { createFileReadTool } from '../../src/tools/builtin/file-read.js'
 import { createFileWriteTool } from '../../src/tools/builtin/file-write.js'
 import { resolveInWorkspace, WorkspaceError } from '../../src/tools/builtin/workspace.js'
 
+/** The call's context; the workspace is filled in by the tool wrapper of `tools()`. */
 function context (signal: AbortSignal = new AbortController().signal): ToolContext {
-  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }) }
+  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }), workspaceDir: '', network: false }
+}
+
+interface BoundTool {
+  execute (args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult>
+}
+
+/** A tool whose every call acts in `dir`, as the engine's context would say. */
+function inWorkspace (tool: Tool, dir: string): BoundTool {
+  return { execute: async (args, ctx) => await tool.execute(args, { ...ctx, workspaceDir: dir }) }
 }
 
 async function workspace (t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
@@ -20,10 +30,10 @@ async function workspace (t: { after: (fn: () => Promise<void>) => void }): Prom
   return dir
 }
 
-function tools (dir: string, limits: { maxReadBytes?: number, maxWriteBytes?: number } = {}) {
+function tools (dir: string, limits: { maxReadBytes?: number, maxWriteBytes?: number } = {}): { read: BoundTool, write: BoundTool } {
   return {
-    read: createFileReadTool({ workspaceDir: dir, maxReadBytes: limits.maxReadBytes ?? 1048576 }),
-    write: createFileWriteTool({ workspaceDir: dir, maxWriteBytes: limits.maxWriteBytes ?? 1048576 })
+    read: inWorkspace(createFileReadTool({ maxReadBytes: limits.maxReadBytes ?? 1048576 }), dir),
+    write: inWorkspace(createFileWriteTool({ maxWriteBytes: limits.maxWriteBytes ?? 1048576, owner: null }), dir)
   }
 }
 

@@ -4,19 +4,36 @@ import { promises as fs } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { pino } from 'pino'
-import type { Tool, ToolContext } from '../../src/tools/tool.js'
+import type { ToolContext, ToolResult } from '../../src/tools/tool.js'
+import { FileProcessLedger } from '../../src/tools/builtin/process-ledger.js'
+import { unconfinedLauncher } from '../../src/tools/builtin/sandbox.js'
 import { createShellTool, type ShellOptions } from '../../src/tools/builtin/shell.js'
 import { classifyCommand, type CommandRisk } from '../../src/tools/builtin/shell-policy.js'
+import { untilFileExists, untilNoProcessWith } from '../helpers/processes.js'
+
+// The launch mechanics (process groups, timeouts, output) are tested unconfined here, where the
+// test can see the command's own pids; test/integration/shell-sandbox.test.ts runs them sandboxed.
 
 function context (signal: AbortSignal = new AbortController().signal): ToolContext {
-  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }) }
+  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }), workspaceDir: '', network: false }
 }
 
-async function shell (t: { after: (fn: () => Promise<void>) => void }, overrides: Partial<ShellOptions> = {}): Promise<{ tool: Tool, dir: string }> {
+interface Shell {
+  tool: { execute (args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult> }
+  dir: string
+  ledgerDir: string
+}
+
+async function shell (t: { after: (fn: () => Promise<void>) => void }, overrides: Partial<ShellOptions> = {}): Promise<Shell> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tollgate-shell-'))
-  t.after(async () => { await fs.rm(dir, { recursive: true, force: true }) })
+  const ledgerDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tollgate-ledger-'))
+  t.after(async () => {
+    await fs.rm(dir, { recursive: true, force: true })
+    await fs.rm(ledgerDir, { recursive: true, force: true })
+  })
   const tool = createShellTool({
-    workspaceDir: dir,
+    launcher: unconfinedLauncher(),
+    ledger: new FileProcessLedger(ledgerDir),
     timeoutMs: 60000,
     maxOutputBytes: 262144,
     blockHighRisk: true,
@@ -24,7 +41,7 @@ async function shell (t: { after: (fn: () => Promise<void>) => void }, overrides
     envAllowlist: ['PATH', 'LANG', 'LC_ALL', 'TZ'],
     ...overrides
   })
-  return { tool, dir }
+  return { tool: { execute: async (args, ctx) => await tool.execute(args, { ...ctx, workspaceDir: dir }) }, dir, ledgerDir }
 }
 
 // A killed orphan stays a zombie until init reaps it, and signal 0 still reaches zombies: read its state.
@@ -143,6 +160,40 @@ test('shell passes only allowlisted environment variables and never a planted se
   assert.doesNotMatch(result.output, /TOLLGATE_TEST_SECRET|sk-do-not-leak/)
   assert.match(result.output, new RegExp(`^HOME=${dir}$`, 'm'))
   assert.match(result.output, /^PATH=/m)
+})
+
+test('shell records a running command\'s process group in the ledger and forgets it when the command ends', async (t) => {
+  const { tool, dir, ledgerDir } = await shell(t)
+  const pending = tool.execute({ command: `touch started; while [ ! -e ${path.join(dir, 'go')} ]; do sleep 0.02; done`, approved: true }, context())
+  await untilFileExists(path.join(dir, 'started'))
+  const [name] = await fs.readdir(ledgerDir)
+  assert.ok(name !== undefined, 'a record while the command runs')
+  const entry = JSON.parse(await fs.readFile(path.join(ledgerDir, name), 'utf8'))
+  assert.equal(entry.turn_id, 'turn-1')
+  assert.equal(entry.gateway.pid, process.pid)
+  assert.equal(name, `${process.pid}-${entry.leader.pid as number}.json`)
+  await fs.writeFile(path.join(dir, 'go'), '')
+  assert.equal((await pending).success, true)
+  assert.deepEqual(await fs.readdir(ledgerDir), [])
+})
+
+test('shell refuses to run a command it cannot record, and leaves nothing running', async (t) => {
+  const { dir } = await shell(t)
+  const blocker = path.join(dir, 'not-a-folder')
+  await fs.writeFile(blocker, '')
+  const tool = createShellTool({
+    launcher: unconfinedLauncher(),
+    ledger: new FileProcessLedger(path.join(blocker, 'ledger')),
+    timeoutMs: 60000,
+    maxOutputBytes: 262144,
+    blockHighRisk: true,
+    requireApprovalForMedium: true,
+    envAllowlist: ['PATH']
+  })
+  const result = await tool.execute({ command: 'sleep 30.5151', approved: true }, { ...context(), workspaceDir: dir })
+  assert.equal(result.success, false)
+  assert.match(result.error ?? '', /^failed to start command: cannot record its process group: ENOTDIR/)
+  await untilNoProcessWith('sleep 30.5151')
 })
 
 test('shell bounds its output and says where it was cut', async (t) => {

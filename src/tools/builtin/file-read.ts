@@ -1,14 +1,13 @@
 /**
- * The `file_read` tool: reads a bounded slice of a regular text file inside the workspace.
+ * The `file_read` tool: reads a bounded slice of a regular text file inside the turn's workspace.
  */
 import { constants, promises as fs, type Stats } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
-import { defineTool, fail, ok, type Tool, type ToolResult } from '../tool.js'
+import { defineTool, fail, ok, type Tool, type ToolContext, type ToolResult } from '../tool.js'
 import { filesystemFailure, resolveInWorkspace } from './workspace.js'
 import { appendNotice } from './text.js'
 
 export interface FileReadToolOptions {
-  workspaceDir: string
   maxReadBytes: number
 }
 
@@ -59,13 +58,13 @@ async function readSlice (handle: FileHandle, checked: Stats, args: FileReadArgs
   return ok(text)
 }
 
-async function readFile (opts: FileReadToolOptions, args: FileReadArgs, signal: AbortSignal): Promise<ToolResult> {
-  const target = await resolveInWorkspace(opts.workspaceDir, args.path)
+async function readFile (opts: FileReadToolOptions, args: FileReadArgs, ctx: ToolContext): Promise<ToolResult> {
+  const target = await resolveInWorkspace(ctx.workspaceDir, args.path)
   // stat before open: opening a FIFO or device can block or have side effects.
   const checked = await fs.stat(target)
   if (checked.isDirectory()) return fail('is a directory')
   if (!checked.isFile()) return fail('not a regular file')
-  if (signal.aborted) return fail('cancelled')
+  if (ctx.signal.aborted) return fail('cancelled')
   const handle = await fs.open(target, READ_FLAGS)
   try {
     return await readSlice(handle, checked, args, opts.maxReadBytes)
@@ -91,7 +90,7 @@ export function createFileReadTool (opts: FileReadToolOptions): Tool {
     async execute (args, ctx) {
       if (ctx.signal.aborted) return fail('cancelled')
       try {
-        return await readFile(opts, args, ctx.signal)
+        return await readFile(opts, args, ctx)
       } catch (err) {
         return filesystemFailure(err)
       }

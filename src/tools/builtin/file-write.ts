@@ -1,17 +1,19 @@
 /**
- * The `file_write` tool: writes or appends text to a file inside the workspace. A replacing write goes
- * to a temporary file in the same directory and is renamed over the target, so readers never see a
- * half-written file.
+ * The `file_write` tool: writes or appends text to a file inside the turn's workspace. A replacing
+ * write goes to a temporary file in the same directory and is renamed over the target, so readers
+ * never see a half-written file. With an `owner` (a root gateway whose sandbox runs as another
+ * user), what it creates is given to that owner, so sandboxed commands can change it too.
  */
 import { randomUUID } from 'node:crypto'
 import { constants, promises as fs, type Stats } from 'node:fs'
 import path from 'node:path'
-import { defineTool, fail, ok, type Tool, type ToolResult } from '../tool.js'
+import { defineTool, fail, ok, type Tool, type ToolContext, type ToolResult } from '../tool.js'
 import { filesystemFailure, resolveInWorkspace, workspaceRelative } from './workspace.js'
+import type { FileOwner } from './workspace-layout.js'
 
 export interface FileWriteToolOptions {
-  workspaceDir: string
   maxWriteBytes: number
+  owner: FileOwner | null
 }
 
 interface FileWriteArgs {
@@ -34,10 +36,11 @@ async function lstatOrNull (p: string): Promise<Stats | null> {
   }
 }
 
-async function appendTo (target: string, bytes: Buffer): Promise<ToolResult | null> {
+async function appendTo (target: string, bytes: Buffer, owner: FileOwner | null): Promise<ToolResult | null> {
   const handle = await fs.open(target, APPEND_FLAGS, 0o666)
   try {
     if (!(await handle.stat()).isFile()) return fail('not a regular file')
+    if (owner !== null) await handle.chown(owner.uid, owner.gid)
     await handle.writeFile(bytes)
     return null
   } finally {
@@ -45,7 +48,9 @@ async function appendTo (target: string, bytes: Buffer): Promise<ToolResult | nu
   }
 }
 
-async function replaceAtomically (target: string, bytes: Buffer, existing: Stats | null, signal: AbortSignal): Promise<ToolResult | null> {
+async function replaceAtomically (
+  target: string, bytes: Buffer, existing: Stats | null, owner: FileOwner | null, signal: AbortSignal
+): Promise<ToolResult | null> {
   // A fixed-length temp name: deriving it from a long target name could exceed NAME_MAX.
   const temp = path.join(path.dirname(target), `.tollgate-${randomUUID()}.tmp`)
   let renamed = false
@@ -53,6 +58,7 @@ async function replaceAtomically (target: string, bytes: Buffer, existing: Stats
     const handle = await fs.open(temp, TEMP_FLAGS, 0o666)
     try {
       await handle.writeFile(bytes)
+      if (owner !== null) await handle.chown(owner.uid, owner.gid)
       if (existing !== null) await handle.chmod(existing.mode & 0o777)
       await handle.datasync()
     } finally {
@@ -72,17 +78,28 @@ async function parentExists (dir: string): Promise<boolean> {
   return st?.isDirectory() === true
 }
 
-async function writeFile (opts: FileWriteToolOptions, args: FileWriteArgs, signal: AbortSignal): Promise<ToolResult> {
+/** mkdir -p, giving every folder it creates to `owner`. */
+async function makeDirs (dir: string, owner: FileOwner | null): Promise<void> {
+  const first = await fs.mkdir(dir, { recursive: true })
+  if (owner === null || first === undefined) return
+  for (let d = dir; ; d = path.dirname(d)) {
+    await fs.chown(d, owner.uid, owner.gid)
+    if (d === first || d === path.dirname(d)) break
+  }
+}
+
+async function writeFile (opts: FileWriteToolOptions, args: FileWriteArgs, ctx: ToolContext): Promise<ToolResult> {
+  const { signal } = ctx
   const bytes = Buffer.from(args.content, 'utf8')
   if (bytes.length > opts.maxWriteBytes) {
     return fail(`content is ${bytes.length} bytes, over the ${opts.maxWriteBytes}-byte write limit`)
   }
-  const target = await resolveInWorkspace(opts.workspaceDir, args.path)
+  const target = await resolveInWorkspace(ctx.workspaceDir, args.path)
   const dir = path.dirname(target)
   if (args.create_dirs === false) {
     if (!(await parentExists(dir))) return fail('parent directory does not exist (set create_dirs to create it)')
   } else {
-    await fs.mkdir(dir, { recursive: true })
+    await makeDirs(dir, opts.owner)
   }
 
   const existing = await lstatOrNull(target)
@@ -92,10 +109,10 @@ async function writeFile (opts: FileWriteToolOptions, args: FileWriteArgs, signa
   if (signal.aborted) return fail('cancelled')
 
   const refused = args.append === true
-    ? await appendTo(target, bytes)
-    : await replaceAtomically(target, bytes, existing, signal)
+    ? await appendTo(target, bytes, opts.owner)
+    : await replaceAtomically(target, bytes, existing, opts.owner, signal)
   if (refused !== null) return refused
-  return ok(`Wrote ${bytes.length} bytes to ${await workspaceRelative(opts.workspaceDir, target)}`)
+  return ok(`Wrote ${bytes.length} bytes to ${await workspaceRelative(ctx.workspaceDir, target)}`)
 }
 
 export function createFileWriteTool (opts: FileWriteToolOptions): Tool {
@@ -116,7 +133,7 @@ export function createFileWriteTool (opts: FileWriteToolOptions): Tool {
     async execute (args, ctx) {
       if (ctx.signal.aborted) return fail('cancelled')
       try {
-        return await writeFile(opts, args, ctx.signal)
+        return await writeFile(opts, args, ctx)
       } catch (err) {
         return filesystemFailure(err)
       }

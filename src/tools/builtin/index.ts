@@ -1,35 +1,29 @@
 /**
  * Tollgate's built-in tools, assembled from one options object. Every tool is confined by these
- * options; none reads configuration or process state of its own (except the shell's env allowlist).
+ * options and by the workspace folder each call's context names; none reads configuration or
+ * process state of its own (except the shell's env allowlist).
  */
-import { mkdirSync } from 'node:fs'
-import path from 'node:path'
 import type { Tool } from '../tool.js'
 import { createFileReadTool } from './file-read.js'
 import { createFileWriteTool } from './file-write.js'
 import { createHttpRequestTool, type HttpOptions } from './http-request.js'
-import { createShellTool, type ShellOptions } from './shell.js'
+import { createShellTool, type ShellToolOptions } from './shell.js'
+import type { FileOwner } from './workspace-layout.js'
 
 export interface BuiltinToolOptions {
-  /** Absolute; created if missing. */
-  workspaceDir: string
-  shell: ShellOptions
-  files: { maxReadBytes: number, maxWriteBytes: number }
+  /** Null: `shell` is not offered (its sandbox does not work here). */
+  shell: ShellToolOptions | null
+  files: { maxReadBytes: number, maxWriteBytes: number, owner: FileOwner | null }
   http: HttpOptions
 }
 
 export const BUILTIN_TOOL_NAMES: readonly string[] = Object.freeze(['shell', 'file_read', 'file_write', 'http_request'])
 
 export function createBuiltinTools (opts: BuiltinToolOptions): Tool[] {
-  if (!path.isAbsolute(opts.workspaceDir)) {
-    throw new Error(`workspaceDir must be an absolute path, got ${JSON.stringify(opts.workspaceDir)}`)
-  }
-  mkdirSync(opts.workspaceDir, { recursive: true })
-  const { workspaceDir } = opts
   return [
-    createShellTool({ ...opts.shell, workspaceDir }),
-    createFileReadTool({ workspaceDir, maxReadBytes: opts.files.maxReadBytes }),
-    createFileWriteTool({ workspaceDir, maxWriteBytes: opts.files.maxWriteBytes }),
+    ...(opts.shell === null ? [] : [createShellTool(opts.shell)]),
+    createFileReadTool({ maxReadBytes: opts.files.maxReadBytes }),
+    createFileWriteTool({ maxWriteBytes: opts.files.maxWriteBytes, owner: opts.files.owner }),
     createHttpRequestTool(opts.http)
   ]
 }

@@ -1,9 +1,13 @@
 /**
- * The `shell` tool: runs one command with `/bin/sh -c` inside the workspace, in its own process group,
- * with a scrubbed environment and bounded output. The risk policy runs before anything is spawned.
+ * The `shell` tool: runs one command with `/bin/sh -c` in the turn's workspace, through the
+ * launcher (the bubblewrap sandbox unless the operator chose none), in its own process group that
+ * the process ledger records, with an allow-listed environment and bounded output. The risk
+ * policy runs before anything is spawned.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { defineTool, fail, ok, type Tool, type ToolResult } from '../tool.js'
+import type { ProcessLedger } from './process-ledger.js'
+import type { Launcher, LaunchPlan } from './sandbox.js'
 import { classifyCommand } from './shell-policy.js'
 import { appendNotice } from './text.js'
 
@@ -16,7 +20,8 @@ export interface ShellOptions {
 }
 
 export interface ShellToolOptions extends ShellOptions {
-  workspaceDir: string
+  launcher: Launcher
+  ledger: ProcessLedger
 }
 
 interface ShellArgs {
@@ -42,15 +47,15 @@ interface RunResult {
 }
 
 interface RunOptions {
-  cwd: string
-  env: NodeJS.ProcessEnv
   timeoutMs: number
   maxOutputBytes: number
   signal: AbortSignal
+  /** Records the started process group; answers how to forget it once it is over. */
+  record: (pgid: number) => () => void
 }
 
-function scrubbedEnv (allowlist: readonly string[], home: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
+function scrubbedEnv (allowlist: readonly string[], home: string): Record<string, string> {
+  const env: Record<string, string> = {}
   for (const name of allowlist) {
     const value = process.env[name]
     if (value !== undefined) env[name] = value
@@ -96,7 +101,7 @@ function boundedCollector (maxBytes: number): { push: (chunk: Buffer) => void, t
  * Runs the command and settles once it is over. Whatever the ending, the whole process group is
  * SIGKILLed on the way out, so no process the call started outlives it.
  */
-function runCommand (command: string, opts: RunOptions): Promise<RunResult> {
+function runCommand (plan: LaunchPlan, opts: RunOptions): Promise<RunResult> {
   return new Promise((resolve) => {
     const output = boundedCollector(opts.maxOutputBytes)
     const timers: NodeJS.Timeout[] = []
@@ -104,12 +109,13 @@ function runCommand (command: string, opts: RunOptions): Promise<RunResult> {
     let exit: { code: number | null, signal: NodeJS.Signals | null } | null = null
     let settled = false
 
-    const child = spawn('/bin/sh', ['-c', command], {
-      cwd: opts.cwd,
-      env: opts.env,
+    const child = spawn(plan.file, plan.args, {
+      cwd: plan.cwd,
+      env: plan.env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe']
     })
+    let forget = (): void => {}
 
     const settle = (outcome: RunOutcome): void => {
       if (settled) return
@@ -117,6 +123,7 @@ function runCommand (command: string, opts: RunOptions): Promise<RunResult> {
       for (const t of timers) clearTimeout(t)
       opts.signal.removeEventListener('abort', onAbort)
       killGroup(child, 'SIGKILL')
+      forget()
       resolve({ outcome, output: output.text() })
     }
     const settleAfterExit = (): void => {
@@ -151,6 +158,15 @@ function runCommand (command: string, opts: RunOptions): Promise<RunResult> {
       settleAfterExit()
     })
 
+    if (child.pid !== undefined) {
+      try {
+        forget = opts.record(child.pid)
+      } catch (err) {
+        // Unrecorded, a crash could leave it running: a command is not worth that risk.
+        settle({ kind: 'spawn-error', message: `cannot record its process group: ${err instanceof Error ? err.message : String(err)}` })
+        return
+      }
+    }
     timers.push(setTimeout(() => stop('timeout'), opts.timeoutMs))
     if (opts.signal.aborted) onAbort()
     else opts.signal.addEventListener('abort', onAbort, { once: true })
@@ -173,10 +189,14 @@ function toToolResult (result: RunResult, timeoutMs: number): ToolResult {
   }
 }
 
+const SANDBOX_NOTE = 'It runs in a sandbox: only the workspace directory is writable, /tmp is private to the command, ' +
+  'and the network may be unavailable. '
+
 export function createShellTool (opts: ShellToolOptions): Tool {
   return defineTool<ShellArgs>({
     name: 'shell',
     description: 'Run a shell command (/bin/sh -c) in the workspace directory and return its combined stdout and stderr. ' +
+      (opts.launcher.kind === 'bwrap' ? SANDBOX_NOTE : '') +
       'Read-only commands run directly; other commands may need explicit approval and destructive ones are refused.',
     parameters: {
       type: 'object',
@@ -200,12 +220,17 @@ export function createShellTool (opts: ShellToolOptions): Tool {
       }
 
       const timeoutMs = Math.min(args.timeout_ms ?? opts.timeoutMs, opts.timeoutMs)
-      const result = await runCommand(args.command, {
-        cwd: opts.workspaceDir,
-        env: scrubbedEnv(opts.envAllowlist, opts.workspaceDir),
+      const plan = opts.launcher.plan({
+        argv: ['/bin/sh', '-c', args.command],
+        workspaceDir: ctx.workspaceDir,
+        network: ctx.network,
+        env: scrubbedEnv(opts.envAllowlist, ctx.workspaceDir)
+      })
+      const result = await runCommand(plan, {
         timeoutMs,
         maxOutputBytes: opts.maxOutputBytes,
-        signal: ctx.signal
+        signal: ctx.signal,
+        record: (pgid) => opts.ledger.record(pgid, ctx.turnId)
       })
       return toToolResult(result, timeoutMs)
     }

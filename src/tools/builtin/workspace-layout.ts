@@ -1,0 +1,65 @@
+/**
+ * Where each turn's tools work: one folder per tenant under the workspace root (and, optionally,
+ * one per session inside it). Tenant and session names are arbitrary strings, so each becomes a
+ * directory name that is readable where it can be and unique always: a sanitised prefix plus a hash
+ * of the whole name. No name can be `.`/`..`, contain a separator or a control character, start
+ * with a dot or a dash, or collide with another name's folder.
+ */
+import { createHash } from 'node:crypto'
+import { chownSync, mkdirSync, realpathSync } from 'node:fs'
+import path from 'node:path'
+
+/** Owner given to every folder and file the gateway creates in a workspace (root gateway + sandbox). */
+export interface FileOwner {
+  uid: number
+  gid: number
+}
+
+export interface WorkspaceLayoutOptions {
+  /** The workspace root; created if missing. */
+  root: string
+  perSession: boolean
+  owner: FileOwner | null
+}
+
+// Enough of the name to recognise it in a listing; the hash carries uniqueness.
+const READABLE_CHARS = 40
+const HASH_HEX = 16
+
+export function workspaceSlug (name: string): string {
+  const readable = name.replace(/[^A-Za-z0-9_-]/g, '_').replace(/^[-_]+/, '').slice(0, READABLE_CHARS)
+  const hash = createHash('sha256').update(name, 'utf8').digest('hex').slice(0, HASH_HEX)
+  return `${readable === '' ? 'x' : readable}-${hash}`
+}
+
+export class WorkspaceLayout {
+  /** Canonical (symlink-free) root, so a sandbox mounts each folder at the path tools report. */
+  readonly root: string
+  readonly perSession: boolean
+  readonly owner: FileOwner | null
+
+  constructor (options: WorkspaceLayoutOptions) {
+    if (!path.isAbsolute(options.root)) throw new Error(`the workspace root must be an absolute path, got ${JSON.stringify(options.root)}`)
+    mkdirSync(options.root, { recursive: true })
+    this.root = realpathSync(options.root)
+    this.perSession = options.perSession
+    this.owner = options.owner
+  }
+
+  /** The folder a turn's tools see; created (owned by `owner`, private to it) if missing. */
+  dirFor (tenant: string, sessionId: string): string {
+    const tenantDir = this.tenantDir(tenant)
+    return this.perSession ? this.ensure(path.join(tenantDir, workspaceSlug(sessionId))) : tenantDir
+  }
+
+  /** The tenant's folder (its sessions' folders inside it when `perSession`); created if missing. */
+  tenantDir (tenant: string): string {
+    return this.ensure(path.join(this.root, workspaceSlug(tenant)))
+  }
+
+  private ensure (dir: string): string {
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    if (this.owner !== null) chownSync(dir, this.owner.uid, this.owner.gid)
+    return dir
+  }
+}

@@ -1,0 +1,72 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { promises as fs } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { WorkspaceLayout, workspaceSlug } from '../../src/tools/builtin/workspace-layout.js'
+
+async function scratch (t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
+  const dir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tollgate-layout-')))
+  t.after(async () => { await fs.rm(dir, { recursive: true, force: true }) })
+  return dir
+}
+
+test('a tenant slug keeps a readable prefix and adds a hash of the whole name', () => {
+  assert.match(workspaceSlug('acme'), /^acme-[0-9a-f]{16}$/)
+  assert.match(workspaceSlug('Acme Corp/EU'), /^Acme_Corp_EU-[0-9a-f]{16}$/)
+})
+
+test('hostile tenant names become plain folder names that cannot escape, hide or pose as options', () => {
+  const names = ['.', '..', '', '../../etc', '.hidden', '-rf', 'a\u0000b', 'line\nbreak', '\u202eevil', 'x'.repeat(5000), 'ünïcödé']
+  for (const name of names) {
+    const slug = workspaceSlug(name)
+    assert.match(slug, /^[A-Za-z0-9][A-Za-z0-9_-]{0,39}-[0-9a-f]{16}$/, `${JSON.stringify(name.slice(0, 20))} → ${slug}`)
+  }
+})
+
+test('tenant names that sanitise alike still get different folders', () => {
+  const names = ['a.b', 'a_b', 'a/b', 'a b', 'A.B', 'x'.repeat(60), `${'x'.repeat(60)}y`]
+  assert.equal(new Set(names.map(workspaceSlug)).size, names.length)
+})
+
+test('each tenant gets its own private folder under the root', async (t) => {
+  const root = await scratch(t)
+  const layout = new WorkspaceLayout({ root, perSession: false, owner: null })
+  const acme = layout.dirFor('acme', 'ses_1')
+  assert.equal(acme, path.join(root, workspaceSlug('acme')))
+  assert.equal(layout.dirFor('acme', 'ses_2'), acme)
+  assert.notEqual(layout.dirFor('globex', 'ses_1'), acme)
+  assert.equal((await fs.stat(acme)).mode & 0o777, 0o700)
+})
+
+test('with per-session folders each session of a tenant gets its own folder inside the tenant\'s', async (t) => {
+  const root = await scratch(t)
+  const layout = new WorkspaceLayout({ root, perSession: true, owner: null })
+  const one = layout.dirFor('acme', 'ses_1')
+  assert.equal(one, path.join(root, workspaceSlug('acme'), workspaceSlug('ses_1')))
+  assert.notEqual(layout.dirFor('acme', 'ses_2'), one)
+  assert.equal((await fs.stat(one)).isDirectory(), true)
+})
+
+test('the layout creates a missing root and answers canonical paths through a symlinked one', async (t) => {
+  const base = await scratch(t)
+  await fs.mkdir(path.join(base, 'real'))
+  await fs.symlink(path.join(base, 'real'), path.join(base, 'link'))
+  const layout = new WorkspaceLayout({ root: path.join(base, 'link', 'nested'), perSession: false, owner: null })
+  assert.equal(layout.root, path.join(base, 'real', 'nested'))
+  assert.equal(layout.tenantDir('acme'), path.join(base, 'real', 'nested', workspaceSlug('acme')))
+})
+
+test('the layout refuses a relative root', () => {
+  assert.throws(() => new WorkspaceLayout({ root: 'relative/ws', perSession: false, owner: null }), /absolute/)
+})
+
+test('an owner is given every folder the layout creates', { skip: process.getuid?.() !== 0 ? 'chown needs root' : false }, async (t) => {
+  const root = await scratch(t)
+  const layout = new WorkspaceLayout({ root, perSession: true, owner: { uid: 65534, gid: 65534 } })
+  const dir = layout.dirFor('acme', 'ses_1')
+  for (const d of [dir, path.dirname(dir)]) {
+    const st = await fs.stat(d)
+    assert.deepEqual([st.uid, st.gid], [65534, 65534])
+  }
+})
