@@ -67,7 +67,7 @@ export async function gateToolApproval (
   state: TurnState,
   call: { callId: string, name: string, arguments: Record<string, unknown> }
 ): Promise<GateOutcome> {
-  const requirement = exec.approval.requirement(call.name)
+  const requirement = exec.approval.requirement(call.name, call.arguments)
   if (requirement !== 'prompt') return { kind: 'proceed', approved: requirement === 'approved' }
 
   // Summarised from scrubbed arguments: a secret inside a value (a curl header, a URL) must not reach the operator's screen.
@@ -121,7 +121,7 @@ export async function gateToolApproval (
     case 'edit':
       return { kind: 'replace', text: sanitizeReplacement(reply.replacement ?? '') }
     case 'always':
-      exec.approval.grantAlways(call.name)
+      exec.approval.grantAlways(call.name, call.arguments)
       return { kind: 'proceed', approved: true }
     case 'yes':
       return { kind: 'proceed', approved: true }
