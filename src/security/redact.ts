@@ -47,13 +47,16 @@ export function findSecretSpans (text: string): SecretSpan[] {
   ANCHORS.lastIndex = 0
   for (let anchor = ANCHORS.exec(text); anchor !== null; anchor = ANCHORS.exec(text)) {
     const at = anchor.index
-    if (at < consumed) continue
-    const span = matchAt(text, at)
-    if (span === null) continue
-    spans.push(span)
-    consumed = span.end
-    // Anchors inside the match are covered by it; the scan goes on after it.
-    if (ANCHORS.lastIndex < consumed) ANCHORS.lastIndex = consumed
+    if (at >= consumed) {
+      const span = matchAt(text, at)
+      if (span !== null) {
+        spans.push(span)
+        consumed = span.end
+      }
+    }
+    // Anchors may overlap (`sk-----BEGIN`): the scan goes on at the next character, or after a
+    // match, whose inside is covered by it.
+    ANCHORS.lastIndex = Math.max(at + 1, consumed)
   }
   return spans
 }

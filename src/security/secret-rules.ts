@@ -83,14 +83,14 @@ export const SECRET_RULES: readonly SecretRule[] = Object.freeze([
   {
     id: 'slack-webhook',
     pattern: String.raw`(?<head>://(?<=\bhttps://)hooks\.slack\.com/(?:services|workflows|triggers)/)(?<secret>[A-Za-z0-9/_-]{8,})`,
-    anchor: String.raw`://hooks\.slack\.com/`
+    anchor: String.raw`://(?=hooks\.slack\.com/)`
   },
   {
     // The scheme is looked behind for, capped so long dotted runs cannot make the check quadratic.
     id: 'url-password',
     pattern: String.raw`(?<head>://(?<=\b[A-Za-z][A-Za-z0-9+.-]{0,31}://)[^\s:/?#@]*:)(?<secret>[^\s@/?#]+)(?=@)`,
     // Only URLs with a password: the anchor scan skips the many without one.
-    anchor: String.raw`://[^\s:/?#@]*:[^\s@/?#]*@`,
+    anchor: String.raw`://(?=[^\s:/?#@]*:[^\s@/?#]*@)`,
     mask: 'full'
   },
   {
