@@ -669,7 +669,11 @@ var TurnView = class {
     const editor = el("div", { class: "editor", attrs: { hidden: "" } }, [replacement, submitEdit]);
     const buttons = DECISIONS.map(({ decision, label, title }) => el("button", {
       text: label,
-      attrs: { type: "button", "data-decision": decision, title: decision === "always" && e.name === "shell" ? ALWAYS_COMMAND_TITLE : title }
+      attrs: {
+        type: "button",
+        "data-decision": decision,
+        title: decision === "always" && e.name === "shell" ? ALWAYS_COMMAND_TITLE : title
+      }
     }));
     const all = [...buttons, submitEdit];
     const answer = (decision, text) => {

@@ -36,7 +36,9 @@ export const Session = Type.Object({
   updated_at: Timestamp,
   turn_ids: Type.Array(Type.String()),
   always_allowed: Type.Array(ApprovalGrant, { description: 'The session\'s `always` grants: tools, then exact commands' }),
-  always_allowed_tools: Type.Array(Type.String(), { description: 'The tools granted as a whole (the entries of always_allowed without a command)' }),
+  always_allowed_tools: Type.Array(Type.String(), {
+    description: 'The tools granted as a whole (the entries of always_allowed without a command)'
+  }),
   history: Type.Array(HistoryMessage)
 }, { title: 'Session' })
 export type Session = Static<typeof Session>

@@ -184,7 +184,11 @@ export class TurnView {
     const editor = el('div', { class: 'editor', attrs: { hidden: '' } }, [replacement, submitEdit])
     const buttons = DECISIONS.map(({ decision, label, title }) => el('button', {
       text: label,
-      attrs: { type: 'button', 'data-decision': decision, title: decision === 'always' && e.name === 'shell' ? ALWAYS_COMMAND_TITLE : title }
+      attrs: {
+        type: 'button',
+        'data-decision': decision,
+        title: decision === 'always' && e.name === 'shell' ? ALWAYS_COMMAND_TITLE : title
+      }
     }))
     const all = [...buttons, submitEdit]
     const answer = (decision: OperatorDecision, text?: string): void => {

@@ -349,7 +349,9 @@ export class TurnService {
     this.deps.bus.publish(envelope)
   }
 
-  private async finish (active: ActiveTurn, session: SessionRecord, state: TurnState, outcome: TurnOutcome, grants: SessionGrants): Promise<void> {
+  private async finish (
+    active: ActiveTurn, session: SessionRecord, state: TurnState, outcome: TurnOutcome, grants: SessionGrants
+  ): Promise<void> {
     const { record } = active
     record.status = outcome.status
     let terminal: TurnEvent

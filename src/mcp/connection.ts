@@ -161,7 +161,11 @@ export class McpServerConnection {
    */
   private applyListing (defs: readonly McpToolDefinition[]): void {
     const listing = canonicalJson(defs.map((d) => ({
-      name: d.name, description: d.description ?? null, title: d.title ?? null, inputSchema: d.inputSchema ?? null, readOnly: d.annotations?.readOnlyHint === true
+      name: d.name,
+      description: d.description ?? null,
+      title: d.title ?? null,
+      inputSchema: d.inputSchema ?? null,
+      readOnly: d.annotations?.readOnlyHint === true
     })))
     if (listing === this.listing) return
     this.listing = listing

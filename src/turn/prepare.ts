@@ -139,7 +139,8 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
 
     const refusal = readOnlyRefusal(exec.approval, tool, slot.arguments)
     if (refusal !== null) {
-      state.log.info({ audit: 'read_only_refused', tool: tool.name, call_id: slot.callId }, 'refused a side-effecting call under a read-only risk profile')
+      state.log.info({ audit: 'read_only_refused', tool: tool.name, call_id: slot.callId },
+        'refused a side-effecting call under a read-only risk profile')
       slot.prefill = unexecuted('denied', refusal)
       continue
     }

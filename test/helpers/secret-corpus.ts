@@ -47,9 +47,10 @@ function pemSecret (text: string): { text: string, secret: string } {
 
 /** Real keys, generated for this run: RSA (PKCS#1), EC (SEC1) and Ed25519 (PKCS#8). */
 function generatedKeys (): { rsa: string, ec: string, pkcs8: string } {
-  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs1', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } })
-  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256', privateKeyEncoding: { type: 'sec1', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } })
-  const ed = generateKeyPairSync('ed25519', { privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } })
+  const publicKeyEncoding = { type: 'spki', format: 'pem' } as const
+  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs1', format: 'pem' }, publicKeyEncoding })
+  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256', privateKeyEncoding: { type: 'sec1', format: 'pem' }, publicKeyEncoding })
+  const ed = generateKeyPairSync('ed25519', { privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding })
   return { rsa: rsa.privateKey, ec: ec.privateKey, pkcs8: ed.privateKey }
 }
 
@@ -176,7 +177,10 @@ export const NEAR_MISSES: readonly NearMiss[] = Object.freeze([
   { name: 'GitHub prefix alone', text: 'tokens look like ghp_ plus 36 characters' },
   { name: 'Slack prefix alone', text: 'bot tokens begin with xoxb- and user tokens with xoxp-' },
   { name: 'Slack hooks host without a path', text: 'webhooks live under https://hooks.slack.com/' },
-  { name: 'PEM public key', text: '-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9n8F3qkpR2N0yN1lG3nQ0s1m8Yb0\n-----END PUBLIC KEY-----' },
+  {
+    name: 'PEM public key',
+    text: '-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9n8F3qkpR2N0yN1lG3nQ0s1m8Yb0\n-----END PUBLIC KEY-----'
+  },
   { name: 'PEM certificate header', text: '-----BEGIN CERTIFICATE-----' },
   { name: 'private key mentioned in prose', text: 'never commit a private key to the repository' },
   { name: 'empty password assignment', text: 'password=' },

@@ -27,7 +27,9 @@ function display (e: EventEnvelope): Array<{ name: string, value: string }> {
   return e.event.kind === 'approval.requested' ? e.event.display : []
 }
 
-for (const [name, command, marker] of [['password-assignment', KV_DECEPTION, 'touch PWN_KV'], ['URL-password', URL_DECEPTION, 'touch${IFS}PWN_URL']] as const) {
+const DECEPTIONS = [['password-assignment', KV_DECEPTION, 'touch PWN_KV'], ['URL-password', URL_DECEPTION, 'touch${IFS}PWN_URL']] as const
+
+for (const [name, command, marker] of DECEPTIONS) {
   test(`the ${name} deception reaches the approver exactly, touch included, and stays masked in the audit and logs`, async (t) => {
     const logs = captureLogs('info')
     const { g } = await startProbeGateway(t, {}, { logger: logs.logger })

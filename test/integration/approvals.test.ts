@@ -79,7 +79,8 @@ test('always runs the tool and allowlists it for the rest of the session only', 
 
 test('always on shell ls grants that command only: a later touch && rm in the session is asked about again', async (t) => {
   const { g } = await startProbeGateway(t)
-  const shell = (id: string, command: string): { id: string, name: string, arguments: Record<string, unknown> } => ({ id, name: 'shell', arguments: { command } })
+  const shell = (id: string, command: string): { id: string, name: string, arguments: Record<string, unknown> } =>
+    ({ id, name: 'shell', arguments: { command } })
   g.provider.enqueue(
     { toolCalls: [shell('c1', 'ls')] }, { text: 'listed' },
     { toolCalls: [shell('c2', '  ls ')] }, { text: 'listed again' },
@@ -91,7 +92,8 @@ test('always on shell ls grants that command only: a later touch && rm in the se
   await ws.waitForTerminal(first.turnId)
 
   const second = await ws.request({ type: 'turn.start', message: 'again', session_id: 'sess-shell' })
-  assert.deepEqual(shape(await ws.waitForTerminal(second.turn_id)), ['turn.started', 'iteration', 'tool_call:shell', 'tool_result:shell:ok', 'iteration', 'turn.completed'])
+  assert.deepEqual(shape(await ws.waitForTerminal(second.turn_id)),
+    ['turn.started', 'iteration', 'tool_call:shell', 'tool_result:shell:ok', 'iteration', 'turn.completed'])
 
   const third = await startAndAwaitApproval(ws, { session_id: 'sess-shell' })
   const asked = ws.events(third.turnId).find((e) => e.event.kind === 'approval.requested')?.event

@@ -31,7 +31,8 @@ test('under a read-only profile file_write is refused as denied, the file is not
   const g = await readOnlyGateway(t)
   g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'file_write', arguments: { path: 'out.txt', content: 'x' } }] }, { text: 'ok' })
   const { events, turnId } = await runTurn(g, { message: 'write it' })
-  assert.deepEqual(shape(events), ['turn.started', 'iteration', 'tool_call:file_write', 'tool_result:file_write:denied', 'iteration', 'turn.completed'])
+  assert.deepEqual(shape(events),
+    ['turn.started', 'iteration', 'tool_call:file_write', 'tool_result:file_write:denied', 'iteration', 'turn.completed'])
   assert.equal(toolResults(events)[0]?.output, readOnlyDeniedText('file_write'))
   assert.equal(toolResults(events)[0]?.success, false)
   assert.equal(await exists(join(g.workspace, 'out.txt')), false)
@@ -81,7 +82,10 @@ test('under a read-only profile an HTTP GET reaches the server and a POST never 
 test('under a read-only profile an MCP tool runs only when the server marks it read-only', async (t) => {
   const server = await startHttpMcpServer()
   t.after(async () => { await server.close() })
-  const g = await readOnlyGateway(t, { mcp: { servers: { web: httpServerConfig(server.url) } }, agents: { default: { mcp_bundles: ['web'] } } })
+  const g = await readOnlyGateway(t, {
+    mcp: { servers: { web: httpServerConfig(server.url) } },
+    agents: { default: { mcp_bundles: ['web'] } }
+  })
   g.provider.enqueue({
     toolCalls: [
       { id: 'c1', name: 'web__echo', arguments: { text: 'hi' } },
@@ -102,7 +106,8 @@ test('a read-only agent that delegates cannot write through the sub-turn', async
     { text: 'The sub-agent could not write.' }
   )
   const { events } = await runTurn(g, { message: 'delegate the writing' })
-  assert.equal(toolResults(events)[0]?.output, 'I could not write it.\n\n[delegated to default: completed, 2 iteration(s); tool calls: file_write denied]')
+  assert.equal(toolResults(events)[0]?.output,
+    'I could not write it.\n\n[delegated to default: completed, 2 iteration(s); tool calls: file_write denied]')
   assert.equal(await exists(join(g.workspace, 'out.txt')), false)
   const subTurnResult = g.provider.requests[2]?.body.messages.at(-1)
   assert.equal(subTurnResult?.content, readOnlyDeniedText('file_write'))

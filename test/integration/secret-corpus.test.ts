@@ -17,7 +17,9 @@ const text = corpusText(corpus)
 function assertSurface (where: string, shown: string): void {
   assert.deepEqual(leakedSecrets(corpus, shown), [], `${where} leaks`)
   for (const nearMiss of NEAR_MISSES) {
-    for (const line of nearMiss.text.split('\n')) assert.ok(shown.includes(JSON.stringify(line).slice(1, -1)), `${where} changed the near-miss "${nearMiss.name}"`)
+    for (const line of nearMiss.text.split('\n')) {
+      assert.ok(shown.includes(JSON.stringify(line).slice(1, -1)), `${where} changed the near-miss "${nearMiss.name}"`)
+    }
   }
 }
 

@@ -44,11 +44,12 @@ test('the terminal client streams a turn, asks about the approval at the prompt 
   assert.match(run.stdout, /All done\.\n✓ completed/)
 })
 
-test('the terminal client shows both deceptions with their touch, escapes and every line, and offers always for the exact command', async (t) => {
+test('the terminal client shows both deceptions whole, escapes and every line, and offers always for the exact command', async (t) => {
   const g = await setup(t)
   const kv = `echo 'password="'; touch PWN_KV; echo '"'`
   const url = 'echo http://u:$(touch${IFS}PWN_URL)@example.com'
-  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'shell', arguments: { command: `${kv}\n${url}\u202E${' '.repeat(300)}; touch PWN_TAIL` } }] }, { text: 'ok' })
+  const command = `${kv}\n${url}\u202E${' '.repeat(300)}; touch PWN_TAIL`
+  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'shell', arguments: { command } }] }, { text: 'ok' })
   const run = await chat(['--url', g.url], 'deceive me\nn\n')
   assert.equal(run.code, 0, run.stderr)
   const shown = `  command:\n    │ ${kv}⏎\n    │ ${url}‹U+202E›${' '.repeat(300)}; touch PWN_TAIL\n`

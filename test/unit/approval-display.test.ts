@@ -40,11 +40,13 @@ test('a long value is shown whole, its space-padded tail included', () => {
 test('bidi overrides, isolates, marks and zero-width characters become escapes', () => {
   const text = 'a\u202Ab\u202Bc\u202Cd\u202De\u202Ef\u2066g\u2067h\u2068i\u2069j\u200Ek\u200Fl\u061Cm\u200Bn\u200Co\u200Dp\u2060q\uFEFFr'
   assert.equal(visibleText(text, true),
-    'a‹U+202A›b‹U+202B›c‹U+202C›d‹U+202D›e‹U+202E›f‹U+2066›g‹U+2067›h‹U+2068›i‹U+2069›j‹U+200E›k‹U+200F›l‹U+061C›m‹U+200B›n‹U+200C›o‹U+200D›p‹U+2060›q‹U+FEFF›r')
+    'a‹U+202A›b‹U+202B›c‹U+202C›d‹U+202D›e‹U+202E›f‹U+2066›g‹U+2067›h‹U+2068›i‹U+2069›j' +
+    '‹U+200E›k‹U+200F›l‹U+061C›m‹U+200B›n‹U+200C›o‹U+200D›p‹U+2060›q‹U+FEFF›r')
 })
 
 test('C0 and C1 controls, odd spaces and tag characters become escapes; line breaks stay visible', () => {
-  assert.equal(visibleText('a\u0000b\tc\rd\u001be\u0085f\u00A0g\u2028h\u{E0041}i', true), 'a‹U+0000›b‹U+0009›c‹U+000D›d‹U+001B›e‹U+0085›f‹U+00A0›g‹U+2028›h‹U+E0041›i')
+  assert.equal(visibleText('a\u0000b\tc\rd\u001be\u0085f\u00A0g\u2028h\u{E0041}i', true),
+    'a‹U+0000›b‹U+0009›c‹U+000D›d‹U+001B›e‹U+0085›f‹U+00A0›g‹U+2028›h‹U+E0041›i')
   assert.equal(visibleText('ls\ntouch x', true), 'ls⏎\ntouch x')
   assert.equal(visibleText('ls\ntouch x', false), 'ls⏎touch x')
 })

@@ -5,7 +5,10 @@ import { ApprovalManager } from '../../src/approval/manager.js'
 import type { RiskProfileConfig } from '../../schemas/config.js'
 
 function manager (profile: Partial<RiskProfileConfig> = {}, grants = new SessionGrants()): ApprovalManager {
-  return new ApprovalManager({ level: 'supervised', auto_approve: ['file_read', 'tool_search'], always_ask: [], excluded_tools: [], allowed_tools: [], ...profile }, grants)
+  const base: RiskProfileConfig = {
+    level: 'supervised', auto_approve: ['file_read', 'tool_search'], always_ask: [], excluded_tools: [], allowed_tools: []
+  }
+  return new ApprovalManager({ ...base, ...profile }, grants)
 }
 
 test('a supervised profile prompts for tools that are not auto-approved', () => {

@@ -21,8 +21,13 @@ import { callEffect, defineTool, ok, type Tool } from '../../src/tools/tool.js'
 type Outcome = 'runs' | 'asks' | 'refused'
 type Level = RiskProfileConfig['level']
 
+function profile (level: Level, autoApprove: string[] = DEFAULT_AUTO_APPROVE): ApprovalManager {
+  const risk: RiskProfileConfig = { level, auto_approve: autoApprove, always_ask: [], excluded_tools: [], allowed_tools: [] }
+  return new ApprovalManager(risk, new SessionGrants())
+}
+
 function outcome (level: Level, tool: Tool, args: Record<string, unknown>): Outcome {
-  const approval = new ApprovalManager({ level, auto_approve: DEFAULT_AUTO_APPROVE, always_ask: [], excluded_tools: [], allowed_tools: [] }, new SessionGrants())
+  const approval = profile(level)
   if (readOnlyRefusal(approval, tool, args) !== null) return 'refused'
   return approval.requirement(tool.name, args) === 'prompt' ? 'asks' : 'runs'
 }
@@ -41,12 +46,18 @@ function builtin (name: string): Tool {
 }
 
 function mcp (annotations?: McpToolDefinition['annotations']): Tool {
-  const wrapped = wrapMcpTool('files', { name: 'lookup', inputSchema: { type: 'object' }, ...(annotations === undefined ? {} : { annotations }) }, async () => ok(''))
+  const def: McpToolDefinition = { name: 'lookup', inputSchema: { type: 'object' }, ...(annotations === undefined ? {} : { annotations }) }
+  const wrapped = wrapMcpTool('files', def, async () => ok(''))
   assert.ok(!('skip' in wrapped))
   return wrapped
 }
 
-const extension = defineTool({ name: 'deploy', description: 'an embedder tool that does not classify its calls', parameters: { type: 'object' }, execute: async () => ok('') })
+const extension = defineTool({
+  name: 'deploy',
+  description: 'an embedder tool that does not classify its calls',
+  parameters: { type: 'object' },
+  execute: async () => ok('')
+})
 const delegate = createDelegateTool({ config: loadConfig({ env: {} }), providers: new Map() })
 
 /** [tool, arguments, readonly, supervised (default auto_approve), full] */
@@ -79,14 +90,15 @@ for (const [name, tool, args, readonly, supervised, full] of TABLE) {
 }
 
 test('a refused call is told that the risk profile is read-only and that no person was asked', () => {
-  const approval = new ApprovalManager({ level: 'readonly', auto_approve: [], always_ask: [], excluded_tools: [], allowed_tools: [] }, new SessionGrants())
-  const text = readOnlyRefusal(approval, builtin('file_write'), { path: 'a', content: 'b' })
+  const text = readOnlyRefusal(profile('readonly', []), builtin('file_write'), { path: 'a', content: 'b' })
   assert.equal(text, readOnlyDeniedText('file_write'))
   assert.match(text ?? '', /read-only risk profile/)
   assert.match(text ?? '', /no person was asked/)
 })
 
 test('a classifier that throws counts as side-effecting', () => {
-  const odd = defineTool({ name: 'odd', description: 'x', parameters: { type: 'object' }, effects: () => { throw new Error('boom') }, execute: async () => ok('') })
+  const odd = defineTool({
+    name: 'odd', description: 'x', parameters: { type: 'object' }, effects: () => { throw new Error('boom') }, execute: async () => ok('')
+  })
   assert.equal(callEffect(odd, {}), 'write')
 })

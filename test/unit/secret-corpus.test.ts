@@ -34,7 +34,8 @@ test('the structured scrubber masks the corpus inside JSON values', () => {
 })
 
 test('each corpus secret keeps its first four characters and the text around it', () => {
-  assert.equal(scrubText('x aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY y'), 'x aws_secret_access_key = wJal*[REDACTED] y')
+  assert.equal(scrubText('x aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY y'),
+    'x aws_secret_access_key = wJal*[REDACTED] y')
   assert.equal(scrubText('hook https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX.'),
     'hook https://hooks.slack.com/services/T000*[REDACTED].')
   assert.equal(scrubText('-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\ndef==\n-----END RSA PRIVATE KEY-----'),
@@ -42,7 +43,8 @@ test('each corpus secret keeps its first four characters and the text around it'
 })
 
 test('a private key cut off before its END line is masked to the end of the text', () => {
-  assert.equal(scrubText('-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAAB'), '-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl*[REDACTED]')
+  assert.equal(scrubText('-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAAB'),
+    '-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl*[REDACTED]')
 })
 
 /** The reference semantics: one global alternation of every rule, leftmost match first. */
@@ -64,7 +66,9 @@ test('searching from anchors finds exactly what one alternation of all rules fin
   const corpus = corpusText(secretCorpus())
   assert.deepEqual(anchoredSpans(corpus), globalSpans(corpus))
   const alphabet = 'aAbBeEkKpPsStT:=/@-_.  "\'\nxyz0129ghoruIJKLMNYZ'
-  const pieces = ['password', 'token', 'api_key', 'secret', 'Bearer ', 'https://', 'u:p@', 'sk-', 'AKIA', 'eyJ', '-----BEGIN PRIVATE KEY-----', 'xoxb-', 'ghp_', '=', ': ']
+  const pieces = ['password', 'token', 'api_key', 'secret', 'Bearer ', 'https://', 'u:p@', 'sk-', 'sk_live_', 'AKIA', 'eyJ',
+    '-----BEGIN PRIVATE KEY-----', '-----END', 'xoxb-', 'ghp_', '=', ': ', '=>', ':=', 'hooks.slack.com/services/',
+    'Authorization: Basic ', '"', "'"]
   for (let round = 0; round < 2000; round++) {
     let text = ''
     while (text.length < 200) text += randomInt(3) === 0 ? pieces[randomInt(pieces.length)] : alphabet[randomInt(alphabet.length)]
