@@ -48,6 +48,27 @@ function oneLine (text: string): string {
   return terminalSafe(text).trim().replace(/\n/g, '↵')
 }
 
+/**
+ * An approval's arguments, exactly as the tool will receive them (the gateway escapes invisible
+ * characters and marks line breaks with ⏎), one `name:` line each and the value below it, whole.
+ * With a known terminal width long lines are wrapped here, continuation marked `┆`, so a wrap can
+ * never pass for a line of its own (`│`); nothing is cut.
+ */
+export function exactArgumentLines (display: ReadonlyArray<{ name: string, value: string }>, columns: number | undefined): string[] {
+  if (display.length === 0) return ['  (no arguments)']
+  const width = columns === undefined ? Number.POSITIVE_INFINITY : Math.max(20, columns - 6)
+  const lines: string[] = []
+  for (const { name, value } of display) {
+    lines.push(`  ${oneLine(name)}:`)
+    for (const line of terminalSafe(value).split('\n')) {
+      const chars = Array.from(line)
+      lines.push(`    │ ${chars.slice(0, width).join('')}`)
+      for (let at = width; at < chars.length; at += width) lines.push(`    ┆ ${chars.slice(at, at + width).join('')}`)
+    }
+  }
+  return lines
+}
+
 function clip (text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more chars)`
 }
@@ -292,13 +313,16 @@ class ChatSession implements Chat {
    * client answered, it expired, the turn was cancelled): then the question is withdrawn.
    */
   private async askApproval (e: TurnEventOf<'approval.requested'>, seq: number, stream: TurnStream): Promise<void> {
-    this.line(`? ${oneLine(e.name)} needs approval: ${oneLine(e.summary)}`)
-    this.line(`  arguments: ${clip(terminalSafe(JSON.stringify(e.arguments)), MAX_ARGS_CHARS)}`)
+    this.line(`? ${oneLine(e.name)} needs approval; it runs with exactly these arguments:`)
+    const columns = this.options.terminal ? (this.options.output as { columns?: number }).columns : undefined
+    for (const line of exactArgumentLines(e.display, columns)) this.line(line)
     const settled = new AbortController()
     void this.watchSettlement(stream, seq, e.request_id, settled)
+    // `always` on shell allows the exact command for the session, not the tool.
+    const always = e.name === 'shell' ? '[a]lways (this exact command)' : '[a]lways'
     let decision: OperatorDecision | null = null
     while (decision === null) {
-      const answer = await this.askLine('  allow? [y]es / [n]o / [a]lways / [e]dit: ', settled.signal)
+      const answer = await this.askLine(`  allow? [y]es / [n]o / ${always} / [e]dit: `, settled.signal)
       if (answer.kind === 'settled') return
       if (answer.kind === 'closed') {
         decision = 'no'

@@ -523,6 +523,22 @@ var DECISIONS = [
   { decision: "always", label: "Always", title: "Run it, and allow this tool for the rest of the session" },
   { decision: "edit", label: "Edit", title: "Do not run it; give the model this text as its result instead" }
 ];
+var ALWAYS_COMMAND_TITLE = "Run it, and allow this exact command for the rest of the session";
+var ESCAPE = /‹U\+[0-9A-F]{4,6}›|⏎/g;
+function exactValue(value) {
+  const pre = el("pre", { class: "arg-value" });
+  let last = 0;
+  for (const m of value.matchAll(ESCAPE)) {
+    pre.append(value.slice(last, m.index), el("span", { class: "escape", text: m[0] }));
+    last = m.index + m[0].length;
+  }
+  pre.append(value.slice(last));
+  return pre;
+}
+function exactArguments(display) {
+  if (display.length === 0) return el("p", { class: "card-args exact", text: "(no arguments)" });
+  return el("dl", { class: "card-args exact" }, display.flatMap((a) => [el("dt", { text: a.name }), el("dd", {}, [exactValue(a.value)])]));
+}
 var TurnView = class {
   constructor(client, turnId, message) {
     this.client = client;
@@ -625,12 +641,13 @@ var TurnView = class {
     if (existing !== void 0) return existing;
     const status = el("span", { class: "card-status" });
     const output = el("pre", { class: "card-output", attrs: { hidden: "" } });
+    const argsView = el("pre", { class: "card-args", text: showJson(args) });
     const root = el("section", { class: "card", attrs: { "data-call-id": callId, "data-tool": name } }, [
       el("div", { class: "card-head" }, [el("span", { class: "tool-name", text: name }), status]),
-      el("pre", { class: "card-args", text: showJson(args) }),
+      argsView,
       output
     ]);
-    const card = { root, status, approval: null, output };
+    const card = { root, status, args: argsView, approval: null, output };
     this.cards.set(callId, card);
     this.text = null;
     this.body.append(root);
@@ -643,11 +660,21 @@ var TurnView = class {
   askApproval(e) {
     const card = this.card(e.call_id, e.name, e.arguments);
     this.setStatus(card, "awaiting-approval", "awaiting approval");
+    const exact = exactArguments(e.display);
+    card.args.replaceWith(exact);
+    card.args = exact;
     const problem = el("p", { class: "approval-error", attrs: { hidden: "" } });
     const replacement = el("textarea", { class: "replacement", attrs: { rows: "3", maxlength: "65536", "aria-label": "Replacement result" } });
     const submitEdit = el("button", { class: "submit-edit", text: "Send edited result", attrs: { type: "button" } });
     const editor = el("div", { class: "editor", attrs: { hidden: "" } }, [replacement, submitEdit]);
-    const buttons = DECISIONS.map(({ decision, label, title }) => el("button", { text: label, attrs: { type: "button", "data-decision": decision, title } }));
+    const buttons = DECISIONS.map(({ decision, label, title }) => el("button", {
+      text: label,
+      attrs: {
+        type: "button",
+        "data-decision": decision,
+        title: decision === "always" && e.name === "shell" ? ALWAYS_COMMAND_TITLE : title
+      }
+    }));
     const all = [...buttons, submitEdit];
     const answer = (decision, text) => {
       for (const b of all) b.disabled = true;
@@ -673,7 +700,7 @@ var TurnView = class {
       answer("edit", replacement.value);
     });
     const approval = el("div", { class: "approval", attrs: { "data-request-id": e.request_id } }, [
-      el("p", { class: "approval-question", text: `Allow ${e.name}? ${e.summary}` }),
+      el("p", { class: "approval-question", text: `Allow ${e.name}? It runs with exactly the arguments shown above.` }),
       el("div", { class: "approval-buttons" }, buttons),
       editor,
       problem

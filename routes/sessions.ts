@@ -31,7 +31,8 @@ export default async function sessionRoutes (app: FastifyInstance): Promise<void
       created_at: s.created_at,
       updated_at: s.updated_at,
       turn_ids: s.turn_ids,
-      always_allowed_tools: s.always_allowed,
+      always_allowed: s.always_allowed,
+      always_allowed_tools: s.always_allowed.filter((g) => g.command === undefined).map((g) => g.tool),
       history: s.history.filter((m) => m.role !== 'system').map(displayMessage)
     }
   })

@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Problem } from '../schemas/common.js'
 import { ToolList, ToolsQuery } from '../schemas/tools.js'
+import { SessionGrants } from '../src/approval/grants.js'
 import { ApprovalManager } from '../src/approval/manager.js'
 import { authenticate } from '../src/auth/http.js'
 import { mcpOffer } from '../src/mcp/offer.js'
@@ -18,7 +19,7 @@ export default async function toolRoutes (app: FastifyInstance): Promise<void> {
     const { agent, runtime, risk } = resolveAgent(config, name)
     const offer = mcpOffer(config, agent, runtime, mcp)
     const registry = assembleScopedRegistry({ catalog: turns.catalog, agent, risk, ...(offer === undefined ? {} : { mcp: offer }) })
-    const approval = new ApprovalManager(risk, new Set())
+    const approval = new ApprovalManager(risk, new SessionGrants())
     return {
       agent: name,
       tools: registry.list().map((t) => ({

@@ -62,13 +62,26 @@ export const ToolResultEvent = Type.Object({
   truncated: Type.Optional(Type.Boolean())
 })
 
+/** One argument as the person deciding reads it (src/approval/display.ts). */
+export const ArgumentDisplay = Type.Object({
+  name: Type.String(),
+  value: Type.String({
+    description: 'Exact and whole; invisible characters as ‹U+XXXX›, line breaks as ⏎ plus the break; only plain-token secrets masked'
+  })
+}, { title: 'ArgumentDisplay' })
+
 export const ApprovalRequestedEvent = Type.Object({
   kind: Type.Literal('approval.requested'),
   request_id: OpaqueId,
   call_id: OpaqueId,
   name: ToolName,
-  arguments: Arguments,
-  summary: Type.String(),
+  arguments: Type.Record(Type.String(), Type.Unknown(), {
+    description: 'Tool arguments, secrets scrubbed: for programs, not for deciding'
+  }),
+  summary: Type.String({ description: 'One-line record of the scrubbed arguments, as kept in the approval audit; not for deciding' }),
+  display: Type.Array(ArgumentDisplay, {
+    description: 'What to show the person deciding: every argument exactly as the tool will receive it (path first, then by name)'
+  }),
   expires_at: Timestamp
 })
 

@@ -17,6 +17,16 @@ export const HistoryMessage = Type.Object({
 })
 export type HistoryMessage = Static<typeof HistoryMessage>
 
+/**
+ * One `always` grant of a session: a whole tool, or (`command` set) exactly one command of a
+ * command tool (`shell`), whitespace outside quotes normalised.
+ */
+export const ApprovalGrant = Type.Object({
+  tool: Type.String(),
+  command: Type.Optional(Type.String({ description: 'Set: only this exact command of the tool is allowed' }))
+}, { additionalProperties: false, title: 'ApprovalGrant' })
+export type ApprovalGrant = Static<typeof ApprovalGrant>
+
 export const SessionParams = Type.Object({ id: ClientId }, { additionalProperties: false })
 
 export const Session = Type.Object({
@@ -25,7 +35,10 @@ export const Session = Type.Object({
   created_at: Timestamp,
   updated_at: Timestamp,
   turn_ids: Type.Array(Type.String()),
-  always_allowed_tools: Type.Array(Type.String()),
+  always_allowed: Type.Array(ApprovalGrant, { description: 'The session\'s `always` grants: tools, then exact commands' }),
+  always_allowed_tools: Type.Array(Type.String(), {
+    description: 'The tools granted as a whole (the entries of always_allowed without a command)'
+  }),
   history: Type.Array(HistoryMessage)
 }, { title: 'Session' })
 export type Session = Static<typeof Session>

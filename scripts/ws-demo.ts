@@ -38,7 +38,9 @@ ws.on('message', (data: Buffer) => {
       console.log(`[${frame.seq}] tool_result ${e.name} ${e.status}: ${String(e.output).split('\n')[0]}`)
       return
     case 'approval.requested': {
-      console.log(`\n[${frame.seq}] approval.requested ${e.name} (${e.summary}) -> answering ${answer}`)
+      // `display` is what a person deciding should read: the exact arguments.
+      const shown = (e.display as Array<{ name: string, value: string }>).map((d) => `${d.name}: ${d.value}`).join(', ')
+      console.log(`\n[${frame.seq}] approval.requested ${e.name} (${shown}) -> answering ${answer}`)
       const reply: Record<string, unknown> = { type: 'approval.respond', request_id: e.request_id, decision: answer }
       if (answer === 'edit') reply.replacement = 'The operator replaced this result.'
       ws.send(JSON.stringify(reply))

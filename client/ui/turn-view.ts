@@ -12,6 +12,7 @@ import { el, showJson } from './dom.js'
 interface Card {
   root: HTMLElement
   status: HTMLElement
+  args: HTMLElement
   approval: HTMLElement | null
   output: HTMLElement
 }
@@ -22,6 +23,30 @@ const DECISIONS: ReadonlyArray<{ decision: OperatorDecision, label: string, titl
   { decision: 'always', label: 'Always', title: 'Run it, and allow this tool for the rest of the session' },
   { decision: 'edit', label: 'Edit', title: 'Do not run it; give the model this text as its result instead' }
 ]
+
+/** `always` on shell allows the exact command, not the tool. */
+const ALWAYS_COMMAND_TITLE = 'Run it, and allow this exact command for the rest of the session'
+
+/** The gateway escapes every invisible character as ‹U+XXXX› and marks line breaks with ⏎ (and escapes ‹ and ⏎ themselves). */
+const ESCAPE = /‹U\+[0-9A-F]{4,6}›|⏎/g
+
+/** One argument value, whole, with the gateway's escapes set apart so they cannot pass for text. */
+function exactValue (value: string): HTMLElement {
+  const pre = el('pre', { class: 'arg-value' })
+  let last = 0
+  for (const m of value.matchAll(ESCAPE)) {
+    pre.append(value.slice(last, m.index), el('span', { class: 'escape', text: m[0] }))
+    last = m.index + m[0].length
+  }
+  pre.append(value.slice(last))
+  return pre
+}
+
+/** The arguments exactly as the tool will receive them: what the person deciding reads. */
+function exactArguments (display: ReadonlyArray<{ name: string, value: string }>): HTMLElement {
+  if (display.length === 0) return el('p', { class: 'card-args exact', text: '(no arguments)' })
+  return el('dl', { class: 'card-args exact' }, display.flatMap((a) => [el('dt', { text: a.name }), el('dd', {}, [exactValue(a.value)])]))
+}
 
 export class TurnView {
   readonly root: HTMLElement
@@ -128,12 +153,13 @@ export class TurnView {
     if (existing !== undefined) return existing
     const status = el('span', { class: 'card-status' })
     const output = el('pre', { class: 'card-output', attrs: { hidden: '' } })
+    const argsView = el('pre', { class: 'card-args', text: showJson(args) })
     const root = el('section', { class: 'card', attrs: { 'data-call-id': callId, 'data-tool': name } }, [
       el('div', { class: 'card-head' }, [el('span', { class: 'tool-name', text: name }), status]),
-      el('pre', { class: 'card-args', text: showJson(args) }),
+      argsView,
       output
     ])
-    const card: Card = { root, status, approval: null, output }
+    const card: Card = { root, status, args: argsView, approval: null, output }
     this.cards.set(callId, card)
     this.text = null
     this.body.append(root)
@@ -148,11 +174,22 @@ export class TurnView {
   private askApproval (e: TurnEventOf<'approval.requested'>): void {
     const card = this.card(e.call_id, e.name, e.arguments)
     this.setStatus(card, 'awaiting-approval', 'awaiting approval')
+    // The scrubbed arguments could hide part of a command behind a mask: the card shows the exact form.
+    const exact = exactArguments(e.display)
+    card.args.replaceWith(exact)
+    card.args = exact
     const problem = el('p', { class: 'approval-error', attrs: { hidden: '' } })
     const replacement = el('textarea', { class: 'replacement', attrs: { rows: '3', maxlength: '65536', 'aria-label': 'Replacement result' } })
     const submitEdit = el('button', { class: 'submit-edit', text: 'Send edited result', attrs: { type: 'button' } })
     const editor = el('div', { class: 'editor', attrs: { hidden: '' } }, [replacement, submitEdit])
-    const buttons = DECISIONS.map(({ decision, label, title }) => el('button', { text: label, attrs: { type: 'button', 'data-decision': decision, title } }))
+    const buttons = DECISIONS.map(({ decision, label, title }) => el('button', {
+      text: label,
+      attrs: {
+        type: 'button',
+        'data-decision': decision,
+        title: decision === 'always' && e.name === 'shell' ? ALWAYS_COMMAND_TITLE : title
+      }
+    }))
     const all = [...buttons, submitEdit]
     const answer = (decision: OperatorDecision, text?: string): void => {
       for (const b of all) b.disabled = true
@@ -176,7 +213,7 @@ export class TurnView {
     }
     submitEdit.addEventListener('click', () => { answer('edit', replacement.value) })
     const approval = el('div', { class: 'approval', attrs: { 'data-request-id': e.request_id } }, [
-      el('p', { class: 'approval-question', text: `Allow ${e.name}? ${e.summary}` }),
+      el('p', { class: 'approval-question', text: `Allow ${e.name}? It runs with exactly the arguments shown above.` }),
       el('div', { class: 'approval-buttons' }, buttons),
       editor,
       problem

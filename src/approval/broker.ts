@@ -79,6 +79,7 @@ export class ApprovalBroker {
         name: question.tool,
         arguments: question.arguments,
         summary: question.summary,
+        display: question.display,
         expires_at: expiresAt
       })
     })

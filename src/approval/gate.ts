@@ -6,13 +6,18 @@
 import type { ApprovalDecision } from '../../schemas/events.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import { scrubValue } from '../security/redact.js'
+import { displayArguments, type ArgumentDisplay } from './display.js'
 import { sanitizeReplacement, summarizeArgs } from './summary.js'
 
 export interface ApprovalQuestion {
   callId: string
   tool: string
+  /** Scrubbed, for programs. */
   arguments: Record<string, unknown>
+  /** Scrubbed one-line record (the audit's `arguments_summary`). */
   summary: string
+  /** The exact arguments, for the person deciding. */
+  display: ArgumentDisplay[]
   timeoutMs: number
 }
 
@@ -67,10 +72,10 @@ export async function gateToolApproval (
   state: TurnState,
   call: { callId: string, name: string, arguments: Record<string, unknown> }
 ): Promise<GateOutcome> {
-  const requirement = exec.approval.requirement(call.name)
+  const requirement = exec.approval.requirement(call.name, call.arguments)
   if (requirement !== 'prompt') return { kind: 'proceed', approved: requirement === 'approved' }
 
-  // Summarised from scrubbed arguments: a secret inside a value (a curl header, a URL) must not reach the operator's screen.
+  // The audit's record is made from scrubbed arguments; the person deciding sees them exactly.
   const summary = summarizeArgs(scrubValue(call.arguments))
   const reply = state.interactive
     ? await state.approvals.ask({
@@ -78,9 +83,10 @@ export async function gateToolApproval (
       tool: call.name,
       arguments: scrubValue(call.arguments) as Record<string, unknown>,
       summary,
+      display: displayArguments(call.arguments),
       timeoutMs: exec.knobs.approvalTimeoutMs
     }, state.signal)
-    : await NO_BACKCHANNEL.ask({ callId: call.callId, tool: call.name, arguments: {}, summary, timeoutMs: 0 }, state.signal)
+    : await NO_BACKCHANNEL.ask({ callId: call.callId, tool: call.name, arguments: {}, summary, display: [], timeoutMs: 0 }, state.signal)
 
   const decision = auditDecision(reply)
   const principal = reply.principal ?? RUNTIME_DECIDER
@@ -121,7 +127,7 @@ export async function gateToolApproval (
     case 'edit':
       return { kind: 'replace', text: sanitizeReplacement(reply.replacement ?? '') }
     case 'always':
-      exec.approval.grantAlways(call.name)
+      exec.approval.grantAlways(call.name, call.arguments)
       return { kind: 'proceed', approved: true }
     case 'yes':
       return { kind: 'proceed', approved: true }

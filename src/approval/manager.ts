@@ -1,9 +1,10 @@
 /**
- * Approval policy for one agent in one session: which tools need an operator, plus the
- * session allowlist that `always` answers grow. Fresh per session; grants never move between
- * agents or sessions.
+ * Approval policy for one agent in one session: which calls need an operator, plus the
+ * session's `always` grants. Fresh per session; grants never move between agents or sessions.
  */
 import type { RiskProfileConfig } from '../../schemas/config.js'
+import type { ApprovalGrant } from '../../schemas/session.js'
+import type { SessionGrants } from './grants.js'
 
 export type ApprovalRequirement = 'prompt' | 'approved' | 'not_required'
 
@@ -11,35 +12,45 @@ export class ApprovalManager {
   private readonly level: RiskProfileConfig['level']
   private readonly autoApprove: ReadonlySet<string>
   private readonly alwaysAsk: ReadonlySet<string>
-  private readonly allowlist: Set<string>
+  private readonly grants: SessionGrants
 
-  /** `allowlist` is the session's own set, shared so `always` survives into later turns. */
-  constructor (profile: RiskProfileConfig, allowlist: Set<string>) {
+  /** `grants` is the session's own set, shared so `always` survives into later turns. */
+  constructor (profile: RiskProfileConfig, grants: SessionGrants) {
     this.level = profile.level
     this.autoApprove = new Set(profile.auto_approve)
     this.alwaysAsk = new Set(profile.always_ask)
-    this.allowlist = allowlist
+    this.grants = grants
   }
 
-  /** First match wins: full → approved; readonly → not required; always_ask; auto_approve; session allowlist; else prompt. */
-  requirement (tool: string): ApprovalRequirement {
+  /** `level = "readonly"`: only calls whose effect is `read` may run (`src/approval/read-only.ts`). */
+  get readOnly (): boolean {
+    return this.level === 'readonly'
+  }
+
+  /**
+   * First match wins: full → approved; readonly → not required (side-effecting calls are refused
+   * before this is asked); always_ask; auto_approve; session grants; else prompt. Without `args`
+   * (a tool listing) a command grant cannot apply.
+   */
+  requirement (tool: string, args: Record<string, unknown> = {}): ApprovalRequirement {
     if (this.level === 'full') return 'approved'
     if (this.level === 'readonly') return 'not_required'
     if (this.alwaysAsk.has('*') || this.alwaysAsk.has(tool)) return 'prompt'
     if (this.autoApprove.has('*') || this.autoApprove.has(tool)) return 'approved'
-    if (this.allowlist.has(tool)) return 'approved'
+    if (this.grants.allows(tool, args)) return 'approved'
     return 'prompt'
   }
 
-  needsApproval (tool: string): boolean {
-    return this.requirement(tool) === 'prompt'
+  needsApproval (tool: string, args: Record<string, unknown>): boolean {
+    return this.requirement(tool, args) === 'prompt'
   }
 
-  grantAlways (tool: string): void {
-    this.allowlist.add(tool)
+  /** The call answered `always`: its tool, or for `shell` its exact command. */
+  grantAlways (tool: string, args: Record<string, unknown>): void {
+    this.grants.grant(tool, args)
   }
 
-  alwaysAllowed (): string[] {
-    return [...this.allowlist].sort()
+  alwaysAllowed (): ApprovalGrant[] {
+    return this.grants.list()
   }
 }

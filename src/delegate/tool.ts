@@ -47,6 +47,9 @@ export function createDelegateTool (deps: DelegateDeps): Tool {
       required: ['task']
     },
     turnScoped: true,
+    // Delegating changes nothing by itself: every call of the sub-turn passes the same approval
+    // manager (the parent's risk profile and session grants), read-only check included.
+    effects: 'read',
     async execute (args, ctx) {
       if (ctx.turn === undefined) return fail('delegate can only run inside a turn')
       const sub = deriveSubTurn(deps, ctx.turn, args, ctx)

@@ -9,6 +9,7 @@ import type { TurnEvent } from '../../schemas/events.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { Config } from '../config.js'
 import { ApprovalBroker, type OperatorAnswer } from '../approval/broker.js'
+import { SessionGrants } from '../approval/grants.js'
 import { principalKey, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, ControlRequest, EventBus, ReplayResult } from '../bus/bus.js'
 import { ControlRpc, remoteError, type ReplyBody } from '../cluster/control.js'
@@ -186,7 +187,7 @@ export class TurnService {
       turn_ids: [], history: [], always_allowed: []
     }
 
-    const allowlist = new Set(session.always_allowed)
+    const grants = new SessionGrants(session.always_allowed)
     const receipts = new ReceiptKey()
     const exec = resolveTurnContext({
       config,
@@ -195,7 +196,7 @@ export class TurnService {
       providers: this.deps.providers,
       observer: this.deps.observer,
       hooks: this.deps.hooks,
-      allowlist,
+      grants,
       channel: options.channel,
       ...(request.tools === undefined ? {} : { narrowing: request.tools }),
       ...(this.deps.mcp === undefined ? {} : { mcp: this.deps.mcp }),
@@ -289,7 +290,7 @@ export class TurnService {
       if (outcome.status === 'cancelled' && controller.signal.reason instanceof TurnTimeout) {
         outcome = { status: 'failed', code: 'TURN_TIMEOUT', message: `turn exceeded ${config.turns.turn_timeout_ms} ms` }
       }
-      await this.finish(active, session, state, outcome, allowlist)
+      await this.finish(active, session, state, outcome, grants)
       exec.observer.record({
         kind: 'turn_end', status: record.status, duration_ms: Math.round(performance.now() - started), iterations: record.iterations,
         ...(outcome.status === 'failed' ? { code: outcome.code } : {}), ...correlation
@@ -366,7 +367,9 @@ export class TurnService {
     this.deps.bus.publish(envelope)
   }
 
-  private async finish (active: ActiveTurn, session: SessionRecord, state: TurnState, outcome: TurnOutcome, allowlist: Set<string>): Promise<void> {
+  private async finish (
+    active: ActiveTurn, session: SessionRecord, state: TurnState, outcome: TurnOutcome, grants: SessionGrants
+  ): Promise<void> {
     const { record } = active
     record.status = outcome.status
     let terminal: TurnEvent
@@ -383,7 +386,7 @@ export class TurnService {
     }
     const { config } = this.deps
     session.history = state.history
-    session.always_allowed = [...allowlist].sort()
+    session.always_allowed = grants.list()
     // Persisted before the terminal event goes out: whoever sees it, on any instance, and then
     // reads the turn or starts the session's next turn finds the finished state in the store.
     record.last_seq = active.seq + 1

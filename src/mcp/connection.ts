@@ -160,7 +160,13 @@ export class McpServerConnection {
    * flapping server must not grow the validator cache on every reconnect.
    */
   private applyListing (defs: readonly McpToolDefinition[]): void {
-    const listing = canonicalJson(defs.map((d) => ({ name: d.name, description: d.description ?? null, title: d.title ?? null, inputSchema: d.inputSchema ?? null })))
+    const listing = canonicalJson(defs.map((d) => ({
+      name: d.name,
+      description: d.description ?? null,
+      title: d.title ?? null,
+      inputSchema: d.inputSchema ?? null,
+      readOnly: d.annotations?.readOnlyHint === true
+    })))
     if (listing === this.listing) return
     this.listing = listing
     const seen = new Set<string>()

@@ -63,6 +63,8 @@ export function createToolSearchTool (deferredOf: (ctx: ToolContext) => Deferred
     },
     attribution: { provenance: 'native', source: 'runtime' },
     turnScoped: true,
+    // It only changes which tools this turn can call; calling them is gated on its own.
+    effects: 'read',
     async execute (args, ctx) {
       const deferred = deferredOf(ctx)
       if (deferred === null) return fail('this turn has no deferred tools')

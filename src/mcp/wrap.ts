@@ -14,6 +14,8 @@ export interface McpToolDefinition {
   description?: string
   title?: string
   inputSchema?: unknown
+  /** MCP tool annotations; only `readOnlyHint` is used (a server the operator configured is trusted for it). */
+  annotations?: { readOnlyHint?: boolean }
 }
 
 export type McpCall = (tool: string, args: Record<string, unknown>, ctx: ToolContext) => Promise<ToolResult>
@@ -41,6 +43,8 @@ export function wrapMcpTool (server: string, def: McpToolDefinition, call: McpCa
     description,
     parameters,
     attribution: { provenance: 'extension', source: `mcp:${server}` },
+    // MCP's default for a missing hint is "not read-only", and so is Tollgate's for any tool.
+    effects: def.annotations?.readOnlyHint === true ? 'read' : 'write',
     execute: async (args, ctx) => await call(def.name, args, ctx)
   })
 }

@@ -7,16 +7,11 @@
  */
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino'
 import { redactionPaths } from './log-redaction.js'
-import { scrubText, scrubValue } from './redact.js'
+import { mayHoldSecret, scrubText, scrubValue } from './redact.js'
 
-/**
- * A superset of what scrubValue can change (secret-looking key names, credential shapes, URL
- * userinfo): lines without any of these skip the parse and stay on pino's fast path.
- */
-const SECRET_HINT = /secret|passw|token|api[_-]?key|auth|bearer|private[_-]?key|credential|cookie|user[_-]?key|:\/\/|eyJ|sk-|gh[pousr]_|github_pat_|xox[abprs]-|AKIA/i
-
+/** Lines without anything secret-looking skip the parse and stay on pino's fast path. */
 export function scrubLogLine (line: string): string {
-  if (!SECRET_HINT.test(line)) return line
+  if (!mayHoldSecret(line)) return line
   const newline = line.endsWith('\n') ? '\n' : ''
   let value: unknown
   try {

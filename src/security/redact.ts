@@ -2,9 +2,16 @@
  * Credential scrubbing for the rendering layer (events, logs, observer payloads). It never runs on
  * the data path: what the model sees and what receipts sign stay byte-exact, so a scrubber bug can
  * only hide text from a human, never change what a tool did.
+ *
+ * The rules are in `secret-rules.ts`. Matching is leftmost-first over all rules, as one global
+ * alternation would be, but the alternation is tried only where an anchor occurs: one scan for
+ * anchors costs about as much as serialising the text, where trying every rule at every position
+ * costs several times that (`npm run bench:scrub`).
  */
+import { ANCHOR_SOURCE, SECRET_RULES, type SecretRule } from './secret-rules.js'
 
 const REDACTED_SUFFIX = '*[REDACTED]'
+const FULL_MASK = '****'
 const VISIBLE_PREFIX_CHARS = 4
 const MAX_VALUE_DEPTH = 20
 
@@ -12,88 +19,95 @@ const SECRET_KEY_FRAGMENTS = [
   'secret', 'password', 'passwd', 'token', 'api_key', 'api-key', 'apikey', 'auth', 'bearer',
   'private_key', 'private-key', 'privatekey', 'credential', 'cookie'
 ]
+/** Contained in every SECRET_KEY_FRAGMENTS entry; found in a lower-cased copy (a case-insensitive scan is slower). */
+const KEY_FRAGMENT_HINT = /secret|passw|token|key|auth|bearer|credential|cookie/
 
 // Solana Pay links carry `spl-token=<public mint address>`; redacting it breaks payment URLs.
 const PUBLIC_TOKEN_KEYS = new Set(['spl-token', 'spl_token'])
 
 const RECEIPT_PREFIXES = ['zc-receipt-', 'tg-receipt-']
 
-const KV_KEY_WORDS = [
-  'authorization', 'token', 'api[_-]?key', 'passw(?:or)?ds?', 'secrets?', 'user[_-]?key', 'bearer',
-  'credentials?', 'set[_-]cookie', 'cookies?', 'private[_-]?key'
-]
+const ANCHORS = new RegExp(ANCHOR_SOURCE, 'g')
+/** Each rule on its own, matched only at a given position: small match objects, no shared groups. */
+const AT_POSITION = SECRET_RULES.map((rule) => new RegExp(rule.pattern, 'y'))
 
-// Well-known vendor key prefixes (OpenAI, GitHub, Slack, AWS): secrets even with no key name beside them.
-const API_KEY_SHAPES = [
-  'sk-[A-Za-z0-9_-]{16,}', 'gh[pousr]_[A-Za-z0-9]{20,}', 'github_pat_[A-Za-z0-9_]{20,}', 'xox[abprs]-[A-Za-z0-9-]{10,}',
-  'AKIA[0-9A-Z]{16}(?![0-9A-Za-z])'
-]
-
-/** Case-insensitive letters without the `i` flag, which would also loosen the case-exact token shapes. */
-function caseless (pattern: string): string {
-  return pattern.replace(/[a-z]/g, (letter) => `[${letter}${letter.toUpperCase()}]`)
+export interface SecretSpan {
+  rule: SecretRule
+  /** The whole match; `secretStart`..`secretEnd` is the part to mask. */
+  start: number
+  end: number
+  secretStart: number
+  secretEnd: number
 }
 
-// One alternation scanned left to right: a receipt token is consumed whole before any secret shape
-// can match inside it, which is what keeps receipts verbatim.
-const SCRUB_PATTERN = new RegExp([
-  String.raw`(?<receipt>\b(?:zc|tg)-receipt-[A-Za-z0-9_-]*)`,
-  // The scheme length is capped so long dotted runs (hostnames, versions) cannot make the scan quadratic.
-  String.raw`(?<urlHead>\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@]*:)(?<urlPassword>[^\s@/?#]+)(?=@)`,
-  // `Authorization: Basic <base64>` would otherwise slip through: `Basic` is too short to be a value.
-  String.raw`(?<basicHead>${caseless('authorization')}["']?\s*[:=]\s*["']?${caseless('basic')}\s+)(?<basicCredential>[A-Za-z0-9+/=]{8,})`,
-  String.raw`(?<kvKey>${caseless(KV_KEY_WORDS.join('|'))})(?<kvKeyQuote>["']?)(?<kvSep>\s*[:=]\s*)` +
-    // A quoted value ends at its first unescaped closing quote and never spans lines.
-    String.raw`(?:(?<kvQuote>["'])(?<kvQuoted>(?:(?!\k<kvQuote>)[^\\\r\n]|\\.){8,})\k<kvQuote>` +
-    String.raw`|(?<kvBare>[A-Za-z0-9_\-./+=]{8,}))`,
-  String.raw`(?<bearerWord>\b${caseless('bearer')}\s+)(?<bearerToken>[A-Za-z0-9._~+/=-]{8,})`,
-  String.raw`(?<jwt>\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)`,
-  String.raw`(?<apiKey>(?<![A-Za-z0-9_-])(?:${API_KEY_SHAPES.join('|')}))`
-].join('|'), 'g')
-
-interface ScrubGroups {
-  receipt?: string
-  urlHead?: string
-  basicHead?: string
-  basicCredential?: string
-  kvKey?: string
-  kvKeyQuote?: string
-  kvSep?: string
-  kvQuote?: string
-  kvQuoted?: string
-  kvBare?: string
-  bearerWord?: string
-  bearerToken?: string
-  jwt?: string
-  apiKey?: string
+/** Every secret-rule match in `text`, left to right and non-overlapping. */
+export function findSecretSpans (text: string): SecretSpan[] {
+  const spans: SecretSpan[] = []
+  let consumed = 0
+  ANCHORS.lastIndex = 0
+  for (let anchor = ANCHORS.exec(text); anchor !== null; anchor = ANCHORS.exec(text)) {
+    const at = anchor.index
+    if (at >= consumed) {
+      const span = matchAt(text, at)
+      if (span !== null) {
+        spans.push(span)
+        consumed = span.end
+      }
+    }
+    // Anchors may overlap (`sk-----BEGIN`): the scan goes on at the next character, or after a
+    // match, whose inside is covered by it.
+    ANCHORS.lastIndex = Math.max(at + 1, consumed)
+  }
+  return spans
 }
 
-export function scrubText (text: string): string {
-  return text.replace(SCRUB_PATTERN, (...args: unknown[]) => {
-    const match = args[0] as string
-    const offset = args[args.length - 3] as number
-    const groups = args[args.length - 1] as ScrubGroups
-    return replaceMatch(match, groups, text.slice(Math.max(0, offset - 4), offset))
-  })
+/** The first rule, in table order, that matches at `at`: what one alternation of all rules would find there. */
+function matchAt (text: string, at: number): SecretSpan | null {
+  for (let i = 0; i < SECRET_RULES.length; i++) {
+    const pattern = AT_POSITION[i] as RegExp
+    pattern.lastIndex = at
+    const m = pattern.exec(text)
+    if (m === null) continue
+    const secret = m.groups?.secret ?? ''
+    const secretStart = at + (m.groups?.head?.length ?? 0)
+    return { rule: SECRET_RULES[i] as SecretRule, start: at, end: at + m[0].length, secretStart, secretEnd: secretStart + secret.length }
+  }
+  return null
 }
 
-function replaceMatch (match: string, groups: ScrubGroups, before: string): string {
-  if (groups.receipt !== undefined) return match
-  if (groups.urlHead !== undefined) return `${groups.urlHead}****`
-  if (groups.basicHead !== undefined) return groups.basicHead + mask(groups.basicCredential ?? '')
-  if (groups.kvKey !== undefined) return replaceKeyValue(match, groups, before)
-  if (groups.bearerWord !== undefined) return groups.bearerWord + mask(groups.bearerToken ?? '')
-  return mask(groups.jwt ?? groups.apiKey ?? match)
+/** False when neither scrubText nor scrubValue could change this text (or the JSON value it encodes). */
+export function mayHoldSecret (text: string): boolean {
+  ANCHORS.lastIndex = 0
+  return ANCHORS.test(text) || KEY_FRAGMENT_HINT.test(text.toLowerCase())
 }
 
-function replaceKeyValue (match: string, groups: ScrubGroups, before: string): string {
-  const key = groups.kvKey ?? ''
-  const value = groups.kvQuoted ?? groups.kvBare ?? ''
-  if (key.toLowerCase() === 'token' && /spl[-_]$/i.test(before)) return match
-  if (RECEIPT_PREFIXES.some((prefix) => value.startsWith(prefix))) return match
-  const quote = groups.kvQuote ?? ''
-  return `${key}${groups.kvKeyQuote ?? ''}${groups.kvSep ?? ''}${quote}${mask(value)}${quote}`
+/** Decides, for one secret span, whether it is masked; the approver's view masks only plain tokens. */
+export type MaskPolicy = (secret: string) => boolean
+
+const ALWAYS: MaskPolicy = () => true
+
+export function scrubText (text: string, policy: MaskPolicy = ALWAYS): string {
+  const spans = findSecretSpans(text)
+  if (spans.length === 0) return text
+  let out = ''
+  let copied = 0
+  for (const span of spans) {
+    const secret = text.slice(span.secretStart, span.secretEnd)
+    if (secret === '' || !policy(secret) || isPublicValue(span, text)) continue
+    out += text.slice(copied, span.secretStart) + (span.rule.mask === 'full' ? FULL_MASK : mask(secret))
+    copied = span.secretEnd
+  }
+  return copied === 0 ? text : out + text.slice(copied)
 }
+
+/** Receipts quoted as a value, and the public mint address a Solana Pay link names `spl-token`. */
+function isPublicValue (span: SecretSpan, text: string): boolean {
+  if (span.rule.id !== 'assignment' && span.rule.id !== 'quoted-assignment') return false
+  if (RECEIPT_PREFIXES.some((prefix) => text.startsWith(prefix, span.secretStart))) return true
+  return SPL_TOKEN_NAME.test(text.slice(Math.max(0, span.start - 16), span.start))
+}
+
+const SPL_TOKEN_NAME = /spl[-_]token["']?[ \t]*$/i
 
 function mask (secret: string): string {
   return Array.from(secret).slice(0, VISIBLE_PREFIX_CHARS).join('') + REDACTED_SUFFIX

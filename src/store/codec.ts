@@ -2,6 +2,7 @@
  * Row documents of the SQL stores. Records are kept as JSON text, not a JSON column type:
  * PostgreSQL's jsonb rejects `\u0000`, which tool output may legitimately contain.
  */
+import type { ApprovalGrant } from '../../schemas/session.js'
 import type { BusEnvelope } from '../bus/bus.js'
 import { TERMINAL_TURN_STATUSES, type SessionRecord, type TurnRecord } from './store.js'
 
@@ -9,8 +10,10 @@ export function encodeDoc (value: SessionRecord | TurnRecord | BusEnvelope): str
   return JSON.stringify(value)
 }
 
+/** Records written before command grants listed tool grants as bare names. */
 export function decodeSession (doc: string): SessionRecord {
-  return JSON.parse(doc) as SessionRecord
+  const session = JSON.parse(doc) as Omit<SessionRecord, 'always_allowed'> & { always_allowed: Array<ApprovalGrant | string> }
+  return { ...session, always_allowed: session.always_allowed.map((g) => typeof g === 'string' ? { tool: g } : g) }
 }
 
 export function decodeTurn (doc: string): TurnRecord {

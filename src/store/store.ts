@@ -6,6 +6,7 @@
  * live owner from a dead one.
  */
 import type { ChatMessage } from '../providers/types.js'
+import type { ApprovalGrant } from '../../schemas/session.js'
 import type { Turn } from '../../schemas/turn.js'
 import type { BusEnvelope } from '../bus/bus.js'
 
@@ -17,7 +18,7 @@ export interface SessionRecord {
   updated_at: string
   turn_ids: string[]
   history: ChatMessage[]
-  always_allowed: string[]
+  always_allowed: ApprovalGrant[]
 }
 
 export interface TurnRecord extends Turn {

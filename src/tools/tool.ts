@@ -22,6 +22,12 @@ export interface ToolAttribution {
   source: string
 }
 
+/**
+ * What one call does to the world: `read` only observes; `write` may change something (files,
+ * processes, remote state). A read-only risk profile runs `read` calls only.
+ */
+export type ToolEffect = 'read' | 'write'
+
 export interface ToolResult {
   success: boolean
   output: string
@@ -72,6 +78,8 @@ export interface Tool {
   readonly turnScoped?: boolean
   /** Built once per tool and shared by every provider request (never re-cloned per iteration). */
   readonly spec: ToolSpec
+  /** Classifies one call by its (schema-valid) arguments; a tool without it is side-effecting (`callEffect`). */
+  readonly effects?: (args: Record<string, unknown>) => ToolEffect
   /** Returns a human-readable problem with the arguments, or null when they match the schema. */
   validateArgs (args: unknown): string | null
   execute (args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult>
@@ -83,6 +91,8 @@ export interface ToolDefinition<A = Record<string, unknown>> {
   parameters: JsonSchema
   attribution?: ToolAttribution
   turnScoped?: boolean
+  /** One effect for every call, or a classifier of the call's arguments; absent: `write`. */
+  effects?: ToolEffect | ((args: A) => ToolEffect)
   execute (args: A, ctx: ToolContext): Promise<ToolResult>
 }
 
@@ -124,6 +134,7 @@ export function defineTool<A = Record<string, unknown>> (def: ToolDefinition<A>)
     attribution: def.attribution ?? { provenance: 'native', source: 'builtin' },
     turnScoped: def.turnScoped === true,
     spec,
+    ...effectsOf(def.effects as ToolDefinition['effects']),
     validateArgs (args: unknown): string | null {
       if (validate === null) return null
       return validate(args) ? null : describeErrors(validate.errors)
@@ -137,6 +148,23 @@ export function defineTool<A = Record<string, unknown>> (def: ToolDefinition<A>)
     }
   }
   return Object.freeze(tool)
+}
+
+function effectsOf (effects: ToolDefinition['effects']): Pick<Tool, 'effects'> {
+  if (effects === undefined) return {}
+  return { effects: typeof effects === 'function' ? effects : () => effects }
+}
+
+/**
+ * The effect of one call. Unknown means side-effecting: a tool that does not classify its calls,
+ * or whose classifier throws, counts as `write`.
+ */
+export function callEffect (tool: Tool, args: Record<string, unknown>): ToolEffect {
+  try {
+    return tool.effects?.(args) === 'read' ? 'read' : 'write'
+  } catch {
+    return 'write'
+  }
 }
 
 export function ok (output: string, data?: unknown): ToolResult {

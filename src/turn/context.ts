@@ -7,6 +7,7 @@ import type { Logger } from 'pino'
 import type { AgentConfig, Config, RiskProfileConfig, RuntimeProfileConfig } from '../../schemas/config.js'
 import type { ApprovalAuditEntry, ToolCallRecord } from '../../schemas/turn.js'
 import type { TurnEvent } from '../../schemas/events.js'
+import type { SessionGrants } from '../approval/grants.js'
 import { ApprovalManager } from '../approval/manager.js'
 import type { ApprovalChannel } from '../approval/gate.js'
 import { ownEntry } from '../json/own.js'
@@ -139,7 +140,7 @@ export interface ResolveOptions {
   observer: Observer
   hooks: ToolHooks
   /** The session's `always` grants for this agent. */
-  allowlist: Set<string>
+  grants: SessionGrants
   narrowing?: ToolNarrowing
   channel: string
   receiptGenerator?: (profile: RuntimeProfileConfig) => ReceiptGenerator | null
@@ -205,7 +206,7 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
     channel: options.channel,
     model,
     registry: scoped.registry,
-    approval: new ApprovalManager(risk, options.allowlist),
+    approval: new ApprovalManager(risk, options.grants),
     observer: options.observer,
     hooks: options.hooks,
     knobs: resolveKnobs(config, runtime),

@@ -15,7 +15,7 @@ import { announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, unexecuted, t
 export function parallelEligible (exec: ResolvedAgentExecution, calls: readonly ParsedCall[]): boolean {
   if (!exec.knobs.parallelTools || calls.length <= 1) return false
   if (calls.some((c) => c.name === TOOL_SEARCH)) return false
-  return !calls.some((c) => exec.approval.needsApproval(c.name))
+  return !calls.some((c) => exec.approval.needsApproval(c.name, c.arguments))
 }
 
 function errorMessage (err: unknown): string {

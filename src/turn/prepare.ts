@@ -1,11 +1,12 @@
 /**
  * Preparation of one round's calls, in model order, before anything executes:
  *   malformed arguments → before_tool_call hooks → resolution and schema check →
- *   clear the `approved` marker → repeated prompt-required shell guard → approval gate →
- *   restore the runtime `approved` marker → duplicate-call guard.
+ *   clear the `approved` marker → read-only check → repeated prompt-required shell guard →
+ *   approval gate → restore the runtime `approved` marker → duplicate-call guard.
  * Calls that will not run get their slot filled here; the rest are returned as executable.
  */
 import { gateToolApproval } from '../approval/gate.js'
+import { readOnlyRefusal } from '../approval/read-only.js'
 import { TurnFailure } from '../errors.js'
 import { canonicalJson } from '../json/canonical.js'
 import { scrubText, scrubValue } from '../security/redact.js'
@@ -136,7 +137,15 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
       continue
     }
 
-    const needsApproval = exec.approval.needsApproval(tool.name)
+    const refusal = readOnlyRefusal(exec.approval, tool, slot.arguments)
+    if (refusal !== null) {
+      state.log.info({ audit: 'read_only_refused', tool: tool.name, call_id: slot.callId },
+        'refused a side-effecting call under a read-only risk profile')
+      slot.prefill = unexecuted('denied', refusal)
+      continue
+    }
+
+    const needsApproval = exec.approval.needsApproval(tool.name, slot.arguments)
     if (needsApproval && tool.name === 'shell') {
       const signature = callSignature(tool.name, slot.arguments)
       if (roundShellSignatures.has(signature)) {

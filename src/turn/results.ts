@@ -85,8 +85,10 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
   slot.outcome = outcome
 
   announceSlot(state, slot)
-  const streamed = truncateToolResult(bounded.text, exec.knobs.maxEventOutputChars)
-  const eventOutput = scrubText(streamed.text)
+  // Scrubbed before it is bounded: a cut through a secret would leave a piece too short to recognise.
+  const shown = truncateToolResult(scrubText(output), exec.knobs.maxToolResultChars)
+  const streamed = truncateToolResult(shown.text, exec.knobs.maxEventOutputChars)
+  const eventOutput = streamed.text
   const error = raw.error === null ? undefined : scrubText(raw.error)
   const truncated = bounded.truncated || streamed.truncated
   state.emit({

@@ -100,6 +100,35 @@ test('in Chromium, approving a risky call on the page shows its result card and 
   assert.deepEqual(problems, [])
 })
 
+test('in Chromium, the approval card shows the exact arguments: both deceptions reveal their touch, escapes stand apart', async (t) => {
+  const { g, page, problems } = await setup(t)
+  const kv = `echo 'password="'; touch PWN_KV; echo '"'`
+  const url = 'echo http://u:$(touch${IFS}PWN_URL)@example.com'
+  const padded = `ls${' '.repeat(400)}; touch PWN_TAIL\u202E`
+  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'risky', arguments: { label: kv, output: url, ms: 0, fail: false } }] }, { text: 'ok' })
+  await startTurn(page, 'deceive me')
+  const card = page.locator('.card[data-tool="risky"]')
+  await card.locator('.approval button[data-decision="no"]').waitFor(WAIT)
+  const shown = await card.locator('.card-args.exact dd').allTextContents()
+  assert.deepEqual(await card.locator('.card-args.exact dt').allTextContents(), ['fail', 'label', 'ms', 'output'])
+  assert.deepEqual(shown, ['false', kv, '0', url])
+  await card.locator('button[data-decision="no"]').click()
+  await page.locator('.card[data-tool="risky"][data-status="denied"]').waitFor(WAIT)
+
+  g.provider.enqueue({ toolCalls: [{ id: 'b', name: 'risky', arguments: { label: padded } }] }, { text: 'ok' })
+  await page.fill('#message', 'pad it')
+  await page.click('#send')
+  const second = page.locator('.card[data-tool="risky"][data-status="awaiting-approval"]')
+  await second.waitFor(WAIT)
+  const value = second.locator('.card-args.exact dd pre')
+  assert.equal(await value.textContent(), `ls${' '.repeat(400)}; touch PWN_TAIL‹U+202E›`)
+  assert.deepEqual(await value.locator('.escape').allTextContents(), ['‹U+202E›'])
+  const box = await value.evaluate((node) => ({ scrollWidth: node.scrollWidth, clientWidth: node.clientWidth }))
+  assert.ok(box.scrollWidth <= box.clientWidth, 'the long value wraps inside its box instead of running off to the side')
+  assert.ok(await second.locator('.card-args.exact dd pre', { hasText: 'touch PWN_TAIL' }).isVisible())
+  assert.deepEqual(problems, [])
+})
+
 test('in Chromium, a socket killed mid-turn is resumed after the last seq and the page shows every event exactly once', async (t) => {
   const { g, page, dropper } = await setup(t)
   g.provider.enqueue(

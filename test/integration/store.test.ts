@@ -45,7 +45,7 @@ function session (over: Partial<SessionRecord> = {}): SessionRecord {
   const now = new Date().toISOString()
   return {
     session_id: 'ses_1', owner: 'local/local', agent: 'default', created_at: now, updated_at: now, turn_ids: ['turn_1'],
-    history: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }], always_allowed: ['file_write'], ...over
+    history: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }], always_allowed: [{ tool: 'file_write' }], ...over
   }
 }
 

@@ -34,7 +34,7 @@ test('the terminal client streams a turn, asks about the approval at the prompt 
   assert.equal(run.code, 0, run.stderr)
   assert.match(run.stdout, /── turn turn_\S+ \(agent default, session ses_\S+\)/)
   assert.match(run.stdout, /Let me check\./)
-  assert.match(run.stdout, /\? risky needs approval: label: cli/)
+  assert.match(run.stdout, /\? risky needs approval; it runs with exactly these arguments:\n {2}label:\n {4}│ cli\n/)
   assert.match(run.stdout, /you> please check\n/)
   assert.match(run.stdout, /allow\? \[y\]es \/ \[n\]o \/ \[a\]lways \/ \[e\]dit: y\n/)
   assert.doesNotMatch(run.stdout, /disconnected/)
@@ -42,6 +42,20 @@ test('the terminal client streams a turn, asks about the approval at the prompt 
   assert.match(run.stdout, /▶ risky \{"label":"cli"\}/)
   assert.match(run.stdout, /■ risky ok \(\d+ ms\)\n {2}│ done cli/)
   assert.match(run.stdout, /All done\.\n✓ completed/)
+})
+
+test('the terminal client shows both deceptions whole, escapes and every line, and offers always for the exact command', async (t) => {
+  const g = await setup(t)
+  const kv = `echo 'password="'; touch PWN_KV; echo '"'`
+  const url = 'echo http://u:$(touch${IFS}PWN_URL)@example.com'
+  const command = `${kv}\n${url}\u202E${' '.repeat(300)}; touch PWN_TAIL`
+  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'shell', arguments: { command } }] }, { text: 'ok' })
+  const run = await chat(['--url', g.url], 'deceive me\nn\n')
+  assert.equal(run.code, 0, run.stderr)
+  const shown = `  command:\n    │ ${kv}⏎\n    │ ${url}‹U+202E›${' '.repeat(300)}; touch PWN_TAIL\n`
+  assert.ok(run.stdout.includes(shown), run.stdout)
+  assert.match(run.stdout, /allow\? \[y\]es \/ \[n\]o \/ \[a\]lways \(this exact command\) \/ \[e\]dit: n\n/)
+  assert.match(run.stdout, /■ shell denied/)
 })
 
 test('answering a (always) allowlists the tool for the chat\'s session, so the next message runs it without asking', async (t) => {

@@ -77,6 +77,7 @@ export function createFileReadTool (opts: FileReadToolOptions): Tool {
   return defineTool<FileReadArgs>({
     name: 'file_read',
     description: `Read a text file in the workspace. Returns at most ${opts.maxReadBytes} bytes; use offset and limit (in bytes) to page through larger files.`,
+    effects: 'read',
     parameters: {
       type: 'object',
       properties: {

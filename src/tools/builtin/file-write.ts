@@ -119,6 +119,7 @@ export function createFileWriteTool (opts: FileWriteToolOptions): Tool {
   return defineTool<FileWriteArgs>({
     name: 'file_write',
     description: `Write text to a file in the workspace, replacing it (atomically) or appending to it. At most ${opts.maxWriteBytes} bytes per call.`,
+    effects: 'write',
     parameters: {
       type: 'object',
       properties: {

@@ -19,6 +19,7 @@ export interface HttpOptions {
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'] as const
 type Method = typeof METHODS[number]
+const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD'])
 
 interface HttpArgs {
   url: string
@@ -177,6 +178,8 @@ export function createHttpRequestTool (opts: HttpOptions): Tool {
       required: ['url'],
       additionalProperties: false
     },
+    // GET and HEAD are the methods HTTP defines as safe; a redirect never turns them into another.
+    effects: (args) => SAFE_METHODS.has(args.method ?? 'GET') ? 'read' : 'write',
     async execute (args, ctx) {
       if (ctx.signal.aborted) return fail('cancelled')
       return await perform(opts, guard, args, ctx.signal)

@@ -208,6 +208,8 @@ export function createShellTool (opts: ShellToolOptions): Tool {
       required: ['command'],
       additionalProperties: false
     },
+    // Only commands the policy proves to be a pipeline of read-only commands observe without changing anything.
+    effects: (args) => classifyCommand(args.command) === 'low' ? 'read' : 'write',
     async execute (args, ctx) {
       if (ctx.signal.aborted) return fail('cancelled')
       // spawn() throws on a NUL byte; no shell command can contain one anyway.

@@ -1,0 +1,117 @@
+/**
+ * `npm run bench:scrub`: what secret scrubbing costs per KiB of text, next to two baselines
+ * measured in the same run on the same text: `JSON.stringify` (which every event and log line
+ * pays anyway) and a plain `String.prototype.indexOf` scan (the least any look at the text costs).
+ * The goal is at most 5 µs/KiB for scrubText on ordinary text of every kind; the report says which
+ * pass. Text that is a secret every other line is shown too, as the worst case, outside the goal:
+ * each secret found costs a rule match and a mask.
+ */
+import { randomBytes } from 'node:crypto'
+import { scrubLogLine } from '../src/security/log-scrub.js'
+import { scrubText, scrubValue } from '../src/security/redact.js'
+import { corpusText, secretCorpus } from '../test/helpers/secret-corpus.js'
+import { fmt } from './stats.js'
+
+const GOAL_US_PER_KIB = 5
+const TEXT_BYTES = 64 * 1024
+const MIN_SAMPLE_MS = 200
+const ROUNDS = Number(process.env.BENCH_SCRUB_ROUNDS ?? 5)
+
+function repeatTo (piece: string, bytes: number): string {
+  return piece.repeat(Math.ceil(bytes / piece.length)).slice(0, bytes)
+}
+
+function logLines (): string {
+  const line = (i: number): string => JSON.stringify({
+    level: 30, time: 1711547700000 + i, pid: 4242, hostname: 'gw-1', turn_id: `turn_${i}`, msg: 'tool call finished',
+    tool: 'http_request', status: 'ok', duration_ms: i % 97, url: `https://api.example.com/v1/items/${i}?page=2`
+  })
+  return repeatTo(Array.from({ length: 50 }, (_, i) => line(i)).join('\n') + '\n', TEXT_BYTES)
+}
+
+function jsonOutput (): string {
+  const items = Array.from({ length: 400 }, (_, i) => ({
+    id: i, key: `item-${i}`, name: `Widget ${i}`, tags: ['alpha', 'beta'], price: i * 1.5,
+    description: 'An ordinary product description with a few words in it.', token_count: i * 3
+  }))
+  return repeatTo(JSON.stringify(items, null, 2), TEXT_BYTES)
+}
+
+function shellOutput (): string {
+  const listing = Array.from({ length: 60 }, (_, i) =>
+    `-rw-r--r-- 1 app app ${1000 + i * 37} Mar 27 12:${String(i % 60).padStart(2, '0')} src/module_${i}.ts`).join('\n')
+  const code = [
+    'export function handler (req, res) {',
+    '  const token = req.headers.authorization?.slice(7)',
+    '  if (token === undefined) return res.status(401).send()',
+    '  return res.send({ ok: true })',
+    '}'
+  ].join('\n')
+  return repeatTo(`${listing}\n${code}`, TEXT_BYTES)
+}
+
+function base64Blob (): string {
+  return repeatTo(randomBytes(TEXT_BYTES).toString('base64').replace(/.{76}/g, '$&\n'), TEXT_BYTES)
+}
+
+function denseSecrets (): string {
+  return repeatTo(`${corpusText(secretCorpus())}\n`, TEXT_BYTES)
+}
+
+/** µs per KiB of one function over one text: runs for at least MIN_SAMPLE_MS, best of ROUNDS. */
+function measure (text: string, fn: (text: string) => unknown): number {
+  const kib = Buffer.byteLength(text) / 1024
+  for (let i = 0; i < 20; i++) fn(text)
+  let best = Number.POSITIVE_INFINITY
+  for (let round = 0; round < ROUNDS; round++) {
+    let runs = 0
+    const start = performance.now()
+    let elapsed = 0
+    while (elapsed < MIN_SAMPLE_MS) {
+      fn(text)
+      runs++
+      elapsed = performance.now() - start
+    }
+    best = Math.min(best, (elapsed * 1000) / runs / kib)
+  }
+  return best
+}
+
+const texts: Array<[string, string, boolean]> = [
+  ['log lines (JSON)', logLines(), true],
+  ['JSON tool output', jsonOutput(), true],
+  ['shell output and code', shellOutput(), true],
+  ['base64 blob', base64Blob(), true],
+  ['secrets every other line (worst case)', denseSecrets(), false]
+]
+
+const rows: string[] = []
+let failures = 0
+for (const [name, text, goal] of texts) {
+  const scrub = measure(text, (t) => scrubText(t))
+  const stringify = measure(text, (t) => JSON.stringify(t))
+  const indexOf = measure(text, (t) => t.indexOf('\u0001'))
+  const ok = scrub <= GOAL_US_PER_KIB
+  if (goal && !ok) failures++
+  const verdict = goal ? (ok ? 'yes' : 'NO') : 'not a goal'
+  rows.push(`| ${name} | ${fmt(scrub)} | ${fmt(stringify)} | ${fmt(indexOf, 3)} | ${fmt(scrub / stringify)}× | ${verdict} |`)
+}
+
+const logText = logLines()
+const logLinesOnly = logText.split('\n').filter((l) => l !== '')
+const perLine = measure(logText, () => { for (const line of logLinesOnly) scrubLogLine(`${line}\n`) })
+const parsed = JSON.parse(jsonOutput().slice(0, jsonOutput().lastIndexOf('}') + 1) + ']') as unknown
+const valueText = JSON.stringify(parsed)
+const valueCost = measure(valueText, () => scrubValue(parsed))
+
+console.log(`# Scrubbing cost (µs per KiB, best of ${ROUNDS} rounds of ≥ ${MIN_SAMPLE_MS} ms; goal ≤ ${GOAL_US_PER_KIB})\n`)
+console.log('| text (64 KiB) | scrubText | JSON.stringify | indexOf scan | scrub / stringify | within goal |')
+console.log('|---|---|---|---|---|---|')
+for (const row of rows) console.log(row)
+console.log('')
+console.log(`scrubLogLine over the same log lines, one call per line: ${fmt(perLine)} µs/KiB`)
+console.log(`scrubValue over the parsed JSON tool output: ${fmt(valueCost)} µs/KiB of its serialisation`)
+if (failures > 0) {
+  console.log(`\n${failures} text kind(s) over the goal`)
+  process.exitCode = 1
+}
