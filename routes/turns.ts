@@ -2,6 +2,7 @@
  * /v1/turns: start (202, SSE stream, or ?wait=true), read, replay events, cancel.
  * Behaviour lives in TurnService; this file only adapts HTTP.
  */
+import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { Problem, TurnIdParams } from '../schemas/common.js'
 import { CancelResult, EventsPage, EventsQuery, Turn, TurnAccepted, TurnRequest, TurnStartQuery } from '../schemas/turn.js'
@@ -66,9 +67,12 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
       return await reply.code(200).send(publicTurn(done))
     }
 
+    // Hijacked: headers set by hooks (x-request-id) are passed on by hand.
+    const hookHeaders = reply.getHeaders() as OutgoingHttpHeaders
     reply.hijack()
     const raw = reply.raw
     raw.writeHead(200, {
+      ...hookHeaders,
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       connection: 'keep-alive',

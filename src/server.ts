@@ -17,7 +17,7 @@ import { enforceAuthentication, WS_PROTOCOL } from './auth/http.js'
 import { createBus } from './bus/create.js'
 import type { EventBus } from './bus/bus.js'
 import { InstanceLease } from './cluster/instance.js'
-import { TollgateError, toProblem } from './errors.js'
+import { DEFAULT_RETRY_AFTER_S, RETRY_AFTER_S, TollgateError, toProblem, type ErrorCode } from './errors.js'
 import { ConnectionRegistry } from './gateway/connections.js'
 import { TurnService } from './gateway/turns.js'
 import { createDelegateTool } from './delegate/tool.js'
@@ -33,6 +33,9 @@ import { ToolCatalog } from './tools/registry.js'
 import type { Tool } from './tools/tool.js'
 import { NO_HOOKS, type ToolHooks } from './turn/hooks.js'
 import { createGatewayLogger } from './security/log-scrub.js'
+import { answerClientError } from './http/client-error.js'
+import { echoRequestIds, echoRequestIdsOnUpgrade, RequestIds } from './http/request-id.js'
+import { refusePlainRequestsToWebSockets } from './http/websocket-only.js'
 import healthRoutes from '../routes/health.js'
 import metricsRoutes from '../routes/metrics.js'
 import turnRoutes from '../routes/turns.js'
@@ -183,15 +186,22 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
 
     opened.push(async () => { await lease.close() })
 
+    const requestIds = new RequestIds()
     const app = Fastify({
       loggerInstance: log as unknown as FastifyBaseLogger,
       bodyLimit: config.server.body_limit_bytes,
       requestTimeout: config.server.request_timeout_ms,
-      genReqId: () => `req_${Math.random().toString(36).slice(2, 12)}`
+      requestIdHeader: false,
+      genReqId: requestIds.assign,
+      clientErrorHandler: answerClientError(log as unknown as FastifyBaseLogger)
     })
     app.setValidatorCompiler(validatorCompiler())
+    // Only JSON bodies: a text/plain body is 415 UNSUPPORTED_MEDIA_TYPE like any other type.
+    app.removeContentTypeParser('text/plain')
     // Before any route: the API documents are built from every route registered after this.
     collectRoutes(app)
+    echoRequestIds(app)
+    refusePlainRequestsToWebSockets(app)
     app.decorateRequest('principal', null)
 
     let closed = false
@@ -247,6 +257,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
         request.log.error({ err }, 'unhandled error')
         problem = toProblem(new TollgateError('INTERNAL', 'internal error'))
       }
+      if (problem.status === 429) void reply.header('retry-after', String(RETRY_AFTER_S[problem.code as ErrorCode] ?? DEFAULT_RETRY_AFTER_S))
       void reply.code(problem.status).type('application/problem+json').send(problem)
     })
     app.setNotFoundHandler((request, reply) => {
@@ -260,6 +271,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
         handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false)
       }
     })
+    echoRequestIdsOnUpgrade(app.websocketServer, requestIds)
     enforceAuthentication(app)
     await app.register(healthRoutes)
     await app.register(metricsRoutes)
