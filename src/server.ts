@@ -33,7 +33,7 @@ import { ToolCatalog } from './tools/registry.js'
 import type { Tool } from './tools/tool.js'
 import { NO_HOOKS, type ToolHooks } from './turn/hooks.js'
 import { createGatewayLogger } from './security/log-scrub.js'
-import { answerClientError } from './http/client-error.js'
+import { answerClientError, answerFrameworkError, MAX_PATH_PARAM_CHARS } from './http/early-refusals.js'
 import { echoRequestIds, echoRequestIdsOnUpgrade, RequestIds } from './http/request-id.js'
 import { refusePlainRequestsToWebSockets } from './http/websocket-only.js'
 import healthRoutes from '../routes/health.js'
@@ -193,7 +193,9 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       requestTimeout: config.server.request_timeout_ms,
       requestIdHeader: false,
       genReqId: requestIds.assign,
-      clientErrorHandler: answerClientError(log as unknown as FastifyBaseLogger)
+      routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
+      clientErrorHandler: answerClientError(log as unknown as FastifyBaseLogger),
+      frameworkErrors: answerFrameworkError
     })
     app.setValidatorCompiler(validatorCompiler())
     // Only JSON bodies: a text/plain body is 415 UNSUPPORTED_MEDIA_TYPE like any other type.

@@ -7,14 +7,14 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { request as httpRequest } from 'node:http'
 import { WebSocket } from 'ws'
-import { startGateway, type TestGateway } from '../helpers/gateway.js'
+import { startGateway, type StartOptions, type TestGateway } from '../helpers/gateway.js'
 import { captureLogs } from '../helpers/log-capture.js'
 import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
 import { gate } from '../helpers/turns.js'
 
 const GENERATED = /^req_[0-9a-f-]{36}$/
 
-async function setup (t: { after: (fn: () => Promise<void>) => void }, options: Parameters<typeof startGateway>[0] = {}): Promise<TestGateway> {
+async function setup (t: { after: (fn: () => Promise<void>) => void }, options: StartOptions = {}): Promise<TestGateway> {
   const g = await startGateway(options)
   t.after(() => g.close())
   return g
@@ -30,7 +30,7 @@ async function upgradeAnswer (url: string, headers: Record<string, string>): Pro
     })
     ws.on('unexpected-response', (_req, res) => {
       resolve({ status: res.statusCode ?? 0, headers: res.headers })
-      res.resume()
+      res.destroy()
     })
     ws.on('error', reject)
   })
@@ -105,7 +105,7 @@ test('a 429 TOO_MANY_TURNS tells the client when to retry with Retry-After', asy
   assert.deepEqual([refused.status, refused.body.code, refused.headers.get('retry-after')], [429, 'TOO_MANY_TURNS', '5'])
 })
 
-test('request headers over Node\'s 16 KiB limit get 431 HEADERS_TOO_LARGE problem JSON, and the gateway serves the next request', async (t) => {
+test('request headers over Node\'s 16 KiB limit get 431 HEADERS_TOO_LARGE problem JSON; the next request is served', async (t) => {
   const g = await setup(t)
   const { port } = new URL(g.url)
   const answer = await new Promise<{ status: number, headers: Record<string, unknown>, body: string }>((resolve, reject) => {
@@ -125,6 +125,24 @@ test('request headers over Node\'s 16 KiB limit get 431 HEADERS_TOO_LARGE proble
   assert.deepEqual({ status: problem.status, code: problem.code }, { status: 431, code: 'HEADERS_TOO_LARGE' })
   assert.match(String(problem.title), /exceed 16384 bytes/)
   assert.equal((await g.http('GET', '/healthz')).status, 200)
+})
+
+test('a malformed URL and a path parameter longer than any id are 400 INVALID_REQUEST problem JSON with an x-request-id', async (t) => {
+  const g = await setup(t)
+  for (const path of ['/v1/turns/%E0%A4%A', `/v1/turns/${'x'.repeat(500)}`]) {
+    const res = await g.http('GET', path, undefined, { 'x-request-id': 'bad-url-1' })
+    assert.deepEqual([res.status, res.body.code, res.headers.get('x-request-id')], [400, 'INVALID_REQUEST', 'bad-url-1'], path)
+    assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/)
+  }
+})
+
+test('a session whose client-chosen id has the full 128 characters can be read back', async (t) => {
+  const g = await setup(t)
+  const sessionId = 's'.repeat(128)
+  g.provider.enqueue({ text: 'hello' })
+  assert.equal((await g.http('POST', '/v1/turns?wait=true', { message: 'hi', session_id: sessionId })).status, 200)
+  const res = await g.http('GET', `/v1/sessions/${sessionId}`)
+  assert.deepEqual([res.status, res.body.session_id], [200, sessionId])
 })
 
 test('a plain GET to the WebSocket route is 426 UPGRADE_REQUIRED with Upgrade: websocket', async (t) => {
