@@ -2,6 +2,7 @@
 // `npx tollgate chat`: runs the terminal client from source when tsx is installed (a development
 // checkout, always current), otherwise the compiled copy from `npm run build` (dist/).
 import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 
 let register = null
 try {
@@ -9,7 +10,8 @@ try {
 } catch {}
 
 if (register !== null) {
-  register()
+  // The checkout's tsconfig maps @tollgate/client to the package's source, from any working directory.
+  register({ tsconfig: fileURLToPath(new URL('../tsconfig.json', import.meta.url)) })
   await import('../client/cli.ts')
 } else if (existsSync(new URL('../dist/client/cli.js', import.meta.url))) {
   await import('../dist/client/cli.js')

@@ -5,11 +5,10 @@
  * so neither can move the cursor, recolour or retitle it, or hide text with bidi overrides.
  */
 import { createInterface, type Interface } from 'node:readline'
-import type { TollgateClient } from './client.js'
-import { TollgateClientError } from './errors.js'
-import { resultText } from './format.js'
-import { isTerminal, type TurnStream } from './stream.js'
-import type { EventEnvelope, OperatorDecision, TurnEventOf } from './types.js'
+import {
+  isTerminal, resultText, TollgateClientError,
+  type EventEnvelope, type OperatorDecision, type TollgateClient, type TurnEventOf, type TurnStream
+} from '@tollgate/client'
 
 export interface ChatOptions {
   client: TollgateClient

@@ -5,8 +5,8 @@
  */
 import { parseArgs } from 'node:util'
 import { startChat } from './chat.js'
-import { createNodeClient } from './node.js'
-import { TollgateClientError } from './errors.js'
+import { TollgateClientError } from '@tollgate/client'
+import { createNodeClient } from '@tollgate/client/node'
 
 const HELP = `usage: tollgate chat [options] [message...]
 

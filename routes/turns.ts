@@ -2,9 +2,11 @@
  * /v1/turns: start (202, SSE stream, or ?wait=true), read, replay events, cancel.
  * Behaviour lives in TurnService; this file only adapts HTTP.
  */
+import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyInstance, FastifyReply } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import { Problem, TurnIdParams } from '../schemas/common.js'
-import { CancelResult, EventsPage, EventsQuery, Turn, TurnAccepted, TurnRequest, TurnStartQuery } from '../schemas/turn.js'
+import { CancelResult, EventsPage, EventsQuery, Turn, TurnAccepted, TurnEventStream, TurnRequest, TurnStartQuery } from '../schemas/turn.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import { hasScope, principalKey } from '../src/auth/principal.js'
 import { TollgateError } from '../src/errors.js'
@@ -31,7 +33,19 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
       description: '202 by default (no owner unless owner_connection names a WebSocket). With `Accept: text/event-stream` the events stream as SSE (`id:` = seq) and the request owns the turn; with `?wait=true` the answer is 200 with the final turn and the request owns it.',
       body: TurnRequest,
       querystring: TurnStartQuery,
-      response: { 200: Turn, 202: TurnAccepted, 400: Problem, 401: Problem, 403: Problem, 409: Problem, 429: Problem }
+      response: {
+        200: {
+          description: 'With `?wait=true`: the finished turn. With `Accept: text/event-stream`: the turn\'s events as they happen.',
+          headers: { 'x-turn-id': { description: 'The started turn (SSE answers)', schema: Type.String() } },
+          content: { 'application/json': { schema: Turn }, 'text/event-stream': { schema: TurnEventStream } }
+        },
+        202: TurnAccepted,
+        400: Problem,
+        401: Problem,
+        403: Problem,
+        409: Problem,
+        429: Problem
+      }
     }
   }, async (request, reply) => {
     const principal = principalOf(request)
@@ -66,9 +80,12 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
       return await reply.code(200).send(publicTurn(done))
     }
 
+    // Hijacked: headers set by hooks (x-request-id) are passed on by hand.
+    const hookHeaders = reply.getHeaders() as OutgoingHttpHeaders
     reply.hijack()
     const raw = reply.raw
     raw.writeHead(200, {
+      ...hookHeaders,
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       connection: 'keep-alive',

@@ -27,6 +27,12 @@ export const TurnStartQuery = Type.Object({
   wait: Type.Optional(Type.Boolean({ description: 'Hold the request until the turn ends; closing it cancels the turn' }))
 }, { additionalProperties: false })
 
+/** The `Accept: text/event-stream` answer of POST /v1/turns. */
+export const TurnEventStream = Type.String({
+  description: 'Server-sent events, one per turn event: `id: <seq>`, `event: <kind>`, `data: <EventEnvelope JSON>`; ' +
+    'the stream ends after the terminal event (turn.completed, turn.cancelled or turn.failed)'
+})
+
 export const TurnStatus = Type.Union([
   Type.Literal('running'),
   Type.Literal('completed'),

@@ -1,6 +1,7 @@
 /**
- * `npm run openapi`: writes openapi.yaml (every HTTP route, from the route schemas) and
- * asyncapi.yaml (WebSocket frames, from schemas/ws.ts) as the gateway itself would serve them.
+ * `npm run openapi`: writes everything generated from schemas/: openapi.yaml (every HTTP route,
+ * from the route schemas) and asyncapi.yaml (WebSocket frames, from schemas/ws.ts) as the gateway
+ * itself would serve them, and the client package's wire types (packages/client/src/wire.ts).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -9,6 +10,7 @@ import { loadConfig } from '../src/config.js'
 import { buildServer } from '../src/server.js'
 import { buildAsyncApi } from '../src/openapi/asyncapi.js'
 import { buildOpenApi, toYaml } from '../src/openapi/openapi.js'
+import { renderWireTypes, WIRE_TYPES_PATH } from './wire-types.js'
 
 export async function renderApiDocuments (): Promise<{ openapi: string, asyncapi: string }> {
   const workspace = await mkdtemp(join(tmpdir(), 'tollgate-openapi-'))
@@ -26,5 +28,6 @@ if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
   const { openapi, asyncapi } = await renderApiDocuments()
   await writeFile(new URL('../openapi.yaml', import.meta.url), openapi)
   await writeFile(new URL('../asyncapi.yaml', import.meta.url), asyncapi)
-  console.log('wrote openapi.yaml and asyncapi.yaml')
+  await writeFile(WIRE_TYPES_PATH, renderWireTypes())
+  console.log('wrote openapi.yaml, asyncapi.yaml and packages/client/src/wire.ts')
 }

@@ -63,6 +63,8 @@ function envOverrides (env: NodeJS.ProcessEnv): Plain {
   const out: Plain = { server }
   if (env.TOLLGATE_LOG_LEVEL !== undefined && env.TOLLGATE_LOG_LEVEL !== '') out.log = { level: env.TOLLGATE_LOG_LEVEL }
   if (env.TOLLGATE_WORKSPACE !== undefined && env.TOLLGATE_WORKSPACE !== '') out.workspace = { dir: env.TOLLGATE_WORKSPACE }
+  // The embedded store's file: the Docker image points it into its /data volume.
+  if (env.TOLLGATE_SQLITE_PATH !== undefined && env.TOLLGATE_SQLITE_PATH !== '') out.store = { sqlite: { path: env.TOLLGATE_SQLITE_PATH } }
   return out
 }
 

@@ -22,6 +22,7 @@ export const ERROR_STATUS = {
   TURN_NOT_FOUND: 404,
   SESSION_NOT_FOUND: 404,
   APPROVAL_NOT_FOUND: 404,
+  REQUEST_TIMEOUT: 408,
   TURN_NOT_RUNNING: 409,
   APPROVAL_ALREADY_RESOLVED: 409,
   SESSION_BUSY: 409,
@@ -30,9 +31,11 @@ export const ERROR_STATUS = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   HOST_NOT_ALLOWED: 421,
+  UPGRADE_REQUIRED: 426,
   RATE_LIMITED: 429,
   TOO_MANY_TURNS: 429,
   TOO_MANY_SUBSCRIPTIONS: 429,
+  HEADERS_TOO_LARGE: 431,
   INTERNAL: 500,
   PROVIDER_ERROR: 502,
   PROVIDER_UNAVAILABLE: 502,
@@ -44,6 +47,17 @@ export const ERROR_STATUS = {
 } as const
 
 export type ErrorCode = keyof typeof ERROR_STATUS
+
+/**
+ * `Retry-After` seconds of each 429 over HTTP: a hint, not a promise. A turn slot frees when some
+ * running turn ends, which usually takes seconds; a frame rate window refills within a second.
+ */
+export const RETRY_AFTER_S: Readonly<Partial<Record<ErrorCode, number>>> = {
+  TOO_MANY_TURNS: 5,
+  RATE_LIMITED: 1,
+  TOO_MANY_SUBSCRIPTIONS: 1
+}
+export const DEFAULT_RETRY_AFTER_S = 1
 
 export class TollgateError extends Error {
   readonly code: ErrorCode

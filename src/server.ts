@@ -17,7 +17,7 @@ import { enforceAuthentication, WS_PROTOCOL } from './auth/http.js'
 import { createBus } from './bus/create.js'
 import type { EventBus } from './bus/bus.js'
 import { InstanceLease } from './cluster/instance.js'
-import { TollgateError, toProblem } from './errors.js'
+import { DEFAULT_RETRY_AFTER_S, RETRY_AFTER_S, TollgateError, toProblem, type ErrorCode } from './errors.js'
 import { ConnectionRegistry } from './gateway/connections.js'
 import { TurnService } from './gateway/turns.js'
 import { createDelegateTool } from './delegate/tool.js'
@@ -38,6 +38,9 @@ import { NO_HOOKS, type ToolHooks } from './turn/hooks.js'
 import { createGatewayLogger } from './security/log-scrub.js'
 import { createHostPolicy, hostCheck } from './security/host-check.js'
 import { createOriginPolicy, type OriginPolicy } from './security/origin-check.js'
+import { answerClientError, answerFrameworkError, MAX_PATH_PARAM_CHARS } from './http/early-refusals.js'
+import { echoRequestIds, echoRequestIdsOnUpgrade, RequestIds } from './http/request-id.js'
+import { refusePlainRequestsToWebSockets } from './http/websocket-only.js'
 import healthRoutes from '../routes/health.js'
 import metricsRoutes from '../routes/metrics.js'
 import turnRoutes from '../routes/turns.js'
@@ -251,15 +254,24 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
 
     opened.push(async () => { await lease.close() })
 
+    const requestIds = new RequestIds()
     const app = Fastify({
       loggerInstance: log as unknown as FastifyBaseLogger,
       bodyLimit: config.server.body_limit_bytes,
       requestTimeout: config.server.request_timeout_ms,
-      genReqId: () => `req_${Math.random().toString(36).slice(2, 12)}`
+      requestIdHeader: false,
+      genReqId: requestIds.assign,
+      routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
+      clientErrorHandler: answerClientError(log as unknown as FastifyBaseLogger),
+      frameworkErrors: answerFrameworkError
     })
     app.setValidatorCompiler(validatorCompiler())
+    // Only JSON bodies: a text/plain body is 415 UNSUPPORTED_MEDIA_TYPE like any other type.
+    app.removeContentTypeParser('text/plain')
     // Before any route: the API documents are built from every route registered after this.
     collectRoutes(app)
+    echoRequestIds(app)
+    refusePlainRequestsToWebSockets(app)
     app.decorateRequest('principal', null)
     await app.register(websocket, {
       options: {
@@ -268,6 +280,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
         handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false)
       }
     })
+    echoRequestIdsOnUpgrade(app.websocketServer, requestIds)
     // Before every route, upgrade, document and 404, so none of them answers a foreign Host; after
     // the websocket plugin, whose own hook marks upgrades so a refused one's socket gets closed.
     app.addHook('onRequest', hostCheck(hosts))
@@ -332,6 +345,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
         request.log.error({ err }, 'unhandled error')
         problem = toProblem(new TollgateError('INTERNAL', 'internal error'))
       }
+      if (problem.status === 429) void reply.header('retry-after', String(RETRY_AFTER_S[problem.code as ErrorCode] ?? DEFAULT_RETRY_AFTER_S))
       void reply.code(problem.status).type('application/problem+json').send(problem)
     })
     app.setNotFoundHandler((request, reply) => {

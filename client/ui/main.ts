@@ -3,9 +3,7 @@
  * to the gateway it was served from, with the client SDK, and survives dropped sockets (the SDK
  * resumes every turn; the page only ever renders the events the SDK hands it, once each).
  */
-import { TollgateClient, type ClientNotice } from '../client.js'
-import { TollgateClientError } from '../errors.js'
-import type { EventEnvelope, TurnRequest } from '../types.js'
+import { TollgateClient, TollgateClientError, type ClientNotice, type EventEnvelope, type TurnRequest } from '@tollgate/client'
 import { byId, el } from './dom.js'
 import { TurnView } from './turn-view.js'
 

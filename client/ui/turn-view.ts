@@ -3,10 +3,7 @@
  * result), the approval prompt inside its card, a cancel button while the turn runs. The view
  * is driven only by the turn's events, so a resumed stream rebuilds exactly the same picture.
  */
-import type { TollgateClient } from '../client.js'
-import { TollgateClientError } from '../errors.js'
-import { resultText } from '../format.js'
-import type { EventEnvelope, OperatorDecision, TurnEventOf } from '../types.js'
+import { resultText, TollgateClientError, type EventEnvelope, type OperatorDecision, type TollgateClient, type TurnEventOf } from '@tollgate/client'
 import { el, showJson } from './dom.js'
 
 interface Card {

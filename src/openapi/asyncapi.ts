@@ -38,6 +38,23 @@ const SUMMARIES: Readonly<Record<string, string>> = {
   error: 'A frame failed; carries the ref of that frame when it had one. Never closes the socket'
 }
 
+/** The token transports of the upgrade request, in the gateway's order of precedence. */
+const SECURITY_SCHEMES: Readonly<Record<string, JsonObject>> = {
+  bearer: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: '`Authorization: Bearer <JWT>` on the upgrade request, or (browsers) `bearer.<JWT>` as a second WebSocket subprotocol'
+  },
+  cookie: { type: 'httpApiKey', name: 'tollgate_token', in: 'cookie', description: 'The JWT in a cookie; the Origin must be allowed' },
+  query: {
+    type: 'httpApiKey',
+    name: 'access_token',
+    in: 'query',
+    description: 'Least preferred (URLs end up in logs); off with auth.allow_query_token = false'
+  }
+}
+
 function frameType (schema: unknown): string {
   const type = (plainSchema(schema).properties as Record<string, { const?: unknown }> | undefined)?.type?.const
   if (typeof type !== 'string') throw new Error('a WebSocket frame schema has no literal type')
@@ -71,18 +88,21 @@ export function buildAsyncApi (): JsonObject {
   }
   const ref = (name: string): JsonObject => ({ $ref: `#/channels/ws/messages/${name}` })
   const channel = { $ref: '#/channels/ws' }
+  // The socket is authenticated once, at the upgrade; any one of the token transports will do.
+  const security = Object.keys(SECURITY_SCHEMES).map((name) => ({ $ref: `#/components/securitySchemes/${name}` }))
   const operations: JsonObject = {}
   for (const name of Object.keys(ClientFrameSchemas) as Array<keyof typeof REPLIES>) {
     operations[`receive${camel(name)}`] = {
       action: 'receive',
       channel,
       summary: SUMMARIES[name],
+      security,
       messages: [ref(name)],
       reply: { channel, messages: [ref(REPLIES[name]), ref('error')] }
     }
   }
-  operations.sendEvent = { action: 'send', channel, summary: SUMMARIES.event, messages: [ref('event')] }
-  operations.sendError = { action: 'send', channel, summary: SUMMARIES.error, messages: [ref('error')] }
+  operations.sendEvent = { action: 'send', channel, summary: SUMMARIES.event, security, messages: [ref('event')] }
+  operations.sendError = { action: 'send', channel, summary: SUMMARIES.error, security, messages: [ref('error')] }
   return {
     asyncapi: '3.0.0',
     info: {
@@ -100,6 +120,6 @@ export function buildAsyncApi (): JsonObject {
       }
     },
     operations,
-    components: { messages, schemas: components.entries() }
+    components: { messages, schemas: components.entries(), securitySchemes: SECURITY_SCHEMES }
   }
 }

@@ -5,27 +5,23 @@
  */
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import type { EventEnvelope } from '../../schemas/events.js'
+import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.js'
 import type { TestGateway } from '../helpers/gateway.js'
 import { startDropperGateway, type SocketDropper } from '../helpers/socket-drop.js'
 import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
 
-const CHROMIUM = '/usr/bin/chromium'
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync']
 const WAIT = { timeout: 20_000 }
 
 let context: BrowserContext | null = null
 let userDataDir = ''
 
 before(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`Debian chromium is not installed at ${CHROMIUM}: run \`apt-get install -y chromium\` (.ci/run does this)`)
-  }
+  requireChromium()
   userDataDir = await mkdtemp(join(tmpdir(), 'tollgate-chromium-'))
   context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS })
 })

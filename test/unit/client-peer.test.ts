@@ -3,8 +3,8 @@ import assert from 'node:assert/strict'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { WebSocketServer } from 'ws'
-import { checkToken } from '../../client/client.js'
-import { createNodeClient } from '../../client/node.js'
+import { checkToken } from '@tollgate/client'
+import { createNodeClient } from '@tollgate/client/node'
 
 test('the client offers tollgate.v1 and bearer.<token> as subprotocols and sends the token as a Bearer header over HTTP', async (t) => {
   const seen: { protocols?: string, authorization?: string } = {}

@@ -1,8 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { TurnStream } from '../../client/stream.js'
-import { TollgateClientError } from '../../client/errors.js'
-import type { EventEnvelope, TurnEvent } from '../../client/types.js'
+import { TollgateClientError, TurnStream, type EventEnvelope, type TurnEvent } from '@tollgate/client'
 
 function envelope (seq: number, event: TurnEvent = { kind: 'text.delta', text: `t${seq}` }): EventEnvelope {
   return { turn_id: 'turn_1', seq, ts: '2026-01-01T00:00:00.000Z', event }

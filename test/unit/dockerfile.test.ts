@@ -1,7 +1,8 @@
 /**
  * Docker cannot run on this machine, so the Dockerfile is checked statically: its stages, user,
- * healthcheck and stop signal, that everything it copies exists and is not dockerignored, and
- * that its HEALTHCHECK command really tells a live gateway from a dead one.
+ * data volume, healthcheck and stop signal, that everything it copies exists and is not
+ * dockerignored, and that its HEALTHCHECK command really tells a live gateway from a dead one.
+ * test/e2e/docker-start.test.ts starts the built gateway the way the runtime stage would.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -9,43 +10,10 @@ import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { promisify } from 'node:util'
+import { all, execForm, runtimeEnv, stages, type Stage } from '../helpers/dockerfile.js'
 import { startGateway } from '../helpers/gateway.js'
 
 const run = promisify(execFile)
-
-interface Instruction { op: string, args: string }
-interface Stage { from: string, name: string | undefined, instructions: Instruction[] }
-
-async function stages (): Promise<Stage[]> {
-  const text = (await readFile('Dockerfile', 'utf8')).replace(/\\\n/g, ' ')
-  const out: Stage[] = []
-  for (const raw of text.split('\n')) {
-    const line = raw.trim()
-    if (line === '' || line.startsWith('#')) continue
-    const [op = '', ...rest] = line.split(/\s+/)
-    const instruction = { op: op.toUpperCase(), args: rest.join(' ') }
-    if (instruction.op === 'FROM') {
-      const [image = '', as, name] = rest
-      out.push({ from: image, name: as?.toUpperCase() === 'AS' ? name : undefined, instructions: [] })
-      continue
-    }
-    const stage = out.at(-1)
-    assert.ok(stage !== undefined, `${instruction.op} before any FROM`)
-    stage.instructions.push(instruction)
-  }
-  return out
-}
-
-function all (stage: Stage, op: string): string[] {
-  return stage.instructions.filter((i) => i.op === op).map((i) => i.args)
-}
-
-function execForm (args: string): string[] {
-  const json = args.slice(args.indexOf('['))
-  const parsed = JSON.parse(json) as unknown
-  assert.ok(Array.isArray(parsed) && parsed.every((p) => typeof p === 'string'), `not an exec-form array: ${args}`)
-  return parsed as string[]
-}
 
 test('the Dockerfile is multi-stage: a build stage with python3, make and g++, and a node:20-slim runtime', async () => {
   const [build, runtime, ...more] = await stages()
@@ -79,6 +47,22 @@ test('the runtime stage runs as a non-root user, stops on SIGTERM and starts the
   const env = all(runtime, 'ENV').join(' ')
   assert.match(env, /TOLLGATE_HOST=0\.0\.0\.0/)
   assert.match(await readFile('Dockerfile', 'utf8'), /auth\.mode = "jwt"/, 'the Dockerfile says why 0.0.0.0 needs jwt auth')
+})
+
+test('the runtime stage keeps everything the gateway writes in a /data volume owned by the unprivileged user', async () => {
+  const runtime = (await stages())[1] as Stage
+  const env = await runtimeEnv()
+  assert.equal(env.TOLLGATE_SQLITE_PATH, '/data/tollgate.db', 'the store file lives in the volume')
+  assert.equal(env.TOLLGATE_WORKSPACE, '/data/workspace', 'the tools\' workspace lives in the volume')
+  const volumeAt = runtime.instructions.findIndex((i) => i.op === 'VOLUME')
+  assert.ok(volumeAt !== -1, 'VOLUME is declared')
+  assert.deepEqual(execForm(runtime.instructions[volumeAt]?.args ?? ''), ['/data'])
+  const chownAt = runtime.instructions.findIndex((i) => i.op === 'RUN' && /chown -R node:node \/data/.test(i.args))
+  // Changes made to a volume's path after VOLUME are discarded: the ownership must be set before.
+  assert.ok(chownAt !== -1 && chownAt < volumeAt, '/data is handed to node before it becomes a volume')
+  assert.deepEqual(all(runtime, 'USER'), ['node'])
+  const copied = all(runtime, 'COPY')
+  assert.ok(copied.some((c) => c.endsWith('/app/packages/client/dist ./packages/client/dist')), 'the client package the bin imports is copied')
 })
 
 test('everything the build stage copies exists and is not excluded by .dockerignore', async () => {

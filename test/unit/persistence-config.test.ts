@@ -1,5 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { ConfigError, loadConfig } from '../../src/config.js'
 import { connectionUrl } from '../../src/store/create.js'
 
@@ -10,6 +13,16 @@ test('the embedded default store is SQLite under ./data with an in-process bus',
   assert.equal(config.store.event_log, true)
   assert.equal(config.bus.kind, 'memory')
   assert.equal(config.cluster.instance_id, undefined)
+})
+
+test('TOLLGATE_SQLITE_PATH moves the embedded store\'s file and outranks the config file', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-config-'))
+  t.after(() => rm(dir, { recursive: true, force: true }))
+  const file = join(dir, 'tollgate.json')
+  await writeFile(file, JSON.stringify({ store: { sqlite: { path: '/from/the/file.db' } } }))
+  assert.equal(loadConfig({ file, env: {} }).store.sqlite.path, '/from/the/file.db')
+  const config = loadConfig({ file, env: { TOLLGATE_SQLITE_PATH: '/data/tollgate.db' } })
+  assert.deepEqual([config.store.kind, config.store.sqlite.path], ['sqlite', '/data/tollgate.db'])
 })
 
 test('an unknown store kind is a configuration error', () => {

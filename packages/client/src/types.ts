@@ -1,13 +1,10 @@
 /**
- * Wire types of the client, taken from the gateway's own schemas (type-only imports, so no
- * TypeBox code reaches the browser bundle) plus the two platform seams: WebSocket and fetch.
+ * Wire types of the client (generated from the gateway's schemas into ./wire.ts) plus the two
+ * platform seams: WebSocket and fetch.
  */
-import type { EventEnvelope, TurnEvent } from '../schemas/events.js'
-import type { ClientFrame, ServerFrame } from '../schemas/ws.js'
-import type { Turn, TurnAccepted, TurnRequest, EventsPage } from '../schemas/turn.js'
-import type { OperatorDecision } from '../schemas/approval.js'
+import type { ServerFrame, TurnEvent } from './wire.js'
 
-export type { ClientFrame, EventEnvelope, EventsPage, OperatorDecision, ServerFrame, Turn, TurnAccepted, TurnEvent, TurnRequest }
+export type * from './wire.js'
 
 export type TurnEventOf<K extends TurnEvent['kind']> = Extract<TurnEvent, { kind: K }>
 export type ServerFrameOf<T extends ServerFrame['type']> = Extract<ServerFrame, { type: T }>

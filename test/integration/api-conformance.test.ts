@@ -1,0 +1,330 @@
+/**
+ * Live answers against openapi.yaml: every route of the document is called for its success and
+ * the gateway's error classes (400, 401, 403, 404, 409, 410, 413, 415, 426, 429, 431) are
+ * provoked; each answer's status must be documented for its operation, its media type must be one
+ * the document gives, its body must validate (ajv, JSON Schema 2020-12) against the documented
+ * schema, and every header the document marks required must be there and valid. The last test
+ * fails when a route of the document was never called here.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
+import addFormatsModule from 'ajv-formats'
+import { WebSocket } from 'ws'
+import { parse } from 'yaml'
+import type { TestGateway } from '../helpers/gateway.js'
+import { mintToken, jwtAuth } from '../helpers/tokens.js'
+import { startProbeGateway } from '../helpers/tools.js'
+import { gate, until } from '../helpers/turns.js'
+
+type Json = Record<string, any>
+type AddFormats = (ajv: Ajv2020) => Ajv2020
+const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
+
+const doc = parse(readFileSync('openapi.yaml', 'utf8')) as Json
+const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }))
+const validators = new Map<string, ValidateFunction>()
+/** `METHOD /path/{template} STATUS` of every answer checked here. */
+const checked = new Set<string>()
+
+interface Answer { status: number, headers: IncomingHttpHeaders, body: string }
+
+function resolveRef (node: unknown): Json {
+  const ref = (node as Json | undefined)?.$ref
+  if (typeof ref !== 'string') return node as Json
+  const target = ref.slice(2).split('/').reduce<any>((at, key) => at?.[key], doc)
+  assert.ok(target !== undefined, `dangling $ref ${ref}`)
+  return resolveRef(target)
+}
+
+/** Inlines every $ref so ajv sees one self-contained schema. */
+function inline (node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(inline)
+  if (typeof node !== 'object' || node === null) return node
+  if (typeof (node as Json).$ref === 'string') return inline(resolveRef(node))
+  return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, inline(v)]))
+}
+
+function validate (schema: unknown, value: unknown, where: string): void {
+  const plain = inline(schema)
+  const key = JSON.stringify(plain)
+  let fn = validators.get(key)
+  if (fn === undefined) {
+    fn = ajv.compile(plain as object)
+    validators.set(key, fn)
+  }
+  assert.ok(fn(value), `${where}: ${ajv.errorsText(fn.errors)}\n${JSON.stringify(value).slice(0, 500)}`)
+}
+
+/**
+ * Checks one live answer against the document (and its status against `expected` when given);
+ * `template` null is a path the document does not list.
+ */
+function conforms (method: string, template: string | null, answer: Answer, expected?: number): void {
+  const where = `${method} ${template ?? '(unlisted path)'} → ${answer.status}`
+  if (expected !== undefined) assert.equal(answer.status, expected, `${where}: ${answer.body}`)
+  let response: Json | undefined
+  if (template === null) {
+    response = answer.status === 404 ? resolveRef({ $ref: '#/components/responses/NotFound' }) : undefined
+  } else {
+    const op = doc.paths[template]?.[method.toLowerCase()] as Json | undefined
+    assert.ok(op !== undefined, `${method} ${template} is not in openapi.yaml`)
+    response = op.responses[String(answer.status)] ?? (answer.status >= 400 ? op.responses.default : undefined)
+  }
+  assert.ok(response !== undefined, `${where} is not documented`)
+  response = resolveRef(response)
+  for (const [name, header] of Object.entries((response.headers ?? {}) as Json)) {
+    const spec = resolveRef(header)
+    const value = answer.headers[name.toLowerCase()]
+    if (spec.required === true) assert.ok(value !== undefined, `${where} lacks its required ${name} header`)
+    if (typeof value === 'string') validate(spec.schema, spec.schema?.type === 'integer' ? Number(value) : value, `${where} header ${name}`)
+  }
+  const content = response.content as Json | undefined
+  if (content === undefined) {
+    assert.equal(answer.body, '', `${where} documents no body`)
+  } else {
+    const media = String(answer.headers['content-type'] ?? '').split(';')[0]?.trim() ?? ''
+    assert.ok(media in content, `${where} answered ${media}, documented: ${Object.keys(content).join(', ')}`)
+    const schema = resolveRef(content[media].schema)
+    validate(schema, schema.type === 'string' ? answer.body : JSON.parse(answer.body), `${where} body`)
+  }
+  checked.add(`${method} ${template ?? '(unlisted)'} ${answer.status}`)
+}
+
+interface CallOptions { body?: unknown, headers?: Record<string, string> }
+
+async function call (g: TestGateway, method: string, path: string, options: CallOptions = {}): Promise<Answer> {
+  const headers: Record<string, string> = { ...options.headers }
+  let body: string | undefined
+  if (options.body !== undefined) {
+    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
+    headers['content-type'] ??= 'application/json'
+  }
+  const res = await fetch(`${g.url}${path}`, { method, headers, ...(body === undefined ? {} : { body }) })
+  return { status: res.status, headers: Object.fromEntries(res.headers), body: await res.text() }
+}
+
+/** The HTTP answer to a WebSocket upgrade: 101, or the refusal with its body. */
+async function upgrade (g: TestGateway, headers: Record<string, string>): Promise<Answer> {
+  return await new Promise((resolve, reject) => {
+    const ws = new WebSocket(g.wsUrl, ['tollgate.v1'], { headers })
+    ws.on('upgrade', (res) => {
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' })
+      ws.close()
+    })
+    ws.on('unexpected-response', (_req, res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => { body += chunk })
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body })
+        res.destroy()
+      })
+    })
+    ws.on('error', reject)
+  })
+}
+
+/** A request whose headers are over Node's 16 KiB limit: refused before routing. */
+async function oversized (g: TestGateway, method: string, path: string): Promise<Answer> {
+  const { port } = new URL(g.url)
+  return await new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { 'x-filler': 'f'.repeat(20_000) } }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => { body += chunk })
+      res.on('end', () => { resolve({ status: res.statusCode ?? 0, headers: res.headers, body }) })
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+interface Setup { g: TestGateway, auth: Record<string, string>, token: string }
+
+async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<Setup> {
+  const token = await mintToken()
+  const { g } = await startProbeGateway(t, { ...jwtAuth(), ...extra }, { token })
+  return { g, token, auth: { authorization: `Bearer ${token}` } }
+}
+
+/** A finished turn with one approved `risky` call and its receipt: ids for the routes that need them. */
+async function finishedTurn (s: Setup): Promise<{ turnId: string, sessionId: string, requestId: string, call: Json, result: Json }> {
+  s.g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'risky', arguments: { label: 'x' } }] }, { text: 'done' })
+  const socket = await s.g.socket()
+  const accepted = await socket.request({ type: 'turn.start', message: 'go' })
+  const requested = await socket.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested')
+  const requestId = (requested.event as Json).request_id as string
+  const answered = await call(s.g, 'POST', `/v1/approvals/${requestId}`, { body: { decision: 'yes' }, headers: s.auth })
+  conforms('POST', '/v1/approvals/{request_id}', answered)
+  const events = await socket.waitForTerminal(accepted.turn_id)
+  const call0 = events.find((e) => e.event.kind === 'tool_call')?.event as Json
+  const result = events.find((e) => e.event.kind === 'tool_result')?.event as Json
+  return { turnId: accepted.turn_id, sessionId: accepted.session_id, requestId, call: call0, result }
+}
+
+test('every route answers its success as documented', async (t) => {
+  const s = await setup(t, { runtime_profiles: { default: { tool_receipts: { enabled: true } } } })
+  const { g, auth } = s
+  const turn = await finishedTurn(s)
+  const open = ['/healthz', '/readyz', '/metrics', '/openapi.yaml', '/asyncapi.yaml', '/', '/ui/app.js', '/ui/app.css', '/ui/icon.svg']
+  for (const path of open) {
+    const first = await call(g, 'GET', path)
+    conforms('GET', path, first)
+    const etag = first.headers.etag
+    if (typeof etag === 'string') conforms('GET', path, await call(g, 'GET', path, { headers: { 'if-none-match': etag } }), 304)
+  }
+  conforms('GET', '/v1/turns/{id}', await call(g, 'GET', `/v1/turns/${turn.turnId}`, { headers: auth }))
+  conforms('GET', '/v1/turns/{id}/events', await call(g, 'GET', `/v1/turns/${turn.turnId}/events?after_seq=1`, { headers: auth }))
+  conforms('DELETE', '/v1/turns/{id}', await call(g, 'DELETE', `/v1/turns/${turn.turnId}`, { headers: auth }))
+  conforms('GET', '/v1/sessions/{id}', await call(g, 'GET', `/v1/sessions/${turn.sessionId}`, { headers: auth }))
+  conforms('GET', '/v1/tools', await call(g, 'GET', '/v1/tools?agent=default', { headers: auth }))
+  const verify = {
+    receipt: turn.result.receipt,
+    turn_id: turn.turnId,
+    call_id: turn.call.call_id,
+    tool: 'risky',
+    arguments: turn.call.arguments,
+    output: 'done x'
+  }
+  const verified = await call(g, 'POST', '/v1/receipts/verify', { body: verify, headers: auth })
+  assert.deepEqual(JSON.parse(verified.body), { valid: true })
+  conforms('POST', '/v1/receipts/verify', verified)
+  conforms('GET', '/v1/ws', await upgrade(g, auth))
+
+  g.provider.enqueue({ text: 'accepted' }, { text: 'waited' }, { text: 'streamed' })
+  const accepted = await call(g, 'POST', '/v1/turns', { body: { message: 'hi', session_id: 'conf-1' }, headers: auth })
+  conforms('POST', '/v1/turns', accepted)
+  const acceptedId = JSON.parse(accepted.body).turn_id as string
+  const status = async (): Promise<string> => JSON.parse((await call(g, 'GET', `/v1/turns/${acceptedId}`, { headers: auth })).body).status
+  await until(async () => await status() !== 'running', 'the 202 turn ended')
+  const waited = await call(g, 'POST', '/v1/turns?wait=true', { body: { message: 'hi', session_id: 'conf-2' }, headers: auth })
+  conforms('POST', '/v1/turns', waited, 200)
+  const streamed = { ...auth, accept: 'text/event-stream' }
+  const sse = await call(g, 'POST', '/v1/turns', { body: { message: 'hi', session_id: 'conf-3' }, headers: streamed })
+  assert.match(sse.body, /^id: 1\nevent: turn\.started\n/)
+  assert.match(String(sse.headers['x-turn-id']), /^turn_/)
+  conforms('POST', '/v1/turns', sse)
+})
+
+test('schema violations are 400 as documented, a bad after_seq among them', async (t) => {
+  const { g, auth } = await setup(t)
+  conforms('GET', '/v1/turns/{id}/events', await call(g, 'GET', '/v1/turns/turn_x/events?after_seq=minus-one', { headers: auth }), 400)
+  conforms('GET', '/v1/turns/{id}', await call(g, 'GET', `/v1/turns/${'x'.repeat(129)}`, { headers: auth }), 400)
+  conforms('DELETE', '/v1/turns/{id}', await call(g, 'DELETE', `/v1/turns/${'x'.repeat(500)}`, { headers: auth }), 400)
+  conforms('GET', '/v1/turns/{id}', await call(g, 'GET', '/v1/turns/%E0%A4%A', { headers: auth }), 400)
+  conforms('GET', '/v1/sessions/{id}', await call(g, 'GET', '/v1/sessions/has%20space', { headers: auth }), 400)
+  conforms('GET', '/v1/tools', await call(g, 'GET', `/v1/tools?agent=${'a'.repeat(65)}`, { headers: auth }), 400)
+  conforms('POST', '/v1/turns', await call(g, 'POST', '/v1/turns', { body: { message: '' }, headers: auth }), 400)
+  conforms('POST', '/v1/turns', await call(g, 'POST', '/v1/turns', { body: '{"message":', headers: auth }), 400)
+  conforms('POST', '/v1/turns', await call(g, 'POST', '/v1/turns', { body: { message: 'hi', agent: 'nobody' }, headers: auth }), 400)
+  const maybe = { body: { decision: 'maybe' }, headers: auth }
+  conforms('POST', '/v1/approvals/{request_id}', await call(g, 'POST', '/v1/approvals/apr_x', maybe), 400)
+  conforms('POST', '/v1/receipts/verify', await call(g, 'POST', '/v1/receipts/verify', { body: { receipt: 'r' }, headers: auth }), 400)
+})
+
+test('a request without a token is 401 on every /v1 route, the WebSocket upgrade included', async (t) => {
+  const { g } = await setup(t)
+  for (const [method, path, template] of [
+    ['POST', '/v1/turns', '/v1/turns'], ['GET', '/v1/turns/t', '/v1/turns/{id}'], ['DELETE', '/v1/turns/t', '/v1/turns/{id}'],
+    ['GET', '/v1/turns/t/events', '/v1/turns/{id}/events'], ['POST', '/v1/approvals/a', '/v1/approvals/{request_id}'],
+    ['GET', '/v1/sessions/s', '/v1/sessions/{id}'], ['GET', '/v1/tools', '/v1/tools'],
+    ['POST', '/v1/receipts/verify', '/v1/receipts/verify']
+  ] as const) {
+    conforms(method, template, await call(g, method, path, method === 'POST' ? { body: {} } : {}), 401)
+  }
+  conforms('GET', '/v1/ws', await upgrade(g, {}), 401)
+})
+
+test('a missing scope and a foreign WebSocket Origin are 403 as documented', async (t) => {
+  const { g } = await setup(t)
+  const reader = { authorization: `Bearer ${await mintToken({ scopes: ['turns:read'] })}` }
+  conforms('POST', '/v1/turns', await call(g, 'POST', '/v1/turns', { body: { message: 'hi' }, headers: reader }), 403)
+  conforms('DELETE', '/v1/turns/{id}', await call(g, 'DELETE', '/v1/turns/t', { headers: reader }), 403)
+  const yes = { body: { decision: 'yes' }, headers: reader }
+  conforms('POST', '/v1/approvals/{request_id}', await call(g, 'POST', '/v1/approvals/a', yes), 403)
+  conforms('GET', '/v1/ws', await upgrade(g, { origin: 'https://evil.example', authorization: `Bearer ${await mintToken()}` }), 403)
+})
+
+test('unknown turns, sessions, approvals and paths are 404 as documented', async (t) => {
+  const { g, auth } = await setup(t)
+  conforms('GET', '/v1/turns/{id}', await call(g, 'GET', '/v1/turns/turn_missing', { headers: auth }), 404)
+  conforms('GET', '/v1/turns/{id}/events', await call(g, 'GET', '/v1/turns/turn_missing/events', { headers: auth }), 404)
+  conforms('DELETE', '/v1/turns/{id}', await call(g, 'DELETE', '/v1/turns/turn_missing', { headers: auth }), 404)
+  conforms('GET', '/v1/sessions/{id}', await call(g, 'GET', '/v1/sessions/missing', { headers: auth }), 404)
+  const yes = { body: { decision: 'yes' }, headers: auth }
+  conforms('POST', '/v1/approvals/{request_id}', await call(g, 'POST', '/v1/approvals/apr_missing', yes), 404)
+  const receipt = { receipt: 'tg-receipt-1-x', turn_id: 'turn_missing', call_id: 'c', tool: 't', arguments: {}, output: '' }
+  conforms('POST', '/v1/receipts/verify', await call(g, 'POST', '/v1/receipts/verify', { body: receipt, headers: auth }), 404)
+  conforms('GET', null, await call(g, 'GET', '/v1/no-such-route', { headers: auth }), 404)
+  conforms('PUT', null, await call(g, 'PUT', '/healthz'), 404)
+})
+
+test('a busy session and an answered approval are 409 as documented', async (t) => {
+  const s = await setup(t)
+  const hold = gate()
+  t.after(() => { hold.open() })
+  s.g.provider.enqueue({ text: 'slow', gate: hold.promise })
+  assert.equal((await call(s.g, 'POST', '/v1/turns', { body: { message: 'one', session_id: 'busy' }, headers: s.auth })).status, 202)
+  const busy = await call(s.g, 'POST', '/v1/turns', { body: { message: 'two', session_id: 'busy' }, headers: s.auth })
+  conforms('POST', '/v1/turns', busy, 409)
+  assert.equal(JSON.parse(busy.body).code, 'SESSION_BUSY')
+  hold.open()
+  const turn = await finishedTurn(s)
+  const again = await call(s.g, 'POST', `/v1/approvals/${turn.requestId}`, { body: { decision: 'no' }, headers: s.auth })
+  conforms('POST', '/v1/approvals/{request_id}', again, 409)
+  assert.equal(JSON.parse(again.body).code, 'APPROVAL_ALREADY_RESOLVED')
+})
+
+test('events no longer retained are 410 REPLAY_GAP as documented', async (t) => {
+  const { g, auth } = await setup(t, { turns: { max_events_per_turn: 16 } })
+  g.provider.enqueue({ text: 'a long answer that streams in many small pieces, '.repeat(4) })
+  const done = await call(g, 'POST', '/v1/turns?wait=true', { body: { message: 'talk' }, headers: auth })
+  const gap = await call(g, 'GET', `/v1/turns/${JSON.parse(done.body).turn_id as string}/events?after_seq=0`, { headers: auth })
+  conforms('GET', '/v1/turns/{id}/events', gap, 410)
+})
+
+test('bodies over the limit are 413 and bodies that are not JSON are 415 on every route that takes a body', async (t) => {
+  const { g, auth } = await setup(t, { server: { body_limit_bytes: 1024 } })
+  const routes = [
+    ['/v1/turns', '/v1/turns'], ['/v1/approvals/a', '/v1/approvals/{request_id}'], ['/v1/receipts/verify', '/v1/receipts/verify']
+  ] as const
+  for (const [path, template] of routes) {
+    conforms('POST', template, await call(g, 'POST', path, { body: { message: 'x'.repeat(2048) }, headers: auth }), 413)
+    conforms('POST', template, await call(g, 'POST', path, { body: '{}', headers: { ...auth, 'content-type': 'text/plain' } }), 415)
+  }
+})
+
+test('a plain GET to /v1/ws is 426 as documented', async (t) => {
+  const { g, auth } = await setup(t)
+  conforms('GET', '/v1/ws', await call(g, 'GET', '/v1/ws', { headers: auth }), 426)
+})
+
+test('too many running turns is 429 with Retry-After as documented', async (t) => {
+  const { g, auth } = await setup(t, { turns: { max_active_turns_per_principal: 1 } })
+  const hold = gate()
+  t.after(() => { hold.open() })
+  g.provider.enqueue({ text: 'slow', gate: hold.promise })
+  assert.equal((await call(g, 'POST', '/v1/turns', { body: { message: 'one' }, headers: auth })).status, 202)
+  conforms('POST', '/v1/turns', await call(g, 'POST', '/v1/turns', { body: { message: 'two' }, headers: auth }), 429)
+})
+
+test('oversized request headers are 431 as documented, on any route', async (t) => {
+  const { g } = await setup(t)
+  for (const [method, path] of [['GET', '/v1/ws'], ['GET', '/healthz'], ['POST', '/v1/turns']] as const) {
+    conforms(method, path, await oversized(g, method, path), 431)
+  }
+})
+
+test('every operation of openapi.yaml was called for its success, and every error class was provoked', () => {
+  for (const [path, methods] of Object.entries(doc.paths as Json)) {
+    for (const method of Object.keys(methods as Json)) {
+      const statuses = [...checked].filter((c) => c.startsWith(`${method.toUpperCase()} ${path} `)).map((c) => Number(c.split(' ').at(-1)))
+      assert.ok(statuses.some((s) => s < 400), `${method.toUpperCase()} ${path} was never called for its success here`)
+    }
+  }
+  const classes = new Set([...checked].map((c) => Number(c.split(' ').at(-1))).filter((s) => s >= 400))
+  assert.deepEqual([...classes].sort(), [400, 401, 403, 404, 409, 410, 413, 415, 426, 429, 431])
+})
