@@ -53,9 +53,10 @@ export function clusterOverrides (options: ClusterOptions, workspace: string, ex
   return deepMerge(base, extra)
 }
 
-export async function spawnGateway (defer: Defer, overrides: unknown): Promise<GatewayProcess> {
+/** `env` adds variables to the child's environment (test-only hooks such as a crash point). */
+export async function spawnGateway (defer: Defer, overrides: unknown, env: Record<string, string> = {}): Promise<GatewayProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
-    env: { ...process.env, TOLLGATE_TEST_OVERRIDES: JSON.stringify(overrides) },
+    env: { ...process.env, ...env, TOLLGATE_TEST_OVERRIDES: JSON.stringify(overrides) },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let stderr = ''
