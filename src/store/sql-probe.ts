@@ -20,21 +20,26 @@ export interface SqlCounts {
   /** Write transactions committed: explicit COMMITs plus writes run outside a transaction. */
   commits: number
   checkpoints: number
+  /** INSERT statements per table (a row each in Tollgate's statements). */
+  inserts: Record<string, number>
 }
 
 const WRITE = /^\s*(INSERT|UPDATE|DELETE|REPLACE)\b/i
 const COMMIT = /^\s*(COMMIT|END)\b/i
 const PRAGMA = /^\s*PRAGMA\b/i
+const INSERT_INTO = /^\s*INSERT(?:\s+OR\s+\w+)?\s+INTO\s+"?(\w+)/i
 
 /** Counts statements, commits and checkpoints; `waitForCheckpoint` awaits the next checkpoint. */
 export class SqlCounter implements SqlProbe {
-  private counts: SqlCounts = { statements: 0, commits: 0, checkpoints: 0 }
+  private counts: SqlCounts = { statements: 0, commits: 0, checkpoints: 0, inserts: {} }
   private checkpointWaiters: Array<(frames: { walFrames: number, checkpointed: number }) => void> = []
 
   statement (sql: string, inTransaction: boolean): void {
     if (PRAGMA.test(sql)) return
     this.counts.statements++
     if (COMMIT.test(sql) || (!inTransaction && WRITE.test(sql))) this.counts.commits++
+    const table = INSERT_INTO.exec(sql)?.[1]
+    if (table !== undefined) this.counts.inserts[table] = (this.counts.inserts[table] ?? 0) + 1
   }
 
   checkpoint (walFrames: number, checkpointed: number): void {
@@ -45,7 +50,7 @@ export class SqlCounter implements SqlProbe {
   }
 
   snapshot (): SqlCounts {
-    return { ...this.counts }
+    return { ...this.counts, inserts: { ...this.counts.inserts } }
   }
 
   /** The next checkpoint's outcome. */
