@@ -4,7 +4,8 @@
  * provider. The store and the bus are built by the same createStore() and createBus() that
  * buildServer() calls for `npm start` — so the SQLite store persists every event through the
  * archiving bus — with two additions that do not change what runs: a SQL probe on the store
- * (statement and commit counts) and a timestamp wrapper outside the bus (fan-out latency).
+ * (statement and commit counts; only when asked, since it costs a few microseconds per
+ * statement) and a timestamp wrapper outside the bus (fan-out latency).
  * Commands let the orchestrator read memory (after a full GC), count tool runs and SQL work, and
  * read the emit times of a watched turn's events.
  */
@@ -23,7 +24,7 @@ import { announceReady, childOptions, serveCommands } from './ipc.js'
 import { TimedEventBus } from './timed-bus.js'
 import { MODEL, NOOP_TOOLS, SYSTEM_PROMPT } from './workload.js'
 
-interface Options { providerUrl: string, stream: boolean, store: 'sqlite' | 'memory' }
+interface Options { providerUrl: string, stream: boolean, store: 'sqlite' | 'memory', probe: boolean }
 
 function fullGc (): void {
   const gc = (globalThis as { gc?: () => void }).gc
@@ -66,9 +67,9 @@ async function main (): Promise<void> {
     }
   })
   const log = createGatewayLogger(config.log.level)
-  const sql = new SqlCounter()
+  const sql = options.probe ? new SqlCounter() : null
   const instanceId = `inst_bench_${process.pid}`
-  const store = await createStore(config, { instanceId, env: {}, log, probe: sql })
+  const store = await createStore(config, { instanceId, env: {}, log, ...(sql === null ? {} : { probe: sql }) })
   const bus = new TimedEventBus(await createBus(config, { store, env: {}, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } }))
   const gateway = await buildServer({ config, tools, logger: log, store, bus })
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0, backlog: 4096 })
@@ -83,7 +84,10 @@ async function main (): Promise<void> {
       return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, sockets: gateway.app.websocketServer.clients.size }
     },
     tools: () => ({ runs: toolRuns }),
-    sql: () => ({ ...sql.snapshot() }),
+    sql: () => {
+      if (sql === null) throw new Error('this gateway was started without a SQL probe')
+      return { ...sql.snapshot() }
+    },
     watch: (m) => {
       bus.watch(String(m.turnId))
       return {}

@@ -39,9 +39,11 @@ function split (total: number, parts: number): number[] {
 
 type StoreKind = 'sqlite' | 'memory'
 
-async function startGateway (ctx: Ctx, store: StoreKind = 'sqlite'): Promise<{ gateway: Child, url: string }> {
-  const { child, ready } = await ctx.group.spawn(store === 'sqlite' ? 'tollgate' : 'tollgate-memory', 'gateway-server.ts', {
-    options: { providerUrl: ctx.providerUrl, stream: ctx.knobs.stream, store },
+/** `probe`: count SQL work (a few microseconds per statement: only where counts are reported). */
+async function startGateway (ctx: Ctx, store: StoreKind = 'sqlite', probe = false): Promise<{ gateway: Child, url: string }> {
+  const name = `tollgate${store === 'sqlite' ? '' : '-memory'}${probe ? '-probed' : ''}`
+  const { child, ready } = await ctx.group.spawn(name, 'gateway-server.ts', {
+    options: { providerUrl: ctx.providerUrl, stream: ctx.knobs.stream, store, probe },
     execArgv: ['--expose-gc']
   })
   return { gateway: child, url: String(ready.url) }
@@ -78,8 +80,8 @@ const LABELS: Record<RunnerKey, string> = {
   peer: 'peer: Fastify route + AI SDK'
 }
 
-/** Starts the runners named by `keys`; `load` drives every HTTP runner. */
-async function startRunners (ctx: Ctx, keys: readonly RunnerKey[], load: Child): Promise<Runner[]> {
+/** Starts the runners named by `keys`; `load` drives every HTTP runner; `probe` counts SQL on the SQLite gateway. */
+async function startRunners (ctx: Ctx, keys: readonly RunnerKey[], load: Child, probe = false): Promise<Runner[]> {
   const { knobs } = ctx
   const options = { providerUrl: ctx.providerUrl, stream: knobs.stream }
   const timeoutFor = (loop: Loop): number => loop.warmupMs + loop.durationMs + 60_000
@@ -113,8 +115,9 @@ async function startRunners (ctx: Ctx, keys: readonly RunnerKey[], load: Child):
       }
       case 'sqlite':
       case 'memory': {
-        const { gateway, url } = await startGateway(ctx, key)
-        const sql = key === 'sqlite' ? async () => await gateway.request<SqlCounts>({ type: 'sql' }) : undefined
+        const probed = probe && key === 'sqlite'
+        const { gateway, url } = await startGateway(ctx, key, probed)
+        const sql = probed ? async (): Promise<SqlCounts> => await gateway.request<SqlCounts>({ type: 'sql' }) : undefined
         return http(key, gateway, `${url}/v1/turns?wait=true`, (message) => ({ message, interactive: false }), sql)
       }
       case 'peer': {
@@ -223,17 +226,30 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
 }
 
 const TOOL_CALL_COUNTS = [0, 2, 4, 8] as const
+/** Per tool-call count, how long the probed gateway runs turns (one at a time) to count SQL work. */
+const SQL_COUNT_MS = 500
 
 async function toolCalls (ctx: Ctx): Promise<ToolCallFigures> {
   const { knobs } = ctx
   const load = (await ctx.group.spawn('http-load', 'http-load.ts')).child
-  const runners = await startRunners(ctx, ['route', 'sqlite', 'memory'], load)
+  const [runners, [probed]] = await Promise.all([startRunners(ctx, ['route', 'sqlite', 'memory'], load), startRunners(ctx, ['sqlite'], load, true)])
+  if (probed === undefined) throw new Error('no probed SQLite gateway')
   await prime(ctx, runners)
   const points = new Map<RunnerKey, ToolCallPoint[]>(runners.map((r) => [r.key, []]))
+  // SQL work per turn, counted on a gateway of its own: the probe would tax the timed ones.
+  const sqlPerTurn = new Map<number, SqlPerTurn>()
+  for (const calls of TOOL_CALL_COUNTS) {
+    const { result, sql } = await measure(ctx, probed, { concurrency: 1, warmupMs: 0, durationMs: SQL_COUNT_MS, message: turnMessage(calls) })
+    if (sql !== null && result.total > 0) {
+      sqlPerTurn.set(calls, { statements: sql.statements / result.total, commits: sql.commits / result.total, events: sql.events / result.total })
+    }
+  }
+  await probed.stop()
   for (const [i, calls] of TOOL_CALL_COUNTS.entries()) {
     const order = runners.map((_, j) => runners[(j + i) % runners.length] as Runner)
     for (const runner of order) {
-      const { result, providerCalls, toolRuns, sql } = await measure(ctx, runner, { concurrency: 1, warmupMs: knobs.warmupMs, durationMs: knobs.toolCallsMs, message: turnMessage(calls) })
+      const { result, providerCalls, toolRuns } = await measure(ctx, runner, { concurrency: 1, warmupMs: knobs.warmupMs, durationMs: knobs.toolCallsMs, message: turnMessage(calls) })
+      const sql = runner.key === 'sqlite' ? sqlPerTurn.get(calls) : undefined
       const attempts = result.total + result.errors
       const per = (n: number): number => (attempts === 0 ? Number.NaN : n / attempts)
       if (result.errors > 0) ctx.warnings.push(`tool-calls ${runner.key} × ${calls}: ${result.errors} failed turns; first: ${result.firstError ?? ''}`)
@@ -243,7 +259,7 @@ async function toolCalls (ctx: Ctx): Promise<ToolCallFigures> {
         errors: result.errors,
         providerCallsPerTurn: per(providerCalls),
         toolRunsPerTurn: per(toolRuns),
-        ...(sql === null ? {} : { sql: { statements: per(sql.statements), commits: per(sql.commits), events: per(sql.events) } })
+        ...(sql === undefined ? {} : { sql })
       })
       ctx.log(`  ${runner.key} with ${calls} tool calls: p50 ${summarize(result.latencies).p50.toFixed(2)} ms`)
     }
