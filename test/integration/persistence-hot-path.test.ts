@@ -80,6 +80,40 @@ test('a replay asked right after a publish includes the events whose group was n
   assert.deepEqual(replay.kind === 'events' && replay.events.map((e) => e.seq), [1, 2])
 })
 
+test('a group whose write fails is still fanned out at once, and reaches the log in order, without duplicates, once the store answers again', async (t) => {
+  const defer = deferrer(t)
+  const { store } = await openStore(defer)
+  let failures = 2
+  const flaky = new Proxy(store, {
+    get (target, key, receiver) {
+      if (key !== 'appendEventsNow' && key !== 'appendEvents') return Reflect.get(target, key, receiver)
+      return (events: readonly BusEnvelope[]) => {
+        if (failures > 0) {
+          failures--
+          if (key === 'appendEvents') return Promise.reject(new Error('store unreachable'))
+          throw new Error('store unreachable')
+        }
+        return key === 'appendEvents' ? target.appendEvents(events) : target.appendEventsNow(events)
+      }
+    }
+  })
+  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  const bus = new ArchivingBus({ inner, store: flaky, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  const seen: number[] = []
+  bus.subscribeTurn('turn_1', (e) => { seen.push(e.seq) })
+  bus.publish(envelope(1))
+  bus.publish(envelope(2))
+  await Promise.resolve()
+  bus.publish(envelope(3))
+  await Promise.resolve()
+  assert.deepEqual(seen, [1, 2, 3])
+  assert.deepEqual(await store.readEvents('turn_1', 0, 10), [])
+  // Closing wakes the writer's retry at once instead of after its back-off.
+  await bus.close()
+  assert.equal(failures, 0)
+  assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1, 2, 3])
+})
+
 test('sqlite: appends never checkpoint the WAL, which keeps every frame until a checkpoint copies them all', async (t) => {
   const { store } = await openStore(deferrer(t))
   // 3000 commits of one page or more each: SQLite's default would have checkpointed every 1000 pages.
