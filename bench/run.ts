@@ -226,7 +226,7 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
 }
 
 const TOOL_CALL_COUNTS = [0, 2, 4, 8] as const
-/** Per tool-call count, how long the probed gateway runs turns (one at a time) to count SQL work. */
+/** Per tool-call count, at most this long the probed gateway runs turns (one at a time) to count SQL work. */
 const SQL_COUNT_MS = 500
 
 async function toolCalls (ctx: Ctx): Promise<ToolCallFigures> {
@@ -239,7 +239,7 @@ async function toolCalls (ctx: Ctx): Promise<ToolCallFigures> {
   // SQL work per turn, counted on a gateway of its own: the probe would tax the timed ones.
   const sqlPerTurn = new Map<number, SqlPerTurn>()
   for (const calls of TOOL_CALL_COUNTS) {
-    const { result, sql } = await measure(ctx, probed, { concurrency: 1, warmupMs: 0, durationMs: SQL_COUNT_MS, message: turnMessage(calls) })
+    const { result, sql } = await measure(ctx, probed, { concurrency: 1, warmupMs: 0, durationMs: Math.min(SQL_COUNT_MS, knobs.toolCallsMs), message: turnMessage(calls) })
     if (sql !== null && result.total > 0) {
       sqlPerTurn.set(calls, { statements: sql.statements / result.total, commits: sql.commits / result.total, events: sql.events / result.total })
     }

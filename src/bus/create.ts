@@ -60,5 +60,7 @@ export async function createBus (config: Config, options: CreateBusOptions): Pro
   }
   if (!archived) return inner
   const afterGroupWrite = crashAfterWrite(options.env[CRASH_AFTER_EVENT_WRITE_ENV])
-  return new ArchivingBus({ inner, store, log, maxEventsPerTurn: maxEvents, maxBuffered: EVENT_LOG_BUFFER, ...(afterGroupWrite === undefined ? {} : { afterGroupWrite }) })
+  return new ArchivingBus({
+    inner, store, log, maxEventsPerTurn: maxEvents, maxBuffered: EVENT_LOG_BUFFER, ...(afterGroupWrite === undefined ? {} : { afterGroupWrite })
+  })
 }

@@ -55,18 +55,20 @@ CREATE TABLE IF NOT EXISTS ${s}.tollgate_instances (
 }
 
 function statements (s: string) {
-  const upsertTurn = `INSERT INTO ${s}.tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc) VALUES ($1, $2, $3, $4, $5, $6, $7)
+  const upsertTurn = `INSERT INTO ${s}.tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc)
+    VALUES ($1, $2, $3, $4, $5, $6, $7)
     ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
     WHERE ${s}.tollgate_turns.status = 'running'`
-  const upsertSession = (a: number, b: number, c: number): string => `INSERT INTO ${s}.tollgate_sessions (session_id, owner, doc) VALUES ($${a}, $${b}, $${c})
-    ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc`
+  const upsertSession = (a: number, b: number, c: number): string => `INSERT INTO ${s}.tollgate_sessions (session_id, owner, doc)
+    VALUES ($${a}, $${b}, $${c}) ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc`
   return {
     saveTurn: { name: 'tollgate_save_turn', text: upsertTurn },
     saveSession: { name: 'tollgate_save_session', text: upsertSession(1, 2, 3) },
     saveTurnAndSession: { name: 'tollgate_save_turn_and_session', text: `WITH saved_turn AS (${upsertTurn}) ${upsertSession(8, 9, 10)}` },
     appendEvents: {
       name: 'tollgate_append_events',
-      text: `INSERT INTO ${s}.tollgate_events (turn_id, seq, doc) SELECT * FROM unnest($1::text[], $2::integer[], $3::text[]) ON CONFLICT DO NOTHING`
+      text: `INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
+        SELECT * FROM unnest($1::text[], $2::integer[], $3::text[]) ON CONFLICT DO NOTHING`
     }
   }
 }

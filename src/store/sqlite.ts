@@ -90,10 +90,11 @@ function open (path: string, probe: SqlProbe | undefined): Database.Database {
 }
 
 function prepare (db: Database.Database) {
-  const saveTurn = db.prepare(`INSERT INTO tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc) VALUES (?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
+  const saveTurn = db.prepare(`INSERT INTO tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc)
+      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
       WHERE tollgate_turns.status = 'running'`)
-  const saveSession = db.prepare('INSERT INTO tollgate_sessions (session_id, owner, doc) VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc')
+  const saveSession = db.prepare(`INSERT INTO tollgate_sessions (session_id, owner, doc) VALUES (?, ?, ?)
+      ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc`)
   const appendEvent = db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, doc) VALUES (?, ?, ?)')
   return {
     saveTurn,

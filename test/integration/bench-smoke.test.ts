@@ -10,9 +10,9 @@ import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 
-function run (env: NodeJS.ProcessEnv): Promise<{ code: number | null, stdout: string, stderr: string }> {
+function run (env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<{ code: number | null, stdout: string, stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, ['--import', 'tsx', 'bench/run.ts'], { env, timeout: 120_000 }, (_err, stdout, stderr) => {
+    const child = execFile(process.execPath, ['--import', 'tsx', 'bench/run.ts'], { env, timeout: timeoutMs }, (_err, stdout, stderr) => {
       resolve({ code: child.exitCode, stdout, stderr })
     })
   })
@@ -59,7 +59,7 @@ test('a tiny fan-out bench run prints its table with every delivery measured and
   assert.deepEqual(processesWith(marker), [])
 })
 
-test('a tiny run of the turn sections compares every runner on the same work, and the default SQLite wiring persists every turn\'s events', { timeout: 150_000 }, async () => {
+test('a tiny run of the turn sections compares every runner on the same work, and the default SQLite wiring persists every turn\'s events', { timeout: 240_000 }, async () => {
   const marker = `tollgate-bench-smoke-${randomUUID()}`
   const { code, stdout, stderr } = await run({
     ...process.env,
@@ -73,7 +73,7 @@ test('a tiny run of the turn sections compares every runner on the same work, an
     BENCH_CANCEL_LOAD_MS: '2000',
     BENCH_FIRST_EVENT_SAMPLES: '3',
     BENCH_RESULTS: ''
-  })
+  }, 220_000)
   assert.equal(code, 0, stderr)
   assert.doesNotMatch(stdout, /## Warnings/)
   const throughput = ['baseline: bare Fastify route', 'extra: bare loop', 'Tollgate, SQLite store', 'Tollgate, memory store', 'peer: Fastify route + AI SDK']
@@ -94,7 +94,10 @@ test('a tiny run of the turn sections compares every runner on the same work, an
   assert.deepEqual(rows(stdout, 'Tollgate, memory store').slice(1).map((r) => r[7]), ['', '', '', ''])
   assert.equal(rows(stdout, 'Tollgate (SQLite)').filter((r) => r[0] === 'Tollgate (SQLite)').length, 1, 'a per-tool-call slope row')
   assert.deepEqual(rows(stdout, 'idle').map((r) => r[1]), ['3'])
-  assert.deepEqual(rows(stdout, 'under load').map((r) => r[1]), ['3'])
+  // Under load the sampler stops at a deadline, so a slow machine may take fewer samples.
+  const underLoad = rows(stdout, 'under load').map((r) => Number(r[1]))
+  assert.equal(underLoad.length, 1)
+  assert.ok((underLoad[0] ?? 0) >= 1 && (underLoad[0] ?? 0) <= 3, String(underLoad))
   assert.equal(rows(stdout, 'WS turn.start').length, 1)
   assert.deepEqual(processesWith(marker), [])
 })
