@@ -19,7 +19,7 @@ import type { RunningTurn, SessionRecord, Store, TurnRecord } from './store.js'
 
 const SCHEMA_VERSION = 1
 /** Between two checkpoints the WAL grows by what was written meanwhile; a second keeps it small. */
-export const CHECKPOINT_MS = 1000
+const CHECKPOINT_MS = 1000
 /** A WAL file that grew past this under a burst is truncated back when it restarts. */
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
 
