@@ -57,7 +57,7 @@ export interface SqliteStoreOptions {
   instanceId: string
   /** Period of the PASSIVE WAL checkpoint (default CHECKPOINT_MS); 0 runs none (tests only). */
   checkpointMs?: number
-  /** A failed checkpoint (the WAL keeps its frames; the next one retries). */
+  /** Told of a failed checkpoint (the WAL keeps its frames, the next one retries); default: ignored. */
   onCheckpointError?: (err: unknown) => void
   /** Instrumentation (benchmark, tests); none by default. */
   probe?: SqlProbe
@@ -91,7 +91,8 @@ function open (path: string, probe: SqlProbe | undefined): Database.Database {
 
 function prepare (db: Database.Database) {
   const saveTurn = db.prepare(`INSERT INTO tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc)
-      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
+      VALUES (?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
       WHERE tollgate_turns.status = 'running'`)
   const saveSession = db.prepare(`INSERT INTO tollgate_sessions (session_id, owner, doc) VALUES (?, ?, ?)
       ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc`)
