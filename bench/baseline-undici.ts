@@ -1,86 +1,24 @@
 /**
- * Baseline: the least a program can do for the workload. A bare loop makes the same provider
- * calls with undici and calls the no-op tools directly (no gateway, no events, no validation,
- * no persistence), at the same concurrency and measured by the same closed loop as the others.
+ * Extra baseline row: the bare turn (bare-turn.ts) in a loop inside this process — no HTTP hop
+ * to reach it, so no HTTP service can match it; the bare Fastify route is the fair baseline.
+ * Same concurrency and closed loop as the others.
  */
-import { Agent, request } from 'undici'
 import { runClosedLoop } from './closed-loop.js'
 import { announceReady, childOptions, serveCommands } from './ipc.js'
-import { FINAL_TEXT, MAX_STEPS, MODEL, NOOP_TOOLS, SYSTEM_PROMPT, TURN_MESSAGE } from './workload.js'
+import { createBareTurns } from './bare-turn.js'
+import { TURN_MESSAGE } from './workload.js'
 
 interface Options { providerUrl: string, stream: boolean }
-interface Call { id: string, name: string, arguments: string }
-interface Completion { text: string, calls: Call[] }
-type Message = Record<string, unknown>
-
-const tools = NOOP_TOOLS.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
-const byName = new Map(NOOP_TOOLS.map((t) => [t.name, t]))
-
-function parseJson (text: string): Completion {
-  const body = JSON.parse(text) as { choices?: Array<{ message?: { content?: string | null, tool_calls?: Array<{ id: string, function: { name: string, arguments: string } }> } }> }
-  const message = body.choices?.[0]?.message
-  return {
-    text: message?.content ?? '',
-    calls: (message?.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments }))
-  }
-}
-
-function parseSse (text: string): Completion {
-  let content = ''
-  const calls: Call[] = []
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('data: ') || line === 'data: [DONE]') continue
-    const chunk = JSON.parse(line.slice(6)) as { choices?: Array<{ delta?: { content?: string, tool_calls?: Array<{ index: number, id?: string, function?: { name?: string, arguments?: string } }> } }> }
-    const delta = chunk.choices?.[0]?.delta
-    if (delta === undefined) continue
-    content += delta.content ?? ''
-    for (const d of delta.tool_calls ?? []) {
-      const call = calls[d.index] ?? (calls[d.index] = { id: '', name: '', arguments: '' })
-      call.id = d.id ?? call.id
-      call.name += d.function?.name ?? ''
-      call.arguments += d.function?.arguments ?? ''
-    }
-  }
-  return { text: content, calls }
-}
 
 async function main (): Promise<void> {
-  const options = childOptions<Options>()
-  const url = `${options.providerUrl}/chat/completions`
-  const dispatcher = new Agent({ headersTimeout: 30_000, bodyTimeout: 30_000 })
-  let toolRuns = 0
-
-  const complete = async (messages: Message[]): Promise<Completion> => {
-    const payload: Record<string, unknown> = { model: MODEL, messages, stream: options.stream, tools }
-    if (options.stream) payload.stream_options = { include_usage: true }
-    const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload), dispatcher })
-    const text = await res.body.text()
-    if (res.statusCode !== 200) throw new Error(`provider answered ${res.statusCode}`)
-    return options.stream ? parseSse(text) : parseJson(text)
-  }
-
-  const turn = async (): Promise<void> => {
-    const messages: Message[] = [{ role: 'system', content: SYSTEM_PROMPT }, { role: 'user', content: TURN_MESSAGE }]
-    for (let step = 0; step < MAX_STEPS; step++) {
-      const reply = await complete(messages)
-      if (reply.calls.length === 0) {
-        if (reply.text !== FINAL_TEXT) throw new Error(`unexpected final text ${JSON.stringify(reply.text)}`)
-        return
-      }
-      messages.push({ role: 'assistant', content: reply.text === '' ? null : reply.text, tool_calls: reply.calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) })
-      for (const call of reply.calls) {
-        const tool = byName.get(call.name)
-        if (tool === undefined) throw new Error(`unknown tool ${call.name}`)
-        toolRuns++
-        messages.push({ role: 'tool', tool_call_id: call.id, content: tool.run(JSON.parse(call.arguments) as { n: number }) })
-      }
-    }
-    throw new Error('no final answer within the step limit')
-  }
-
+  const bare = createBareTurns(childOptions<Options>())
   serveCommands({
-    run: async (m) => ({ ...await runClosedLoop({ concurrency: Number(m.concurrency), warmupMs: Number(m.warmupMs), durationMs: Number(m.durationMs), turn }) }),
-    tools: () => ({ runs: toolRuns })
+    run: async (m) => {
+      const message = typeof m.message === 'string' ? m.message : TURN_MESSAGE
+      const turn = async (): Promise<void> => { await bare.run(message) }
+      return { ...await runClosedLoop({ concurrency: Number(m.concurrency), warmupMs: Number(m.warmupMs), durationMs: Number(m.durationMs), turn }) }
+    },
+    tools: () => ({ runs: bare.toolRuns })
   })
   announceReady()
 }

@@ -1,14 +1,15 @@
 /**
  * Zero-latency OpenAI-compatible provider, run as its own process so its work does not count
  * against any runner. It answers from the request alone: while the conversation has no tool
- * result yet it asks for the two no-op tools, afterwards it gives the final text. JSON or SSE,
- * following the request's `stream`. A first call whose user message starts with `hold:` waits for
- * the orchestrator's `release` (so fan-out subscribers can attach to a running turn).
+ * result yet it asks for the tool calls the user message names (`calls:<n>`, two by default;
+ * none: the final text at once), afterwards it gives the final text. JSON or SSE, following the
+ * request's `stream`. A first call whose user message starts with `hold:` waits for the
+ * orchestrator's `release` (fan-out subscribers attach to a running turn; cancels hit one).
  */
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { announceReady, serveCommands } from './ipc.js'
-import { FINAL_TEXT, HOLD_PREFIX, MODEL, SCRIPTED_CALLS } from './workload.js'
+import { callsAskedBy, FINAL_TEXT, HOLD_PREFIX, MODEL, scriptedCalls, type ScriptedCall } from './workload.js'
 
 const MAX_BODY_BYTES = 1_048_576
 
@@ -26,10 +27,8 @@ function hold (holds: Holds, key: string): { promise: Promise<void>, release: ()
   return entry
 }
 
-function reply (res: ServerResponse, stream: boolean, callIds: string[] | null): void {
-  const calls = callIds === null
-    ? []
-    : SCRIPTED_CALLS.map((c, i) => ({ id: callIds[i] ?? `call_${i}`, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.arguments) } }))
+function reply (res: ServerResponse, stream: boolean, scripted: ReadonlyArray<ScriptedCall & { id: string }>): void {
+  const calls = scripted.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.arguments) } }))
   const finish = calls.length > 0 ? 'tool_calls' : 'stop'
   const text = calls.length > 0 ? null : FINAL_TEXT
   const usage = { prompt_tokens: 40, completion_tokens: 8, total_tokens: 48 }
@@ -91,17 +90,17 @@ async function main (): Promise<void> {
       const messages = Array.isArray(body.messages) ? body.messages : []
       const stream = body.stream === true
       if (messages.some((m) => m.role === 'tool')) {
-        reply(res, stream, null)
+        reply(res, stream, [])
         return
       }
-      const ids = SCRIPTED_CALLS.map(() => `call_${(nextCall++).toString(36)}`)
       const user = messages.findLast((m) => m.role === 'user')
       const content = typeof user?.content === 'string' ? user.content : ''
+      const calls = scriptedCalls(callsAskedBy(content)).map((c) => ({ ...c, id: `call_${(nextCall++).toString(36)}` }))
       if (!content.startsWith(HOLD_PREFIX)) {
-        reply(res, stream, ids)
+        reply(res, stream, calls)
         return
       }
-      void hold(holds, content).promise.then(() => { if (!res.destroyed) reply(res, stream, ids) })
+      void hold(holds, content).promise.then(() => { if (!res.destroyed) reply(res, stream, calls) })
     })
   })
   server.keepAliveTimeout = 60_000
@@ -115,7 +114,7 @@ async function main (): Promise<void> {
   serveCommands({
     stats: () => ({ requests }),
     release: (m) => {
-      // Kept after release: the held request may arrive after the release. Keys are one per fan-out turn.
+      // Kept after release: the held request may arrive after the release. Keys are one per held turn.
       hold(holds, String(m.key)).release()
       return {}
     },

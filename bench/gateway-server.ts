@@ -1,21 +1,30 @@
 /**
  * The Tollgate under test: the real server from buildServer() and loadConfig(), with the no-op
  * tools registered through the embedding API and admitted without approval, pointed at the fake
- * provider. Commands let the orchestrator read memory (after a full GC), count tool runs, and
+ * provider. The store and the bus are built by the same createStore() and createBus() that
+ * buildServer() calls for `npm start` — so the SQLite store persists every event through the
+ * archiving bus — with two additions that do not change what runs: a SQL probe on the store
+ * (statement and commit counts; only when asked, since it costs a few microseconds per
+ * statement) and a timestamp wrapper outside the bus (fan-out latency).
+ * Commands let the orchestrator read memory (after a full GC), count tool runs and SQL work, and
  * read the emit times of a watched turn's events.
  */
 import { rmSync } from 'node:fs'
 import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createBus } from '../src/bus/create.js'
 import { loadConfig } from '../src/config.js'
+import { createGatewayLogger } from '../src/security/log-scrub.js'
 import { buildServer } from '../src/server.js'
+import { createStore } from '../src/store/create.js'
+import { SqlCounter } from '../src/store/sql-probe.js'
 import { defineTool, ok } from '../src/tools/tool.js'
 import { announceReady, childOptions, serveCommands } from './ipc.js'
 import { TimedEventBus } from './timed-bus.js'
 import { MODEL, NOOP_TOOLS, SYSTEM_PROMPT } from './workload.js'
 
-interface Options { providerUrl: string, stream: boolean }
+interface Options { providerUrl: string, stream: boolean, store: 'sqlite' | 'memory', probe: boolean }
 
 function fullGc (): void {
   const gc = (globalThis as { gc?: () => void }).gc
@@ -49,19 +58,20 @@ async function main (): Promise<void> {
       // Abuse limits, not capacity: one benchmark client legitimately exceeds what one user may do.
       ws: { frame_rate: { per_second: 1_000_000, burst: 1_000_000 } },
       turns: { max_active_turns: 4096, max_active_turns_per_principal: 4096 },
-      // The embedded default store (SQLite, every event persisted), kept in the scratch folder;
-      // BENCH_STORE=memory measures the gateway without persistence.
-      store: { kind: process.env.BENCH_STORE === 'memory' ? 'memory' : 'sqlite', sqlite: { path: join(workspace, 'tollgate.db') } },
+      // The embedded default store (SQLite, every event persisted) kept in the scratch folder, or
+      // the memory store (nothing persisted) for the second row.
+      store: { kind: options.store, sqlite: { path: join(workspace, 'tollgate.db') } },
       providers: { fake: { kind: 'openai', base_url: options.providerUrl, model: MODEL, stream: options.stream, timeout_ms: 30_000 } },
       agents: { default: { provider: 'fake', system_prompt: SYSTEM_PROMPT, tools: NOOP_TOOLS.map((t) => t.name) } },
       risk_profiles: { default: { auto_approve: NOOP_TOOLS.map((t) => t.name) } }
     }
   })
-  const bus = new TimedEventBus({
-    maxEventsPerTurn: config.turns.max_events_per_turn,
-    onListenerError: (err) => { process.stderr.write(`event listener failed: ${String(err)}\n`) }
-  })
-  const gateway = await buildServer({ config, tools, bus })
+  const log = createGatewayLogger(config.log.level)
+  const sql = options.probe ? new SqlCounter() : null
+  const instanceId = `inst_bench_${process.pid}`
+  const store = await createStore(config, { instanceId, env: {}, log, ...(sql === null ? {} : { probe: sql }) })
+  const bus = new TimedEventBus(await createBus(config, { store, env: {}, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } }))
+  const gateway = await buildServer({ config, tools, logger: log, store, bus })
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0, backlog: 4096 })
 
   // Stopped by the orchestrator without a `close` command (it is failing): still close cleanly.
@@ -74,6 +84,10 @@ async function main (): Promise<void> {
       return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, sockets: gateway.app.websocketServer.clients.size }
     },
     tools: () => ({ runs: toolRuns }),
+    sql: () => {
+      if (sql === null) throw new Error('this gateway was started without a SQL probe')
+      return { ...sql.snapshot() }
+    },
     watch: (m) => {
       bus.watch(String(m.turnId))
       return {}

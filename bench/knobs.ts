@@ -3,14 +3,19 @@
  * run with a message naming the variable instead of producing a meaningless table.
  */
 
-export type Section = 'throughput' | 'first-event' | 'idle' | 'fanout'
-export const SECTIONS: readonly Section[] = ['throughput', 'first-event', 'idle', 'fanout']
+export type Section = 'throughput' | 'tool-calls' | 'cancel' | 'first-event' | 'idle' | 'fanout'
+export const SECTIONS: readonly Section[] = ['throughput', 'tool-calls', 'cancel', 'first-event', 'idle', 'fanout']
 
 export interface Knobs {
   concurrency: number
   warmupMs: number
   durationMs: number
   rounds: number
+  /** Measured time per runner and tool-call count in the tool-calls section. */
+  toolCallsMs: number
+  cancelSamples: number
+  /** Length of the concurrency-16 load during which cancels are sampled again. */
+  cancelLoadMs: number
   stream: boolean
   idleConnections: number
   idleProcesses: number
@@ -61,6 +66,9 @@ export function readKnobs (env: NodeJS.ProcessEnv, openFiles: number, defaultRes
     warmupMs: int(env, 'BENCH_WARMUP_MS', 2000, 0, 60_000),
     durationMs: int(env, 'BENCH_DURATION_MS', 4000, 100, 600_000),
     rounds: int(env, 'BENCH_ROUNDS', 3, 1, 20),
+    toolCallsMs: int(env, 'BENCH_TOOL_CALLS_MS', 3000, 100, 600_000),
+    cancelSamples: int(env, 'BENCH_CANCEL_SAMPLES', 200, 1, 10_000),
+    cancelLoadMs: int(env, 'BENCH_CANCEL_LOAD_MS', 8000, 2000, 600_000),
     stream: flag(env, 'BENCH_PROVIDER_STREAM'),
     idleConnections: int(env, 'BENCH_IDLE_CONNECTIONS', 10_000, 1, Math.max(1, openFiles - headroom)),
     idleProcesses: int(env, 'BENCH_IDLE_PROCESSES', 4, 1, 32),

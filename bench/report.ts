@@ -6,7 +6,10 @@ import type { Knobs } from './knobs.js'
 import type { Machine } from './machine.js'
 import { fmt, ratio, type Summary } from './stats.js'
 
+export type RunnerKey = 'route' | 'loop' | 'sqlite' | 'memory' | 'peer'
+
 export interface RunnerFigures {
+  key: RunnerKey
   label: string
   turnsPerSec: number
   roundsPerSec: number[]
@@ -18,9 +21,41 @@ export interface RunnerFigures {
 }
 
 export interface ThroughputFigures {
-  baseline: RunnerFigures
-  tollgate: RunnerFigures
-  peer: RunnerFigures
+  runners: RunnerFigures[]
+}
+
+export interface SqlPerTurn {
+  statements: number
+  commits: number
+  /** Rows written to the event log. */
+  events: number
+}
+
+export interface ToolCallPoint {
+  calls: number
+  latency: Summary
+  errors: number
+  providerCallsPerTurn: number
+  toolRunsPerTurn: number
+  /** SQLite runner only. */
+  sql?: SqlPerTurn
+}
+
+export interface ToolCallRunner {
+  key: RunnerKey
+  label: string
+  points: ToolCallPoint[]
+}
+
+export interface ToolCallFigures {
+  runners: ToolCallRunner[]
+}
+
+export interface CancelFigures {
+  idle: Summary
+  loaded: Summary
+  loadTurnsPerSec: number
+  loadErrors: number
 }
 
 export interface FirstEventFigures {
@@ -56,6 +91,8 @@ export interface Report {
   loadBefore: string
   loadAfter: string
   throughput?: ThroughputFigures
+  toolCalls?: ToolCallFigures
+  cancel?: CancelFigures
   firstEvent?: FirstEventFigures
   idle?: IdleFigures
   fanout?: FanoutFigures
@@ -86,6 +123,101 @@ function ratioRow (label: string, a: RunnerFigures, b: RunnerFigures): string[] 
   return [label, ratio(a.turnsPerSec, b.turnsPerSec), ratio(a.latency.p50, b.latency.p50), ratio(a.latency.p99, b.latency.p99)]
 }
 
+/** Least-squares slope of y over x. */
+export function slope (points: ReadonlyArray<readonly [number, number]>): number {
+  const n = points.length
+  if (n < 2) return Number.NaN
+  const mx = points.reduce((s, [x]) => s + x, 0) / n
+  const my = points.reduce((s, [, y]) => s + y, 0) / n
+  let num = 0
+  let den = 0
+  for (const [x, y] of points) {
+    num += (x - mx) * (y - my)
+    den += (x - mx) ** 2
+  }
+  return den === 0 ? Number.NaN : num / den
+}
+
+const SHORT: Record<RunnerKey, string> = {
+  route: 'bare Fastify route',
+  loop: 'bare loop',
+  sqlite: 'Tollgate (SQLite)',
+  memory: 'Tollgate (memory)',
+  peer: 'AI SDK peer'
+}
+
+function renderThroughput (t: ThroughputFigures, out: string[]): void {
+  out.push('## Turn throughput and latency', '')
+  out.push(table(
+    ['runner', 'turns/s (per round)', 'p50 ms', 'p99 ms', 'turns timed', 'errors', 'provider calls/turn', 'tool runs/turn'],
+    t.runners.map(runnerRow)
+  ), '')
+  const route = t.runners.find((r) => r.key === 'route')
+  const peer = t.runners.find((r) => r.key === 'peer')
+  const rows: string[][] = []
+  for (const r of t.runners) {
+    if (route !== undefined && r !== route) rows.push(ratioRow(`${SHORT[r.key]} / ${SHORT.route}`, r, route))
+  }
+  for (const r of t.runners) {
+    if (peer !== undefined && (r.key === 'sqlite' || r.key === 'memory')) rows.push(ratioRow(`${SHORT[r.key]} / ${SHORT.peer}`, r, peer))
+  }
+  if (rows.length === 0) return
+  out.push('Ratios, all from this run (turns/s below 1× and latency above 1× mean the first runner is slower):', '')
+  out.push(table(['ratio', 'turns/s', 'p50', 'p99'], rows), '')
+}
+
+function renderToolCalls (f: ToolCallFigures, out: string[]): void {
+  out.push('## Cost per tool call (concurrency 1)', '')
+  const route = f.runners.find((r) => r.key === 'route')
+  const baseAt = (calls: number): ToolCallPoint | undefined => route?.points.find((p) => p.calls === calls)
+  const rows: string[][] = []
+  for (const r of f.runners) {
+    for (const p of r.points) {
+      const base = baseAt(p.calls)
+      const above = (v: number, b: number | undefined): string => (r === route || b === undefined ? '' : fmt(v - b))
+      rows.push([
+        r.label, String(p.calls), String(p.latency.count), fmt(p.latency.p50), fmt(p.latency.p99),
+        above(p.latency.p50, base?.latency.p50), above(p.latency.p99, base?.latency.p99),
+        p.sql === undefined ? '' : fmt(p.sql.events, 1), p.sql === undefined ? '' : fmt(p.sql.statements, 1), p.sql === undefined ? '' : fmt(p.sql.commits, 1),
+        String(p.errors), `${fmt(p.providerCallsPerTurn)} / ${fmt(p.toolRunsPerTurn)}`
+      ])
+    }
+  }
+  out.push(table(
+    ['runner', 'tool calls', 'turns timed', 'p50 ms', 'p99 ms', 'p50 − route ms', 'p99 − route ms', 'events written/turn', 'SQL statements/turn', 'commits/turn', 'errors', 'provider calls / tool runs per turn'],
+    rows
+  ), '')
+  if (route === undefined) return
+  const slopes: string[][] = []
+  for (const r of f.runners) {
+    if (r === route) continue
+    const over = (pick: (s: Summary) => number): Array<[number, number]> => r.points.flatMap((p) => {
+      const base = baseAt(p.calls)
+      return base === undefined ? [] : [[p.calls, pick(p.latency) - pick(base.latency)] as [number, number]]
+    })
+    const at2 = r.points.find((p) => p.calls === 2)
+    const base2 = baseAt(2)
+    slopes.push([
+      SHORT[r.key],
+      fmt(slope(over((s) => s.p50)), 3),
+      fmt(slope(over((s) => s.p99)), 3),
+      at2 === undefined || base2 === undefined ? 'n/a' : fmt(at2.latency.p99 - base2.latency.p99)
+    ])
+  }
+  out.push('Added per tool call: least-squares slope, over the tool-call counts, of the latency minus the bare route\'s at the same count:', '')
+  out.push(table(['runner', 'ms per tool call (p50)', 'ms per tool call (p99)', 'p99 above the route at 2 calls, ms'], slopes), '')
+  out.push('Per turn, from the SQLite store\'s SQL probe: events written = rows inserted into the event log; SQL statements = every statement SQLite ran (BEGIN and COMMIT included); commits = write transactions (explicit COMMITs and writes outside a transaction).', '')
+}
+
+function renderCancel (c: CancelFigures, out: string[]): void {
+  out.push('## Cancel → terminal event (Tollgate, SQLite)', '')
+  out.push(table(['condition', 'samples', 'p50 ms', 'p99 ms'], [
+    ['idle', String(c.idle.count), fmt(c.idle.p50), fmt(c.idle.p99)],
+    [`under load: concurrency-16 closed loop of turns (${fmt(c.loadTurnsPerSec, 0)} turns/s, ${c.loadErrors} errors)`, String(c.loaded.count), fmt(c.loaded.p50), fmt(c.loaded.p99)]
+  ]), '')
+  out.push('From sending a WS `cancel` for a turn whose model call is under way to receiving its `turn.cancelled` event frame, one turn at a time.', '')
+}
+
 export function renderReport (report: Report): string {
   const { machine: m, knobs: k } = report
   const out: string[] = []
@@ -104,21 +236,11 @@ export function renderReport (report: Report): string {
     ['load average (1, 5, 15 min) at end', report.loadAfter]
   ]), '')
   out.push('## Settings', '')
-  out.push(`Workload: each turn is a provider call answered with 2 tool calls (two no-op tools), then a provider call answered with the final text; the fake provider answers with zero latency from its own process (${k.stream ? 'SSE streaming' : 'JSON, not streamed'}). Concurrency ${k.concurrency}, ${k.rounds} round(s) of ${k.durationMs} ms per runner after ${k.warmupMs} ms warm-up each, runners interleaved and rotated every round.`, '')
+  out.push(`Workload: each turn is a provider call answered with 2 tool calls (two no-op tools; 0, 2, 4 or 8 in the tool-call section), then a provider call answered with the final text; the fake provider answers with zero latency from its own process (${k.stream ? 'SSE streaming' : 'JSON, not streamed'}). Throughput: concurrency ${k.concurrency}, ${k.rounds} round(s) of ${k.durationMs} ms per runner after ${k.warmupMs} ms warm-up each, runners interleaved and rotated every round. Tool calls: concurrency 1, ${k.toolCallsMs} ms per runner and count after ${k.warmupMs} ms warm-up. Tollgate runs with its default wiring: every event persisted in the embedded SQLite store (the memory-store row persists nothing).`, '')
 
-  const t = report.throughput
-  if (t !== undefined) {
-    out.push('## Turn throughput and latency', '')
-    out.push(table(
-      ['runner', 'turns/s (per round)', 'p50 ms', 'p99 ms', 'turns timed', 'errors', 'provider calls/turn', 'tool runs/turn'],
-      [runnerRow(t.baseline), runnerRow(t.tollgate), runnerRow(t.peer)]
-    ), '')
-    out.push('Ratios (turns/s below 1× and latency above 1× mean Tollgate is slower):', '')
-    out.push(table(['ratio', 'turns/s', 'p50', 'p99'], [
-      ratioRow('Tollgate / baseline', t.tollgate, t.baseline),
-      ratioRow('Tollgate / AI SDK peer', t.tollgate, t.peer)
-    ]), '')
-  }
+  if (report.throughput !== undefined) renderThroughput(report.throughput, out)
+  if (report.toolCalls !== undefined) renderToolCalls(report.toolCalls, out)
+  if (report.cancel !== undefined) renderCancel(report.cancel, out)
 
   const f = report.firstEvent
   if (f !== undefined) {

@@ -1,6 +1,6 @@
 /**
- * `npm run bench`: runs every section against separate processes (fake provider, gateway, load
- * clients, baseline, AI SDK peer), prints the report with its ratios and writes it to
+ * `npm run bench`: runs every section against separate processes (fake provider, gateways, load
+ * clients, baselines, AI SDK peer), prints the report with its ratios and writes it to
  * bench/results.md. Every child process is ended before it exits, on success or failure.
  */
 import { writeFile } from 'node:fs/promises'
@@ -11,9 +11,13 @@ import type { LoopResult } from './closed-loop.js'
 import { monotonicNs } from './ipc.js'
 import { KnobError, readKnobs, type Knobs } from './knobs.js'
 import { describeMachine, describeVersions, loadAverage } from './machine.js'
-import { renderReport, type FanoutFigures, type FirstEventFigures, type IdleFigures, type Report, type RunnerFigures, type ThroughputFigures } from './report.js'
+import {
+  renderReport, type CancelFigures, type FanoutFigures, type FirstEventFigures, type IdleFigures, type Report, type RunnerFigures, type RunnerKey,
+  type SqlPerTurn, type ThroughputFigures, type ToolCallFigures, type ToolCallPoint
+} from './report.js'
+import type { SqlCounts } from '../src/store/sql-probe.js'
 import { summarize } from './stats.js'
-import { HOLD_PREFIX, TURN_MESSAGE } from './workload.js'
+import { HOLD_PREFIX, TURN_MESSAGE, turnMessage } from './workload.js'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const CONNECT_IN_FLIGHT = 64
@@ -33,9 +37,13 @@ function split (total: number, parts: number): number[] {
   return Array.from({ length: n }, (_, i) => Math.floor(total / n) + (i < total % n ? 1 : 0))
 }
 
-async function startGateway (ctx: Ctx): Promise<{ gateway: Child, url: string }> {
-  const { child, ready } = await ctx.group.spawn('tollgate', 'gateway-server.ts', {
-    options: { providerUrl: ctx.providerUrl, stream: ctx.knobs.stream },
+type StoreKind = 'sqlite' | 'memory'
+
+/** `probe`: count SQL work (a few microseconds per statement: only where counts are reported). */
+async function startGateway (ctx: Ctx, store: StoreKind = 'sqlite', probe = false): Promise<{ gateway: Child, url: string }> {
+  const name = `tollgate${store === 'sqlite' ? '' : '-memory'}${probe ? '-probed' : ''}`
+  const { child, ready } = await ctx.group.spawn(name, 'gateway-server.ts', {
+    options: { providerUrl: ctx.providerUrl, stream: ctx.knobs.stream, store, probe },
     execArgv: ['--expose-gc']
   })
   return { gateway: child, url: String(ready.url) }
@@ -50,13 +58,112 @@ async function providerRequests (ctx: Ctx): Promise<number> {
   return (await ctx.provider.request<{ requests: number }>({ type: 'stats' })).requests
 }
 
-interface Loop { concurrency: number, warmupMs: number, durationMs: number }
+const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
+
+interface Loop { concurrency: number, warmupMs: number, durationMs: number, message: string }
 
 interface Runner {
-  key: keyof ThroughputFigures
+  key: RunnerKey
   label: string
   run: (loop: Loop) => Promise<LoopResult>
   toolRuns: () => Promise<number>
+  /** The SQLite gateway's SQL probe. */
+  sql?: () => Promise<SqlCounts>
+  stop: () => Promise<void>
+}
+
+const LABELS: Record<RunnerKey, string> = {
+  route: 'baseline: bare Fastify route POST /turn (undici + direct tool calls)',
+  loop: 'extra: bare loop, no HTTP hop (undici + direct tool calls)',
+  sqlite: 'Tollgate, SQLite store (default): POST /v1/turns?wait=true',
+  memory: 'Tollgate, memory store: POST /v1/turns?wait=true',
+  peer: 'peer: Fastify route + AI SDK'
+}
+
+/** Starts the runners named by `keys`; `load` drives every HTTP runner; `probe` counts SQL on the SQLite gateway. */
+async function startRunners (ctx: Ctx, keys: readonly RunnerKey[], load: Child, probe = false): Promise<Runner[]> {
+  const { knobs } = ctx
+  const options = { providerUrl: ctx.providerUrl, stream: knobs.stream }
+  const timeoutFor = (loop: Loop): number => loop.warmupMs + loop.durationMs + 60_000
+  const runs = async (child: Child): Promise<number> => (await child.request<{ runs: number }>({ type: 'tools' })).runs
+  const http = (key: RunnerKey, server: Child, url: string, body: (message: string) => Record<string, unknown>, sql?: () => Promise<SqlCounts>): Runner => ({
+    key,
+    label: key === 'peer' ? `${LABELS.peer} ${knobs.stream ? 'streamText' : 'generateText'}` : LABELS[key],
+    run: async (loop) => {
+      const { message, ...closedLoop } = loop
+      return await load.request<LoopResult>({ type: 'run', ...closedLoop, url, body: body(message) }, timeoutFor(loop))
+    },
+    toolRuns: async () => await runs(server),
+    ...(sql === undefined ? {} : { sql }),
+    stop: async () => { await stopChild(server) }
+  })
+  return await Promise.all(keys.map(async (key): Promise<Runner> => {
+    switch (key) {
+      case 'route': {
+        const { child, ready } = await ctx.group.spawn('route', 'baseline-fastify.ts', { options })
+        return http(key, child, `${String(ready.url)}/turn`, (message) => ({ message }))
+      }
+      case 'loop': {
+        const { child } = await ctx.group.spawn('loop', 'baseline-undici.ts', { options })
+        return {
+          key,
+          label: LABELS.loop,
+          run: async (loop) => await child.request<LoopResult>({ type: 'run', ...loop }, timeoutFor(loop)),
+          toolRuns: async () => await runs(child),
+          stop: async () => { await child.stop() }
+        }
+      }
+      case 'sqlite':
+      case 'memory': {
+        const probed = probe && key === 'sqlite'
+        const { gateway, url } = await startGateway(ctx, key, probed)
+        const sql = probed ? async (): Promise<SqlCounts> => await gateway.request<SqlCounts>({ type: 'sql' }) : undefined
+        return http(key, gateway, `${url}/v1/turns?wait=true`, (message) => ({ message, interactive: false }), sql)
+      }
+      case 'peer': {
+        const { child, ready } = await ctx.group.spawn('peer', 'peer-ai-sdk.ts', { options })
+        return http(key, child, `${String(ready.url)}/v1/turns`, (message) => ({ message }))
+      }
+    }
+  }))
+}
+
+/**
+ * A cold gateway is several times slower for its first ~1000 turns (JIT, lazy set-up; seen
+ * here), more than a few seconds of warm-up cover on a loaded machine: prime every runner,
+ * unmeasured, until it has run PRIME_TURNS turns or for 5 warm-up periods.
+ */
+async function prime (ctx: Ctx, runners: readonly Runner[]): Promise<void> {
+  const { knobs } = ctx
+  for (const runner of runners) {
+    const until = Date.now() + 5 * knobs.warmupMs
+    let primed = 0
+    while (primed < PRIME_TURNS && Date.now() < until) {
+      primed += (await runner.run({ concurrency: knobs.concurrency, warmupMs: 0, durationMs: Math.min(1000, knobs.warmupMs), message: TURN_MESSAGE })).total
+    }
+  }
+}
+
+interface Measured {
+  result: LoopResult
+  providerCalls: number
+  toolRuns: number
+  sql: SqlPerTurn | null
+}
+
+/** One closed-loop run, with the provider calls, tool runs and SQL work it caused. */
+async function measure (ctx: Ctx, runner: Runner, loop: Loop): Promise<Measured> {
+  const [calls0, tools0, sql0] = [await providerRequests(ctx), await runner.toolRuns(), await runner.sql?.() ?? null]
+  const result = await runner.run(loop)
+  const [calls1, tools1, sql1] = [await providerRequests(ctx), await runner.toolRuns(), await runner.sql?.() ?? null]
+  const sql = sql0 === null || sql1 === null
+    ? null
+    : {
+        statements: sql1.statements - sql0.statements,
+        commits: sql1.commits - sql0.commits,
+        events: (sql1.inserts.tollgate_events ?? 0) - (sql0.inserts.tollgate_events ?? 0)
+      }
+  return { result, providerCalls: calls1 - calls0, toolRuns: tools1 - tools0, sql }
 }
 
 interface Tally {
@@ -71,75 +178,40 @@ interface Tally {
   rounds: number[]
 }
 
+const THROUGHPUT_RUNNERS: readonly RunnerKey[] = ['route', 'loop', 'sqlite', 'memory', 'peer']
+
 async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
   const { knobs } = ctx
-  const options = { providerUrl: ctx.providerUrl, stream: knobs.stream }
-  const [{ gateway, url }, peer, load, baseline] = await Promise.all([
-    startGateway(ctx),
-    ctx.group.spawn('peer', 'peer-ai-sdk.ts', { options }),
-    ctx.group.spawn('http-load', 'http-load.ts'),
-    ctx.group.spawn('baseline', 'baseline-undici.ts', { options })
-  ])
-  const measured: Loop = { concurrency: knobs.concurrency, warmupMs: knobs.warmupMs, durationMs: knobs.durationMs }
-  const timeout = knobs.warmupMs + knobs.durationMs + 60_000
-  const runs = async (child: Child): Promise<number> => (await child.request<{ runs: number }>({ type: 'tools' })).runs
-  const runners: Runner[] = [
-    {
-      key: 'baseline',
-      label: 'baseline: bare loop, undici + direct tool calls',
-      run: async (loop) => await baseline.child.request<LoopResult>({ type: 'run', ...loop }, timeout),
-      toolRuns: async () => await runs(baseline.child)
-    },
-    {
-      key: 'tollgate',
-      label: 'Tollgate: POST /v1/turns?wait=true',
-      run: async (loop) => await load.child.request<LoopResult>({ type: 'run', ...loop, url: `${url}/v1/turns?wait=true`, body: { message: TURN_MESSAGE, interactive: false } }, timeout),
-      toolRuns: async () => await runs(gateway)
-    },
-    {
-      key: 'peer',
-      label: `peer: Fastify route + AI SDK ${knobs.stream ? 'streamText' : 'generateText'}`,
-      run: async (loop) => await load.child.request<LoopResult>({ type: 'run', ...loop, url: `${String(peer.ready.url)}/v1/turns`, body: { message: TURN_MESSAGE } }, timeout),
-      toolRuns: async () => await runs(peer.child)
-    }
-  ]
+  const load = (await ctx.group.spawn('http-load', 'http-load.ts')).child
+  const runners = await startRunners(ctx, THROUGHPUT_RUNNERS, load)
+  const measured: Loop = { concurrency: knobs.concurrency, warmupMs: knobs.warmupMs, durationMs: knobs.durationMs, message: TURN_MESSAGE }
   const tallies = new Map<string, Tally>(runners.map((r) => [r.key, { completed: 0, windowMs: 0, total: 0, errors: 0, firstError: null, latencies: [], providerCalls: 0, toolRuns: 0, rounds: [] }]))
-  // A cold gateway is several times slower for its first ~1000 turns (JIT, lazy set-up; seen
-  // here), more than a few seconds of warm-up cover on a loaded machine: prime every runner,
-  // unmeasured, until it has run PRIME_TURNS turns or for 5 warm-up periods.
-  for (const runner of runners) {
-    const until = Date.now() + 5 * knobs.warmupMs
-    let primed = 0
-    while (primed < PRIME_TURNS && Date.now() < until) {
-      primed += (await runner.run({ ...measured, warmupMs: 0, durationMs: Math.min(1000, knobs.warmupMs) })).total
-    }
-  }
+  await prime(ctx, runners)
   for (let round = 0; round < knobs.rounds; round++) {
     const order = runners.map((_, i) => runners[(i + round) % runners.length] as Runner)
     for (const runner of order) {
       const tally = tallies.get(runner.key) as Tally
-      const [calls0, tools0] = [await providerRequests(ctx), await runner.toolRuns()]
-      const result = await runner.run(measured)
-      const [calls1, tools1] = [await providerRequests(ctx), await runner.toolRuns()]
+      const { result, providerCalls, toolRuns } = await measure(ctx, runner, measured)
       tally.completed += result.completed
       tally.windowMs += result.windowMs
       tally.total += result.total
       tally.errors += result.errors
       tally.firstError ??= result.firstError
       for (const latency of result.latencies) tally.latencies.push(latency)
-      tally.providerCalls += calls1 - calls0
-      tally.toolRuns += tools1 - tools0
+      tally.providerCalls += providerCalls
+      tally.toolRuns += toolRuns
       tally.rounds.push(result.completed / (result.windowMs / 1000))
       ctx.log(`  round ${round + 1} ${runner.key}: ${(result.completed / (result.windowMs / 1000)).toFixed(0)} turns/s, ${result.errors} errors`)
     }
   }
-  await Promise.all([stopChild(gateway), stopChild(peer.child), stopChild(load.child), baseline.child.stop()])
+  await Promise.all([...runners.map(async (r) => { await r.stop() }), stopChild(load)])
 
   const figures = (runner: Runner): RunnerFigures => {
     const tally = tallies.get(runner.key) as Tally
     if (tally.errors > 0) ctx.warnings.push(`${runner.key}: ${tally.errors} failed turns; first: ${tally.firstError ?? ''}`)
     const attempts = tally.total + tally.errors
     return {
+      key: runner.key,
       label: runner.label,
       turnsPerSec: tally.completed / (tally.windowMs / 1000),
       roundsPerSec: tally.rounds,
@@ -150,8 +222,78 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
       toolRunsPerTurn: attempts === 0 ? Number.NaN : tally.toolRuns / attempts
     }
   }
-  const [b, t, p] = runners.map(figures) as [RunnerFigures, RunnerFigures, RunnerFigures]
-  return { baseline: b, tollgate: t, peer: p }
+  return { runners: runners.map(figures) }
+}
+
+const TOOL_CALL_COUNTS = [0, 2, 4, 8] as const
+/** Per tool-call count, at most this long the probed gateway runs turns (one at a time) to count SQL work. */
+const SQL_COUNT_MS = 500
+
+async function toolCalls (ctx: Ctx): Promise<ToolCallFigures> {
+  const { knobs } = ctx
+  const load = (await ctx.group.spawn('http-load', 'http-load.ts')).child
+  const [runners, [probed]] = await Promise.all([startRunners(ctx, ['route', 'sqlite', 'memory'], load), startRunners(ctx, ['sqlite'], load, true)])
+  if (probed === undefined) throw new Error('no probed SQLite gateway')
+  await prime(ctx, runners)
+  const points = new Map<RunnerKey, ToolCallPoint[]>(runners.map((r) => [r.key, []]))
+  // SQL work per turn, counted on a gateway of its own: the probe would tax the timed ones.
+  const sqlPerTurn = new Map<number, SqlPerTurn>()
+  for (const calls of TOOL_CALL_COUNTS) {
+    const { result, sql } = await measure(ctx, probed, { concurrency: 1, warmupMs: 0, durationMs: Math.min(SQL_COUNT_MS, knobs.toolCallsMs), message: turnMessage(calls) })
+    if (sql !== null && result.total > 0) {
+      sqlPerTurn.set(calls, { statements: sql.statements / result.total, commits: sql.commits / result.total, events: sql.events / result.total })
+    }
+  }
+  await probed.stop()
+  for (const [i, calls] of TOOL_CALL_COUNTS.entries()) {
+    const order = runners.map((_, j) => runners[(j + i) % runners.length] as Runner)
+    for (const runner of order) {
+      const { result, providerCalls, toolRuns } = await measure(ctx, runner, { concurrency: 1, warmupMs: knobs.warmupMs, durationMs: knobs.toolCallsMs, message: turnMessage(calls) })
+      const sql = runner.key === 'sqlite' ? sqlPerTurn.get(calls) : undefined
+      const attempts = result.total + result.errors
+      const per = (n: number): number => (attempts === 0 ? Number.NaN : n / attempts)
+      if (result.errors > 0) ctx.warnings.push(`tool-calls ${runner.key} × ${calls}: ${result.errors} failed turns; first: ${result.firstError ?? ''}`)
+      points.get(runner.key)?.push({
+        calls,
+        latency: summarize(result.latencies),
+        errors: result.errors,
+        providerCallsPerTurn: per(providerCalls),
+        toolRunsPerTurn: per(toolRuns),
+        ...(sql === undefined ? {} : { sql })
+      })
+      ctx.log(`  ${runner.key} with ${calls} tool calls: p50 ${summarize(result.latencies).p50.toFixed(2)} ms`)
+    }
+  }
+  await Promise.all([...runners.map(async (r) => { await r.stop() }), stopChild(load)])
+  return { runners: runners.map((r) => ({ key: r.key, label: r.label, points: points.get(r.key) ?? [] })) }
+}
+
+async function cancel (ctx: Ctx): Promise<CancelFigures> {
+  const { knobs } = ctx
+  const [{ gateway, url }, client, load] = await Promise.all([
+    startGateway(ctx),
+    ctx.group.spawn('cancel', 'cancel-client.ts'),
+    ctx.group.spawn('http-load', 'http-load.ts')
+  ])
+  const loadTurns = async (loop: Omit<Loop, 'message'>): Promise<LoopResult> =>
+    await load.child.request<LoopResult>({ type: 'run', ...loop, url: `${url}/v1/turns?wait=true`, body: { message: TURN_MESSAGE, interactive: false } }, loop.warmupMs + loop.durationMs + 60_000)
+  const sample = async (prefix: string, deadlineMs: number): Promise<number[]> =>
+    (await client.child.request<{ latencies: number[] }>({ type: 'run', url, samples: knobs.cancelSamples, deadlineMs, prefix }, deadlineMs + 60_000)).latencies
+  const until = Date.now() + 5 * knobs.warmupMs
+  for (let primed = 0; primed < PRIME_TURNS && Date.now() < until;) {
+    primed += (await loadTurns({ concurrency: knobs.concurrency, warmupMs: 0, durationMs: Math.min(1000, knobs.warmupMs) })).total
+  }
+  await sample('warm', 2000)
+  const idle = await sample('idle', 600_000)
+  // The load runs on its own; cancels are sampled once it is in full swing and stop before it ends.
+  const settle = Math.min(1000, knobs.cancelLoadMs / 4)
+  const loaded = loadTurns({ concurrency: 16, warmupMs: 0, durationMs: knobs.cancelLoadMs })
+  await sleep(settle)
+  const underLoad = await sample('load', knobs.cancelLoadMs - 2 * settle)
+  const background = await loaded
+  await Promise.all([stopChild(gateway), stopChild(client.child), stopChild(load.child)])
+  if (background.errors > 0) ctx.warnings.push(`cancel: the background load had ${background.errors} failed turns; first: ${background.firstError ?? ''}`)
+  return { idle: summarize(idle), loaded: summarize(underLoad), loadTurnsPerSec: background.completed / (background.windowMs / 1000), loadErrors: background.errors }
 }
 
 async function firstEvent (ctx: Ctx): Promise<FirstEventFigures> {
@@ -277,6 +419,14 @@ async function main (): Promise<void> {
     if (knobs.sections.has('throughput')) {
       log(`bench: throughput (concurrency ${knobs.concurrency}, ${knobs.rounds} × ${knobs.durationMs} ms per runner)`)
       report.throughput = await throughput(ctx)
+    }
+    if (knobs.sections.has('tool-calls')) {
+      log(`bench: cost per tool call (concurrency 1, ${TOOL_CALL_COUNTS.join('/')} tool calls, ${knobs.toolCallsMs} ms each)`)
+      report.toolCalls = await toolCalls(ctx)
+    }
+    if (knobs.sections.has('cancel')) {
+      log(`bench: cancel → terminal event (${knobs.cancelSamples} samples idle, then under load)`)
+      report.cancel = await cancel(ctx)
     }
     if (knobs.sections.has('first-event')) {
       log(`bench: time to first event (${knobs.firstEventSamples} samples per path)`)

@@ -1,14 +1,20 @@
 /**
- * The gateway's own in-process bus, with the moment each event of a watched turn is handed to it
- * recorded on the shared monotonic clock: fan-out latency is then measured from the emitting side
- * to each subscriber's receipt, not from the millisecond `ts` on the wire.
+ * Wraps the gateway's bus (the very one createBus() builds for the configuration) and records,
+ * on the shared monotonic clock, the moment each event of a watched turn is handed to it: fan-out
+ * latency is then measured from the emitting side to each subscriber's receipt, and includes
+ * persisting the event, as it does in production.
  */
-import type { BusEnvelope } from '../src/bus/bus.js'
-import { MemoryEventBus } from '../src/bus/memory.js'
+import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from '../src/bus/bus.js'
 import { monotonicNs } from './ipc.js'
 
-export class TimedEventBus extends MemoryEventBus {
+export class TimedEventBus implements EventBus {
   private readonly watched = new Map<string, Array<[number, bigint]>>()
+
+  constructor (private readonly inner: EventBus) {}
+
+  get shared (): boolean {
+    return this.inner.shared
+  }
 
   watch (turnId: string): void {
     this.watched.set(turnId, [])
@@ -21,8 +27,44 @@ export class TimedEventBus extends MemoryEventBus {
     return emits
   }
 
-  override publish (envelope: BusEnvelope): void {
+  publish (envelope: BusEnvelope): void {
     if (this.watched.size > 0) this.watched.get(envelope.turn_id)?.push([envelope.seq, monotonicNs()])
-    super.publish(envelope)
+    this.inner.publish(envelope)
+  }
+
+  subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe {
+    return this.inner.subscribeTurn(turnId, listener)
+  }
+
+  subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe {
+    return this.inner.subscribeSession(sessionId, listener)
+  }
+
+  async replay (turnId: string, afterSeq: number): Promise<ReplayResult> {
+    return await this.inner.replay(turnId, afterSeq)
+  }
+
+  async lastSeq (turnId: string): Promise<number> {
+    return await this.inner.lastSeq(turnId)
+  }
+
+  drop (turnId: string): void {
+    this.inner.drop(turnId)
+  }
+
+  publishControl (message: ControlMessage): void {
+    this.inner.publishControl(message)
+  }
+
+  onControl (listener: (message: ControlMessage) => void): Unsubscribe {
+    return this.inner.onControl(listener)
+  }
+
+  unreachableSince (): number | null {
+    return this.inner.unreachableSince()
+  }
+
+  async close (): Promise<void> {
+    await this.inner.close()
   }
 }

@@ -1,17 +1,26 @@
 /**
  * The one workload every runner executes, so their figures compare: a turn is a provider call
- * answered with two tool calls, the two no-op tools, and a second provider call answered with the
- * final text. The fake provider decides from the request alone (see fake-provider-server.ts), so
- * Tollgate, the bare baseline and the AI SDK peer all send and receive the same exchanges.
+ * answered with tool calls (two unless the message asks for another count), the no-op tools,
+ * and a second provider call answered with the final text (a turn with no tool calls is one
+ * provider call). The fake provider decides from the request alone (see fake-provider-server.ts),
+ * so Tollgate, the bare baselines and the AI SDK peer all send and receive the same exchanges.
  */
 
 export const MODEL = 'bench-model'
 export const SYSTEM_PROMPT = 'You are a benchmark agent. Call the tools you are given, then answer.'
-export const TURN_MESSAGE = 'Run the two no-op tools, then answer.'
+/** A turn message asking for `calls` tool calls (`calls:<n> …`); without the prefix it is two. */
+export function turnMessage (calls: number): string {
+  return `calls:${calls} Run the no-op tools, then answer.`
+}
+export const TURN_MESSAGE = turnMessage(2)
+const CALLS_PREFIX = /^calls:(\d+) /
+export const DEFAULT_CALLS = 2
+/** Upper bound on tool calls a message may ask for. */
+export const MAX_CALLS = 64
 export const FINAL_TEXT = 'done'
 /** A turn whose first provider call waits until the orchestrator releases it (fan-out set-up). */
 export const HOLD_PREFIX = 'hold:'
-/** Bound on model round trips per turn in every runner: the workload needs two. */
+/** Bound on model round trips per turn in every runner: the workload needs two at most. */
 export const MAX_STEPS = 4
 
 export interface NoopTool {
@@ -34,8 +43,21 @@ export const NOOP_TOOLS: readonly NoopTool[] = [
   { name: 'noop_b', description: 'Benchmark no-op tool B: returns at once.', parameters, run: ({ n }) => `b${n}` }
 ]
 
-/** What the fake provider asks for on a turn's first call: one call of each no-op tool. */
-export const SCRIPTED_CALLS: ReadonlyArray<{ name: string, arguments: { n: number } }> = [
-  { name: 'noop_a', arguments: { n: 1 } },
-  { name: 'noop_b', arguments: { n: 2 } }
-]
+export interface ScriptedCall { name: string, arguments: { n: number } }
+
+/**
+ * What the fake provider asks for on a turn's first call: `count` calls, the first half of
+ * noop_a and the rest of noop_b, each with its own `n`. Arguments differ, so the duplicate-call
+ * guard never fires, and the tools do not alternate, so the loop detector's ping-pong rule
+ * (four a/b cycles) never nudges: every runner does the same work.
+ */
+export function scriptedCalls (count: number): ScriptedCall[] {
+  const half = Math.ceil(count / 2)
+  return Array.from({ length: count }, (_, i) => ({ name: i < half ? 'noop_a' : 'noop_b', arguments: { n: i + 1 } }))
+}
+
+/** The tool calls a turn message asks for (DEFAULT_CALLS without the prefix, at most MAX_CALLS). */
+export function callsAskedBy (message: string): number {
+  const m = CALLS_PREFIX.exec(message)
+  return m === null ? DEFAULT_CALLS : Math.min(MAX_CALLS, Number(m[1]))
+}

@@ -2,6 +2,11 @@
  * Event bus decorator that persists every event in the store's event log and answers a replay
  * from it when the inner bus no longer can: after a restart (the memory bus starts empty), after
  * Redis lost its streams, or past the inner bus's per-turn bound.
+ *
+ * Group commit: events published in one synchronous run are collected and flushed together in
+ * a microtask — written to the log in one transaction, then handed to the inner bus in order.
+ * The flush runs before any promise reaction queued after the publish, so whatever a publisher
+ * does next (resolving a waiter, answering a request) still follows the event's fan-out.
  */
 import type { Logger } from 'pino'
 import { EventLogWriter } from '../store/event-writer.js'
@@ -15,6 +20,8 @@ export interface ArchivingBusOptions {
   /** Upper bound of one replay answered from the store. */
   maxEventsPerTurn: number
   maxBuffered: number
+  /** Runs between a group's write and its fan-out (the crash test's hook); nothing by default. */
+  afterGroupWrite?: (group: readonly BusEnvelope[]) => void
 }
 
 /** The run of events that follows `afterSeq` without a hole. */
@@ -32,11 +39,15 @@ export class ArchivingBus implements EventBus {
   private readonly store: Store
   private readonly writer: EventLogWriter
   private readonly maxEvents: number
+  private readonly afterGroupWrite: ((group: readonly BusEnvelope[]) => void) | undefined
+  /** Published, not yet written nor fanned out; a flush is queued whenever this is non-empty. */
+  private group: BusEnvelope[] = []
 
   constructor (options: ArchivingBusOptions) {
     this.inner = options.inner
     this.store = options.store
     this.maxEvents = options.maxEventsPerTurn
+    this.afterGroupWrite = options.afterGroupWrite
     this.writer = new EventLogWriter({ store: options.store, log: options.log, maxBuffered: options.maxBuffered, retryMs: 500 })
   }
 
@@ -45,9 +56,18 @@ export class ArchivingBus implements EventBus {
   }
 
   publish (envelope: BusEnvelope): void {
-    // Stored first: with a synchronous store no client can see an event a crash would lose.
-    this.writer.append(envelope)
-    this.inner.publish(envelope)
+    this.group.push(envelope)
+    if (this.group.length === 1) queueMicrotask(this.flush)
+  }
+
+  /** Stored first: with a synchronous store no client can see an event a crash would lose. */
+  private readonly flush = (): void => {
+    if (this.group.length === 0) return
+    const group = this.group
+    this.group = []
+    this.writer.append(group)
+    this.afterGroupWrite?.(group)
+    for (const envelope of group) this.inner.publish(envelope)
   }
 
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe {
@@ -59,6 +79,8 @@ export class ArchivingBus implements EventBus {
   }
 
   async replay (turnId: string, afterSeq: number): Promise<ReplayResult> {
+    // A caller may know of a published event (a turn's last_seq) whose group is still queued.
+    this.flush()
     let live: ReplayResult | null = null
     let liveError: unknown = null
     try {
@@ -90,6 +112,7 @@ export class ArchivingBus implements EventBus {
   }
 
   async lastSeq (turnId: string): Promise<number> {
+    this.flush()
     const [live, stored] = await Promise.all([
       this.inner.lastSeq(turnId).catch(() => 0),
       this.store.lastEventSeq(turnId)
@@ -114,6 +137,7 @@ export class ArchivingBus implements EventBus {
   }
 
   async close (): Promise<void> {
+    this.flush()
     await this.writer.close(5000)
     await this.inner.close()
   }

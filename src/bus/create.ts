@@ -7,13 +7,25 @@ import type { Config } from '../config.js'
 import { connectionUrl } from '../store/create.js'
 import type { Store } from '../store/store.js'
 import { ArchivingBus } from './archiving.js'
-import type { EventBus } from './bus.js'
+import type { BusEnvelope, EventBus } from './bus.js'
 import { MemoryEventBus } from './memory.js'
 import { RedisEventBus } from './redis.js'
 
 const DAY_MS = 86_400_000
 /** Events held for the store while it is unreachable (the oldest go first). */
 const EVENT_LOG_BUFFER = 100_000
+/**
+ * Test-only crash point: set to an event kind, the process kills itself (SIGKILL, no shutdown
+ * code) right after writing the first group holding such an event and before publishing it.
+ */
+export const CRASH_AFTER_EVENT_WRITE_ENV = 'TOLLGATE_TEST_CRASH_AFTER_EVENT_WRITE'
+
+function crashAfterWrite (kind: string | undefined): ((group: readonly BusEnvelope[]) => void) | undefined {
+  if (kind === undefined || kind === '') return undefined
+  return (group) => {
+    if (group.some((e) => e.event.kind === kind)) process.kill(process.pid, 'SIGKILL')
+  }
+}
 
 export interface CreateBusOptions {
   store: Store
@@ -47,5 +59,8 @@ export async function createBus (config: Config, options: CreateBusOptions): Pro
     inner = new MemoryEventBus({ maxEventsPerTurn: maxEvents, onListenerError: options.onListenerError })
   }
   if (!archived) return inner
-  return new ArchivingBus({ inner, store, log, maxEventsPerTurn: maxEvents, maxBuffered: EVENT_LOG_BUFFER })
+  const afterGroupWrite = crashAfterWrite(options.env[CRASH_AFTER_EVENT_WRITE_ENV])
+  return new ArchivingBus({
+    inner, store, log, maxEventsPerTurn: maxEvents, maxBuffered: EVENT_LOG_BUFFER, ...(afterGroupWrite === undefined ? {} : { afterGroupWrite })
+  })
 }

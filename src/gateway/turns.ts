@@ -230,8 +230,7 @@ export class TurnService {
 
     session.turn_ids.push(turnId)
     try {
-      await this.deps.store.saveTurn(record)
-      await this.deps.store.saveSession(session)
+      await this.deps.store.saveTurnAndSession(record, session)
     } catch (err) {
       // Nothing ran yet: release the slot and the session so the client can simply retry.
       this.active.delete(turnId)
@@ -393,8 +392,7 @@ export class TurnService {
     record.updated_at = new Date().toISOString()
     session.updated_at = record.updated_at
     try {
-      await this.deps.store.saveTurn(record)
-      await this.deps.store.saveSession(session)
+      await this.deps.store.saveTurnAndSession(record, session)
     } catch (err) {
       state.log.error({ err }, 'could not persist the finished turn')
     }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import { MemoryStore } from './memory.js'
 import { PostgresStore } from './postgres.js'
+import type { SqlProbe } from './sql-probe.js'
 import { SqliteStore } from './sqlite.js'
 import type { Store } from './store.js'
 
@@ -14,13 +15,26 @@ export function connectionUrl (section: { url: string, url_env?: string }, env: 
   return value
 }
 
-export async function createStore (config: Config, options: { instanceId: string, env: NodeJS.ProcessEnv, log: Logger }): Promise<Store> {
+export interface CreateStoreOptions {
+  instanceId: string
+  env: NodeJS.ProcessEnv
+  log: Logger
+  /** Instrumentation of the SQLite store (benchmark); none by default. */
+  probe?: SqlProbe
+}
+
+export async function createStore (config: Config, options: CreateStoreOptions): Promise<Store> {
   const { instanceId } = options
   switch (config.store.kind) {
     case 'memory':
       return new MemoryStore({ instanceId })
     case 'sqlite':
-      return new SqliteStore({ path: config.store.sqlite.path, instanceId })
+      return new SqliteStore({
+        path: config.store.sqlite.path,
+        instanceId,
+        onCheckpointError: (err) => { options.log.warn({ err }, 'could not checkpoint the SQLite WAL; retrying') },
+        ...(options.probe === undefined ? {} : { probe: options.probe })
+      })
     case 'postgres': {
       const pgc = config.store.postgres
       return await PostgresStore.open({

@@ -2,7 +2,8 @@
  * Ordered, buffered writer of events into the store's event log. `publish` is synchronous, the
  * store is not: events queue here and go out in order, one batch at a time, retried while the
  * store is unreachable (bounded: past `maxBuffered` the oldest are dropped and logged).
- * A store that writes synchronously (SQLite) gets each event before append() returns.
+ * A store that writes synchronously (SQLite) gets each group of events in one transaction
+ * before append() returns; an asynchronous one (PostgreSQL) gets a group in one statement.
  */
 import type { Logger } from 'pino'
 import type { BusEnvelope } from '../bus/bus.js'
@@ -29,18 +30,19 @@ export class EventLogWriter {
     this.options = options
   }
 
-  append (envelope: BusEnvelope): void {
-    if (this.closed) return
+  /** Appends a group of events (in seq order per turn) as one write when nothing is queued. */
+  append (group: readonly BusEnvelope[]): void {
+    if (this.closed || group.length === 0) return
     const now = this.options.store.appendEventsNow
     if (now !== undefined && this.queue.length === 0) {
       try {
-        now.call(this.options.store, [envelope])
+        now.call(this.options.store, group)
         return
       } catch (err) {
         this.options.log.warn({ err }, 'could not append to the event log; retrying')
       }
     }
-    this.queue.push(envelope)
+    for (const envelope of group) this.queue.push(envelope)
     this.trim()
     this.running ??= this.run()
   }

@@ -40,6 +40,10 @@ export class MemoryStore implements Store {
   }
 
   async saveTurn (turn: TurnRecord): Promise<void> {
+    this.putTurn(turn)
+  }
+
+  private putTurn (turn: TurnRecord): void {
     const stored = this.turns.get(turn.turn_id)
     if (stored !== undefined && TERMINAL_TURN_STATUSES.has(stored.turn.status)) return
     this.turns.set(turn.turn_id, {
@@ -47,6 +51,12 @@ export class MemoryStore implements Store {
       instanceId: stored?.instanceId ?? this.instanceId,
       finishedAt: finishedMs(turn)
     })
+  }
+
+  async saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void> {
+    const copy = structuredClone(session)
+    this.putTurn(turn)
+    this.sessions.set(session.session_id, copy)
   }
 
   async appendEvents (events: readonly BusEnvelope[]): Promise<void> {

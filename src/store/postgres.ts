@@ -2,6 +2,9 @@
  * Shared store on PostgreSQL (`pg`): many gateway instances use one database. Leases use the
  * database clock, so instances with skewed clocks still agree on who is alive. Saves of one
  * turn are chained so a pool running queries on several connections cannot reorder them.
+ * The hot-path statements are named, so each pooled connection parses and plans them once; a
+ * batch of events is one statement whatever its size (arrays unnested), and a turn+session
+ * save pair is one statement too (two data-modifying CTE parts, atomic together).
  */
 import pg from 'pg'
 import type { BusEnvelope } from '../bus/bus.js'
@@ -51,6 +54,25 @@ CREATE TABLE IF NOT EXISTS ${s}.tollgate_instances (
 );`
 }
 
+function statements (s: string) {
+  const upsertTurn = `INSERT INTO ${s}.tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc)
+    VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
+    WHERE ${s}.tollgate_turns.status = 'running'`
+  const upsertSession = (a: number, b: number, c: number): string => `INSERT INTO ${s}.tollgate_sessions (session_id, owner, doc)
+    VALUES ($${a}, $${b}, $${c}) ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc`
+  return {
+    saveTurn: { name: 'tollgate_save_turn', text: upsertTurn },
+    saveSession: { name: 'tollgate_save_session', text: upsertSession(1, 2, 3) },
+    saveTurnAndSession: { name: 'tollgate_save_turn_and_session', text: `WITH saved_turn AS (${upsertTurn}) ${upsertSession(8, 9, 10)}` },
+    appendEvents: {
+      name: 'tollgate_append_events',
+      text: `INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
+        SELECT * FROM unnest($1::text[], $2::integer[], $3::text[]) ON CONFLICT DO NOTHING`
+    }
+  }
+}
+
 export class PostgresStore implements Store {
   readonly instanceId: string
   readonly exclusive = false
@@ -58,12 +80,14 @@ export class PostgresStore implements Store {
   /** Quoted schema name, validated: safe to splice into SQL. */
   private readonly s: string
   private readonly chains = new Map<string, Promise<void>>()
+  private readonly sql: ReturnType<typeof statements>
   private closed = false
 
   private constructor (pool: pg.Pool, schema: string, instanceId: string) {
     this.pool = pool
     this.s = `"${schema}"`
     this.instanceId = instanceId
+    this.sql = statements(this.s)
   }
 
   /** Connects and creates the schema and tables if missing (serialised across instances). */
@@ -102,13 +126,15 @@ export class PostgresStore implements Store {
     }
   }
 
-  /** Runs `fn` after every earlier call with the same key has settled. */
-  private serial (key: string, fn: () => Promise<void>): Promise<void> {
-    const previous = this.chains.get(key) ?? Promise.resolve()
-    const next = previous.then(fn)
+  /** Runs `fn` after every earlier call sharing one of `keys` has settled. */
+  private serial (keys: readonly string[], fn: () => Promise<void>): Promise<void> {
+    const previous = keys.map((key) => this.chains.get(key)).filter((p) => p !== undefined)
+    const next = (previous.length === 0 ? Promise.resolve() : Promise.all(previous)).then(fn)
     const tail = next.catch(() => {})
-    this.chains.set(key, tail)
-    void tail.then(() => { if (this.chains.get(key) === tail) this.chains.delete(key) })
+    for (const key of keys) {
+      this.chains.set(key, tail)
+      void tail.then(() => { if (this.chains.get(key) === tail) this.chains.delete(key) })
+    }
     return next
   }
 
@@ -118,10 +144,9 @@ export class PostgresStore implements Store {
   }
 
   async saveSession (session: SessionRecord): Promise<void> {
-    const doc = encodeDoc(session)
-    await this.serial(`s:${session.session_id}`, async () => {
-      await this.pool.query(`INSERT INTO ${this.s}.tollgate_sessions (session_id, owner, doc) VALUES ($1, $2, $3)
-        ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc`, [session.session_id, session.owner, doc])
+    const values = [session.session_id, session.owner, encodeDoc(session)]
+    await this.serial([`s:${session.session_id}`], async () => {
+      await this.pool.query({ ...this.sql.saveSession, values })
     })
   }
 
@@ -132,23 +157,27 @@ export class PostgresStore implements Store {
 
   async saveTurn (turn: TurnRecord): Promise<void> {
     // Encoded now: the caller keeps mutating the live record while the save waits its turn.
-    const params = [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn)]
-    await this.serial(`t:${turn.turn_id}`, async () => {
-      await this.pool.query(`INSERT INTO ${this.s}.tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc) VALUES ($1, $2, $3, $4, $5, $6, $7)
-        ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
-        WHERE ${this.s}.tollgate_turns.status = 'running'`, params)
+    const values = this.turnRow(turn)
+    await this.serial([`t:${turn.turn_id}`], async () => {
+      await this.pool.query({ ...this.sql.saveTurn, values })
     })
+  }
+
+  async saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void> {
+    const values = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session)]
+    await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
+      await this.pool.query({ ...this.sql.saveTurnAndSession, values })
+    })
+  }
+
+  private turnRow (turn: TurnRecord): unknown[] {
+    return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn)]
   }
 
   async appendEvents (events: readonly BusEnvelope[]): Promise<void> {
     if (events.length === 0) return
-    const values: string[] = []
-    const params: unknown[] = []
-    for (const e of events) {
-      params.push(e.turn_id, e.seq, encodeDoc(e))
-      values.push(`($${params.length - 2}, $${params.length - 1}, $${params.length})`)
-    }
-    await this.pool.query(`INSERT INTO ${this.s}.tollgate_events (turn_id, seq, doc) VALUES ${values.join(', ')} ON CONFLICT DO NOTHING`, params)
+    const values = [events.map((e) => e.turn_id), events.map((e) => e.seq), events.map((e) => encodeDoc(e))]
+    await this.pool.query({ ...this.sql.appendEvents, values })
   }
 
   async readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> {

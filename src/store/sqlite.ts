@@ -3,15 +3,25 @@
  * locking mode: one gateway process owns it, a second one fails at start instead of sharing
  * it unnoticed — so at start every turn still `running` belongs to a dead process. Statements
  * run synchronously, which also makes every write land in call order.
+ *
+ * The WAL is never checkpointed inside a write (`wal_autocheckpoint = 0`): a timer runs a
+ * PASSIVE checkpoint every `checkpointMs`, so no request pays for copying pages and syncing the
+ * database file. Exclusive locking keeps the WAL index in this connection's memory, so no other
+ * connection (a worker thread) could checkpoint it; the timer is the one place it happens.
  */
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import type { BusEnvelope } from '../bus/bus.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
+import type { SqlProbe } from './sql-probe.js'
 import type { RunningTurn, SessionRecord, Store, TurnRecord } from './store.js'
 
 const SCHEMA_VERSION = 1
+/** Between two checkpoints the WAL grows by what was written meanwhile; a second keeps it small. */
+const CHECKPOINT_MS = 1000
+/** A WAL file that grew past this under a burst is truncated back when it restarts. */
+const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS tollgate_sessions (
@@ -45,16 +55,26 @@ CREATE TABLE IF NOT EXISTS tollgate_instances (
 export interface SqliteStoreOptions {
   path: string
   instanceId: string
+  /** Period of the PASSIVE WAL checkpoint (default CHECKPOINT_MS); 0 runs none (tests only). */
+  checkpointMs?: number
+  /** Told of a failed checkpoint (the WAL keeps its frames, the next one retries); default: ignored. */
+  onCheckpointError?: (err: unknown) => void
+  /** Instrumentation (benchmark, tests); none by default. */
+  probe?: SqlProbe
 }
 
-function open (path: string): Database.Database {
+function open (path: string, probe: SqlProbe | undefined): Database.Database {
   mkdirSync(dirname(path), { recursive: true })
-  const db = new Database(path, { timeout: 1000 })
+  let db: Database.Database | undefined
+  const verbose = probe === undefined ? undefined : (sql: unknown) => { probe.statement(String(sql), db?.inTransaction === true) }
+  db = new Database(path, { timeout: 1000, ...(verbose === undefined ? {} : { verbose }) })
   try {
     // Exclusive before WAL: no shared-memory index, and the lock is held until close().
     db.pragma('locking_mode = EXCLUSIVE')
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = NORMAL')
+    db.pragma('wal_autocheckpoint = 0')
+    db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
     const version = db.pragma('user_version', { simple: true }) as number
     if (version > SCHEMA_VERSION) throw new Error(`the SQLite database ${path} was written by a newer Tollgate (schema ${version})`)
     db.exec(SCHEMA)
@@ -70,14 +90,27 @@ function open (path: string): Database.Database {
 }
 
 function prepare (db: Database.Database) {
-  return {
-    getSession: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_sessions WHERE session_id = ?'),
-    saveSession: db.prepare('INSERT INTO tollgate_sessions (session_id, owner, doc) VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc'),
-    getTurn: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_turns WHERE turn_id = ?'),
-    saveTurn: db.prepare(`INSERT INTO tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc) VALUES (?, ?, ?, ?, ?, ?, ?)
+  const saveTurn = db.prepare(`INSERT INTO tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc)
+      VALUES (?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
-      WHERE tollgate_turns.status = 'running'`),
-    appendEvent: db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, doc) VALUES (?, ?, ?)'),
+      WHERE tollgate_turns.status = 'running'`)
+  const saveSession = db.prepare(`INSERT INTO tollgate_sessions (session_id, owner, doc) VALUES (?, ?, ?)
+      ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc`)
+  const appendEvent = db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, doc) VALUES (?, ?, ?)')
+  return {
+    saveTurn,
+    saveSession,
+    // Transaction functions are built once: better-sqlite3 wraps a new one on every call otherwise.
+    saveTurnAndSession: db.transaction((turn: unknown[], session: unknown[]) => {
+      saveTurn.run(...turn)
+      saveSession.run(...session)
+    }),
+    appendEvents: db.transaction((events: readonly BusEnvelope[]) => {
+      for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
+    }),
+    checkpoint: db.prepare<[], { busy: number, log: number, checkpointed: number }>('PRAGMA wal_checkpoint(PASSIVE)'),
+    getSession: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_sessions WHERE session_id = ?'),
+    getTurn: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_turns WHERE turn_id = ?'),
     readEvents: db.prepare<[string, number, number], { doc: string }>('SELECT doc FROM tollgate_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
     lastEventSeq: db.prepare<[string], { seq: number | null }>('SELECT max(seq) AS seq FROM tollgate_events WHERE turn_id = ?'),
     pruneEvents: db.prepare('DELETE FROM tollgate_events WHERE turn_id IN (SELECT turn_id FROM tollgate_turns WHERE finished_ms IS NOT NULL AND finished_ms < ?)'),
@@ -97,11 +130,33 @@ export class SqliteStore implements Store {
   readonly exclusive = true
   private readonly db: Database.Database
   private readonly stmt: Statements
+  private readonly probe: SqlProbe | undefined
+  private readonly checkpointTimer: NodeJS.Timeout | null
 
   constructor (options: SqliteStoreOptions) {
     this.instanceId = options.instanceId
-    this.db = open(resolve(options.path))
+    this.probe = options.probe
+    this.db = open(resolve(options.path), options.probe)
     this.stmt = prepare(this.db)
+    const every = options.checkpointMs ?? CHECKPOINT_MS
+    const onError = options.onCheckpointError ?? (() => {})
+    this.checkpointTimer = every === 0
+      ? null
+      : setInterval(() => {
+        try {
+          this.checkpoint()
+        } catch (err) {
+          onError(err)
+        }
+      }, every).unref()
+  }
+
+  /** Copies the WAL's frames into the database file without waiting for anything (PASSIVE). */
+  checkpoint (): { walFrames: number, checkpointed: number } {
+    const row = this.stmt.checkpoint.get()
+    const result = { walFrames: row?.log ?? 0, checkpointed: row?.checkpointed ?? 0 }
+    this.probe?.checkpoint(result.walFrames, result.checkpointed)
+    return result
   }
 
   async getSession (sessionId: string): Promise<SessionRecord | null> {
@@ -119,7 +174,15 @@ export class SqliteStore implements Store {
   }
 
   async saveTurn (turn: TurnRecord): Promise<void> {
-    this.stmt.saveTurn.run(turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn))
+    this.stmt.saveTurn.run(...this.turnRow(turn))
+  }
+
+  async saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void> {
+    this.stmt.saveTurnAndSession(this.turnRow(turn), [session.session_id, session.owner, encodeDoc(session)])
+  }
+
+  private turnRow (turn: TurnRecord): unknown[] {
+    return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn)]
   }
 
   async appendEvents (events: readonly BusEnvelope[]): Promise<void> {
@@ -127,9 +190,7 @@ export class SqliteStore implements Store {
   }
 
   appendEventsNow (events: readonly BusEnvelope[]): void {
-    this.db.transaction(() => {
-      for (const e of events) this.stmt.appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
-    })()
+    this.stmt.appendEvents(events)
   }
 
   async readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> {
@@ -166,6 +227,7 @@ export class SqliteStore implements Store {
   }
 
   async close (): Promise<void> {
+    if (this.checkpointTimer !== null) clearInterval(this.checkpointTimer)
     if (this.db.open) this.db.close()
   }
 }

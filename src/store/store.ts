@@ -46,6 +46,12 @@ export interface Store {
    * a terminal status never changes again (the first terminal write wins).
    */
   saveTurn (turn: TurnRecord): Promise<void>
+  /**
+   * saveTurn and saveSession as one atomic write: both land or neither does, so a reader never
+   * sees a turn the session does not list, or a session history ahead of its finished turn.
+   * Ordered with the other saves of the same turn and of the same session.
+   */
+  saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void>
   /** Appends events (any turns, each turn's in seq order); an event already stored is kept. */
   appendEvents (events: readonly BusEnvelope[]): Promise<void>
   /**

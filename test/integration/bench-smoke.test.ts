@@ -1,7 +1,8 @@
 /**
  * The benchmark is not part of the suite; this only checks that its processes still start
- * against the current core and that a tiny run ends with its table and with no process left.
- * Nothing here looks at a timing.
+ * against the current core, that they do the work the report claims (the same provider calls and
+ * tool runs everywhere, events persisted by the default SQLite wiring) and that a tiny run ends
+ * with its tables and with no process left. Nothing here looks at a timing.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -9,12 +10,19 @@ import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 
-function run (env: NodeJS.ProcessEnv): Promise<{ code: number | null, stdout: string, stderr: string }> {
+function run (env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<{ code: number | null, stdout: string, stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, ['--import', 'tsx', 'bench/run.ts'], { env, timeout: 120_000 }, (_err, stdout, stderr) => {
+    const child = execFile(process.execPath, ['--import', 'tsx', 'bench/run.ts'], { env, timeout: timeoutMs }, (_err, stdout, stderr) => {
       resolve({ code: child.exitCode, stdout, stderr })
     })
   })
+}
+
+/** Cells of the Markdown table rows whose first cell starts with `label`. */
+function rows (markdown: string, label: string): string[][] {
+  return markdown.split('\n')
+    .filter((l) => l.startsWith(`| ${label}`))
+    .map((l) => l.split('|').slice(1, -1).map((c) => c.trim()))
 }
 
 /** Processes whose environment carries `marker`: the run's children inherit it. */
@@ -48,5 +56,48 @@ test('a tiny fan-out bench run prints its table with every delivery measured and
   assert.ok(Number(expected) > 0, row)
   assert.equal(measured, expected, row)
   assert.doesNotMatch(stdout, /## Warnings/)
+  assert.deepEqual(processesWith(marker), [])
+})
+
+test('a tiny run of the turn sections compares every runner on the same work, and the default SQLite wiring persists every turn\'s events', { timeout: 240_000 }, async () => {
+  const marker = `tollgate-bench-smoke-${randomUUID()}`
+  const { code, stdout, stderr } = await run({
+    ...process.env,
+    BENCH_SMOKE_MARKER: marker,
+    BENCH_ONLY: 'throughput,tool-calls,cancel,first-event',
+    BENCH_WARMUP_MS: '0',
+    BENCH_DURATION_MS: '200',
+    BENCH_ROUNDS: '1',
+    BENCH_TOOL_CALLS_MS: '200',
+    BENCH_CANCEL_SAMPLES: '3',
+    BENCH_CANCEL_LOAD_MS: '2000',
+    BENCH_FIRST_EVENT_SAMPLES: '3',
+    BENCH_RESULTS: ''
+  }, 220_000)
+  assert.equal(code, 0, stderr)
+  assert.doesNotMatch(stdout, /## Warnings/)
+  const throughput = ['baseline: bare Fastify route', 'extra: bare loop', 'Tollgate, SQLite store', 'Tollgate, memory store', 'peer: Fastify route + AI SDK']
+    .map((label) => rows(stdout, label)[0])
+  for (const row of throughput) {
+    assert.ok(row !== undefined, stdout)
+    assert.deepEqual(row.slice(-3), ['0', '2.00', '2.00'], row.join(' | '))
+  }
+  assert.equal(rows(stdout, 'Tollgate (SQLite) / bare Fastify route').length, 1, stdout)
+  assert.equal(rows(stdout, 'Tollgate (SQLite) / AI SDK peer').length, 1, stdout)
+
+  const sqlite = rows(stdout, 'Tollgate, SQLite store').slice(1)
+  assert.deepEqual(sqlite.map((r) => [r[1], r[11]]), [['0', '1.00 / 0.00'], ['2', '2.00 / 2.00'], ['4', '2.00 / 4.00'], ['8', '2.00 / 8.00']])
+  // Every event of every turn reached the event log: turn.started, iteration(s), a tool_call and a
+  // tool_result per call, the terminal event (text deltas aside).
+  const events = sqlite.map((r) => Number(r[7]))
+  for (const [i, calls] of [0, 2, 4, 8].entries()) assert.ok((events[i] ?? 0) >= 3 + (calls > 0 ? 1 + 2 * calls : 0), `events written: ${String(events)}`)
+  assert.deepEqual(rows(stdout, 'Tollgate, memory store').slice(1).map((r) => r[7]), ['', '', '', ''])
+  assert.equal(rows(stdout, 'Tollgate (SQLite)').filter((r) => r[0] === 'Tollgate (SQLite)').length, 1, 'a per-tool-call slope row')
+  assert.deepEqual(rows(stdout, 'idle').map((r) => r[1]), ['3'])
+  // Under load the sampler stops at a deadline, so a slow machine may take fewer samples.
+  const underLoad = rows(stdout, 'under load').map((r) => Number(r[1]))
+  assert.equal(underLoad.length, 1)
+  assert.ok((underLoad[0] ?? 0) >= 1 && (underLoad[0] ?? 0) <= 3, String(underLoad))
+  assert.equal(rows(stdout, 'WS turn.start').length, 1)
   assert.deepEqual(processesWith(marker), [])
 })

@@ -1,5 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,6 +8,7 @@ import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.j
 import { assertSeqContiguous, shape, startGateway, type TestGateway, type TestSocket } from '../helpers/gateway.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway } from '../helpers/cluster.js'
 import { deferrer, type Defer } from '../helpers/services.js'
+import { CRASH_AFTER_EVENT_WRITE_ENV } from '../../src/bus/create.js'
 
 async function setup (defer: Defer): Promise<{ provider: FakeProvider, path: string }> {
   const provider = await startFakeProvider()
@@ -104,4 +106,42 @@ test('a turn running when its gateway process was killed ends interrupted at the
   const session = await restarted.http('GET', `/v1/sessions/${first.body.session_id as string}`)
   assert.deepEqual(session.body.history.map((m: { content: string }) => m.content), ['first question', 'First answer.'])
   assert.deepEqual(session.body.turn_ids, [first.body.turn_id, accepted.turn_id])
+})
+
+test('a gateway killed between writing a group of events and publishing it replays those events after a restart, without gap or duplicate', async (t) => {
+  const defer = deferrer(t)
+  const { provider, path } = await setup(defer)
+  const workspace = await scratchWorkspace(defer)
+  const overrides = clusterOverrides({ provider }, workspace, {
+    store: { kind: 'sqlite', sqlite: { path } },
+    risk_profiles: { default: { auto_approve: ['file_read'] } }
+  })
+  const child = await spawnGateway(defer, overrides, { env: { [CRASH_AFTER_EVENT_WRITE_ENV]: 'tool_call' } })
+  provider.enqueue({ toolCalls: [{ id: 'r1', name: 'file_read', arguments: { path: 'missing.txt' } }] })
+  const ws = await child.socket()
+  const exited = once(child.child, 'exit')
+  const accepted = await ws.request({ type: 'turn.start', message: 'read a file', interactive: false })
+  assert.equal(accepted.type, 'turn.accepted', JSON.stringify(accepted))
+  const [, signal] = await exited
+  assert.equal(signal, 'SIGKILL')
+  const seenLive = ws.events(accepted.turn_id)
+  assert.deepEqual(seenLive.map((e) => e.event.kind), ['turn.started', 'iteration'], 'the tool_call group was written, never published')
+
+  const restarted = await sqliteGateway(defer, provider, path)
+  const page = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}/events`)
+  assertSeqContiguous(page.body.events)
+  assert.deepEqual(page.body.events.map((e: { event: { kind: string, status?: string, code?: string } }) => [e.event.kind, e.event.status ?? e.event.code]), [
+    ['turn.started', undefined],
+    ['iteration', undefined],
+    ['tool_call', 'pending'],
+    ['tool_result', 'interrupted'],
+    ['turn.failed', 'INTERRUPTED']
+  ])
+  const again = await restarted.socket()
+  await again.request({ type: 'subscribe', turn_id: accepted.turn_id, after_seq: seenLive.length })
+  const resumed = await again.waitForTerminal(accepted.turn_id)
+  assert.deepEqual(resumed.map((e) => e.seq), [3, 4, 5])
+  const turn = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}`)
+  assert.equal(turn.body.status, 'interrupted')
+  assert.deepEqual(turn.body.tool_calls.map((c: { name: string, status: string }) => [c.name, c.status]), [['file_read', 'interrupted']])
 })

@@ -76,6 +76,18 @@ for (const kind of KINDS) {
     assert.equal(stored?.final_text, undefined)
   })
 
+  test(`${kind}: a turn and its session saved as one pair read back as saved, and a terminal turn still keeps its first outcome`, async (t) => {
+    const store = await openStore(kind, deferrer(t))
+    const s = session()
+    await store.saveTurnAndSession(turn(), session({ history: [] }))
+    await store.saveTurnAndSession(turn({ status: 'completed', final_text: 'done', last_seq: 4 }), s)
+    assert.deepEqual(await store.getSession('ses_1'), s)
+    assert.equal((await store.getTurn('turn_1'))?.final_text, 'done')
+    await store.saveTurnAndSession(turn({ status: 'failed' }), session({ turn_ids: ['turn_1', 'turn_2'] }))
+    assert.equal((await store.getTurn('turn_1'))?.status, 'completed')
+    assert.deepEqual((await store.getSession('ses_1'))?.turn_ids, ['turn_1', 'turn_2'])
+  })
+
   test(`${kind}: events read back in seq order after a seq, and an event stored twice is kept once`, async (t) => {
     const store = await openStore(kind, deferrer(t))
     const first = envelope('turn_1', 1)
@@ -139,6 +151,30 @@ test('postgres: saves of one turn issued without waiting apply in call order', a
   }
   await Promise.all(saves)
   assert.equal((await store.getTurn('turn_1'))?.last_seq, 30)
+})
+
+for (const kind of ['sqlite', 'postgres'] as const) {
+  test(`${kind}: a turn and session pair whose session write fails leaves the turn unwritten too`, async (t) => {
+    const store = await openStore(kind, deferrer(t))
+    // NOT NULL owner: the session row is refused after the turn row was written in the same transaction.
+    const broken = session({ owner: null as unknown as string })
+    await assert.rejects(store.saveTurnAndSession(turn(), broken))
+    assert.equal(await store.getTurn('turn_1'), null)
+    assert.equal(await store.getSession('ses_1'), null)
+  })
+}
+
+test('postgres: pair saves and single saves of one turn and one session issued without waiting apply in call order', async (t) => {
+  const store = await openStore('postgres', deferrer(t))
+  const saves: Array<Promise<void>> = []
+  for (let i = 1; i <= 10; i++) {
+    saves.push(store.saveTurn(turn({ last_seq: i * 3 })))
+    saves.push(store.saveTurnAndSession(turn({ last_seq: i * 3 + 1 }), session({ turn_ids: [`t${i * 3 + 1}`] })))
+    saves.push(store.saveSession(session({ turn_ids: [`t${i * 3 + 2}`] })))
+  }
+  await Promise.all(saves)
+  assert.equal((await store.getTurn('turn_1'))?.last_seq, 31)
+  assert.deepEqual((await store.getSession('ses_1'))?.turn_ids, ['t32'])
 })
 
 test('postgres: instances sharing a schema see each other\'s leases, and an expired lease is not live', async (t) => {

@@ -9,6 +9,9 @@ test('bench settings default to the documented run when no BENCH_ variable is se
     warmupMs: 2000,
     durationMs: 4000,
     rounds: 3,
+    toolCallsMs: 3000,
+    cancelSamples: 200,
+    cancelLoadMs: 8000,
     stream: false,
     idleConnections: 10_000,
     idleProcesses: 4,
@@ -16,7 +19,7 @@ test('bench settings default to the documented run when no BENCH_ variable is se
     fanoutProcesses: 4,
     fanoutTurns: 5,
     firstEventSamples: 200,
-    sections: ['throughput', 'first-event', 'idle', 'fanout'],
+    sections: ['throughput', 'tool-calls', 'cancel', 'first-event', 'idle', 'fanout'],
     resultsPath: 'bench/results.md',
     verbose: false
   })

@@ -1,0 +1,171 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pino from 'pino'
+import { ArchivingBus } from '../../src/bus/archiving.js'
+import type { BusEnvelope } from '../../src/bus/bus.js'
+import { MemoryEventBus } from '../../src/bus/memory.js'
+import { SqlCounter } from '../../src/store/sql-probe.js'
+import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite.js'
+import { startProbeGateway } from '../helpers/tools.js'
+import { deferrer, type Defer } from '../helpers/services.js'
+
+async function scratchDb (defer: Defer): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-hot-path-'))
+  defer(async () => { await rm(dir, { recursive: true, force: true }) })
+  return join(dir, 'tollgate.db')
+}
+
+async function openStore (defer: Defer, options: Omit<SqliteStoreOptions, 'path' | 'instanceId'> = {}): Promise<{ store: SqliteStore, counter: SqlCounter }> {
+  const counter = new SqlCounter()
+  const store = new SqliteStore({ path: await scratchDb(defer), instanceId: 'inst-a', checkpointMs: 0, probe: counter, ...options })
+  defer(async () => { await store.close() })
+  return { store, counter }
+}
+
+function archivingBus (defer: Defer, store: SqliteStore): ArchivingBus {
+  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  const bus = new ArchivingBus({ inner, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  defer(async () => { await bus.close() })
+  return bus
+}
+
+function envelope (seq: number, doc = `piece ${seq}`): BusEnvelope {
+  return { turn_id: 'turn_1', session_id: 'ses_1', seq, ts: new Date().toISOString(), event: { kind: 'text.delta', text: doc } }
+}
+
+test('events published in one synchronous run are written in one transaction before any subscriber sees them', async (t) => {
+  const defer = deferrer(t)
+  const { store, counter } = await openStore(defer)
+  const bus = archivingBus(defer, store)
+  const before = counter.snapshot()
+  const seen: Array<{ seq: number, commits: number, statements: number }> = []
+  const storedAtFirst: Array<Promise<BusEnvelope[]>> = []
+  bus.subscribeTurn('turn_1', (e) => {
+    const now = counter.snapshot()
+    seen.push({ seq: e.seq, commits: now.commits - before.commits, statements: now.statements - before.statements })
+    if (storedAtFirst.length === 0) storedAtFirst.push(store.readEvents('turn_1', 0, 10))
+  })
+  bus.publish(envelope(1))
+  bus.publish(envelope(2))
+  bus.publish(envelope(3))
+  assert.equal(seen.length, 0, 'fan-out waits for the group to be written')
+  await bus.lastSeq('turn_1')
+  // BEGIN, three INSERTs, COMMIT; then the one SELECT made at the first delivery.
+  assert.deepEqual(seen.map((s) => [s.seq, s.commits, s.statements]), [[1, 1, 5], [2, 1, 6], [3, 1, 6]])
+  assert.deepEqual((await storedAtFirst[0])?.map((e) => e.seq), [1, 2, 3])
+})
+
+test('a promise reaction queued after a publish runs after the event was fanned out', async (t) => {
+  const defer = deferrer(t)
+  const { store } = await openStore(defer)
+  const bus = archivingBus(defer, store)
+  const seen: number[] = []
+  bus.subscribeTurn('turn_1', (e) => { seen.push(e.seq) })
+  bus.publish(envelope(1))
+  await Promise.resolve()
+  assert.deepEqual(seen, [1])
+})
+
+test('a replay asked right after a publish includes the events whose group was not flushed yet', async (t) => {
+  const defer = deferrer(t)
+  const { store } = await openStore(defer)
+  const bus = archivingBus(defer, store)
+  bus.publish(envelope(1))
+  bus.publish(envelope(2))
+  const replay = await bus.replay('turn_1', 0)
+  assert.equal(replay.kind, 'events')
+  assert.deepEqual(replay.kind === 'events' && replay.events.map((e) => e.seq), [1, 2])
+})
+
+test('a group whose write fails is still fanned out at once, and reaches the log in order, without duplicates, once the store answers again', async (t) => {
+  const defer = deferrer(t)
+  const { store } = await openStore(defer)
+  let failures = 2
+  const flaky = new Proxy(store, {
+    get (target, key, receiver) {
+      if (key !== 'appendEventsNow' && key !== 'appendEvents') return Reflect.get(target, key, receiver)
+      return (events: readonly BusEnvelope[]) => {
+        if (failures > 0) {
+          failures--
+          if (key === 'appendEvents') return Promise.reject(new Error('store unreachable'))
+          throw new Error('store unreachable')
+        }
+        return key === 'appendEvents' ? target.appendEvents(events) : target.appendEventsNow(events)
+      }
+    }
+  })
+  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  const bus = new ArchivingBus({ inner, store: flaky, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  const seen: number[] = []
+  bus.subscribeTurn('turn_1', (e) => { seen.push(e.seq) })
+  bus.publish(envelope(1))
+  bus.publish(envelope(2))
+  await Promise.resolve()
+  bus.publish(envelope(3))
+  await Promise.resolve()
+  assert.deepEqual(seen, [1, 2, 3])
+  assert.deepEqual(await store.readEvents('turn_1', 0, 10), [])
+  // Closing wakes the writer's retry at once instead of after its back-off.
+  await bus.close()
+  assert.equal(failures, 0)
+  assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1, 2, 3])
+})
+
+test('sqlite: appends never checkpoint the WAL, which keeps every frame until a checkpoint copies them all', async (t) => {
+  const { store } = await openStore(deferrer(t))
+  // 3000 commits of one page or more each: SQLite's default would have checkpointed every 1000 pages.
+  const doc = 'x'.repeat(2000)
+  for (let seq = 1; seq <= 3000; seq++) store.appendEventsNow([envelope(seq, doc)])
+  const result = store.checkpoint()
+  assert.ok(result.walFrames >= 3000, `the WAL held ${result.walFrames} frames`)
+  assert.equal(result.checkpointed, result.walFrames)
+  store.appendEventsNow([envelope(3001)])
+  assert.ok(store.checkpoint().walFrames < 10, 'after a complete checkpoint the WAL starts over')
+})
+
+test('sqlite: the checkpoint timer copies the WAL into the database file, and no checkpoint runs after close', async (t) => {
+  const counter = new SqlCounter()
+  const errors: unknown[] = []
+  const store = new SqliteStore({ path: await scratchDb(deferrer(t)), instanceId: 'inst-a', checkpointMs: 5, probe: counter, onCheckpointError: (err) => { errors.push(err) } })
+  // The store's timer is unref'd; this one keeps the test's event loop alive while it waits.
+  const guard = setTimeout(() => { assert.fail('no checkpoint within 10 s') }, 10_000)
+  t.after(() => { clearTimeout(guard) })
+  await store.appendEvents([envelope(1), envelope(2)])
+  let result = await counter.waitForCheckpoint()
+  while (result.walFrames === 0) result = await counter.waitForCheckpoint()
+  assert.equal(result.checkpointed, result.walFrames)
+  await store.close()
+  const after = counter.snapshot().checkpoints
+  // No event marks "a timer did not fire": wait several periods and check that nothing ran.
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  assert.equal(counter.snapshot().checkpoints, after)
+  assert.deepEqual(errors, [])
+})
+
+test('sqlite: a turn with two tool calls costs at most 12 commits with the current turn service', async (t) => {
+  const defer = deferrer(t)
+  const counter = new SqlCounter()
+  const path = await scratchDb(defer)
+  const store = new SqliteStore({ path, instanceId: 'inst-a', checkpointMs: 0, probe: counter })
+  // The config names the store kind (it decides the archiving bus); a long lease: no renewal lands inside the turn.
+  const { g } = await startProbeGateway(t, { store: { kind: 'sqlite', sqlite: { path } }, cluster: { lease_ms: 600_000 } }, { store })
+  g.provider.enqueue(
+    { toolCalls: [{ id: 'a', name: 'probe', arguments: { label: 'a' } }, { id: 'b', name: 'probe', arguments: { label: 'b' } }] },
+    { text: 'done' }
+  )
+  const before = counter.snapshot()
+  const done = await g.http('POST', '/v1/turns?wait=true', { message: 'run both', interactive: false })
+  assert.equal(done.body.status, 'completed')
+  const after = counter.snapshot()
+  const stored = await store.readEvents(done.body.turn_id as string, 0, 100)
+  assert.deepEqual(stored.map((e) => e.event.kind), ['turn.started', 'iteration', 'tool_call', 'tool_result', 'tool_call', 'tool_result', 'iteration', 'text.delta', 'turn.completed'])
+  const commits = after.commits - before.commits
+  const statements = after.statements - before.statements
+  t.diagnostic(`${commits} commits, ${statements} statements (BEGIN and COMMIT included)`)
+  // 8 event groups, 2 turn+session pairs (start, end), 2 tool-call checkpoints of the turn record.
+  assert.ok(commits <= 12, `${commits} commits`)
+  assert.ok(statements <= 36, `${statements} statements`)
+})
