@@ -213,8 +213,9 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
       authenticate(gateway.auth, null, { upgrade: true, allowQueryToken: config.auth.allow_query_token }),
       async (request) => {
         // A client that does not name the protocol may not speak it; refusing keeps every socket on
-        // a contract both sides agreed to (and the version in the name) instead of guessing.
-        if (!offeredProtocols(request).includes(WS_PROTOCOL)) {
+        // a contract both sides agreed to (and the version in the name) instead of guessing. A plain
+        // GET is no upgrade at all: it gets 426 UPGRADE_REQUIRED from the preHandler instead.
+        if (request.ws && !offeredProtocols(request).includes(WS_PROTOCOL)) {
           throw new TollgateError('SUBPROTOCOL_REQUIRED', `offer the ${WS_PROTOCOL} WebSocket subprotocol (Sec-WebSocket-Protocol)`)
         }
       }

@@ -48,10 +48,9 @@ async function readmeBlocks (section: string, lang: string): Promise<string[]> {
  * static files, and WebSocket upgrades passed through to the gateway byte for byte.
  */
 async function serveWithGateway (
-  gatewayUrl: string,
   files: Record<string, { type: string, body: string }>
-): Promise<{ url: string, close: () => Promise<void> }> {
-  const gateway = new URL(gatewayUrl)
+): Promise<{ url: string, origin: string, upstream: (gatewayUrl: string) => void, close: () => Promise<void> }> {
+  let gateway = new URL('http://127.0.0.1:0')
   const sockets = new Set<Duplex>()
   const server = createServer((req, res) => {
     const file = files[req.url ?? '']
@@ -72,8 +71,12 @@ async function serveWithGateway (
     }
   })
   await new Promise<void>((resolve) => { server.listen(0, '127.0.0.1', resolve) })
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    url: `${origin}/`,
+    origin,
+    // The gateway starts after the site: its allowed origins must name the site's port.
+    upstream: (gatewayUrl) => { gateway = new URL(gatewayUrl) },
     async close () {
       for (const s of sockets) s.destroy()
       server.closeAllConnections()
@@ -179,8 +182,6 @@ test('the package\'s types check in a strict TypeScript project that has neither
 
 test('the README\'s browser example, bundled from the scratch project, runs a turn with an approval in Chromium', async (t) => {
   requireChromium()
-  const { g, probes } = await startProbeGateway(t)
-  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'risky', arguments: { label: 'from-browser' } }] }, { text: 'Browser done.' })
   const [html] = await readmeBlocks('Browser', 'html')
   const [app] = await readmeBlocks('Browser', 'js')
   assert.ok(html !== undefined && app !== undefined)
@@ -202,11 +203,15 @@ test('the README\'s browser example, bundled from the scratch project, runs a tu
     dialogs.push(dialog.message())
     void dialog.accept()
   })
-  const site = await serveWithGateway(g.url, {
+  const site = await serveWithGateway({
     '/': { type: 'text/html; charset=utf-8', body: `<!doctype html>\n${html}` },
     '/app.js': { type: 'text/javascript; charset=utf-8', body: bundle }
   })
   t.after(site.close)
+  // The page's origin is not the gateway's: a deployment lists it in ws.allowed_origins.
+  const { g, probes } = await startProbeGateway(t, { ws: { allowed_origins: [site.origin] } })
+  site.upstream(g.url)
+  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'risky', arguments: { label: 'from-browser' } }] }, { text: 'Browser done.' })
   await page.goto(site.url)
   await page.fill('input[name="message"]', 'please run risky')
   await page.click('button')
