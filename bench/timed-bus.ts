@@ -40,8 +40,8 @@ export class TimedEventBus implements EventBus {
     return this.inner.subscribeSession(sessionId, listener)
   }
 
-  async replay (turnId: string, afterSeq: number): Promise<ReplayResult> {
-    return await this.inner.replay(turnId, afterSeq)
+  async replay (turnId: string, afterSeq: number, knownLastSeq?: number): Promise<ReplayResult> {
+    return await this.inner.replay(turnId, afterSeq, knownLastSeq)
   }
 
   async lastSeq (turnId: string): Promise<number> {

@@ -24,6 +24,9 @@ export interface ArchivingBusOptions {
   afterGroupWrite?: (group: readonly BusEnvelope[]) => void
 }
 
+// How long a replay waits for this process's own pending event-log writes before answering.
+const STORED_TAIL_WAIT_MS = 1000
+
 /** The run of events that follows `afterSeq` without a hole. */
 export function contiguousAfter (events: readonly BusEnvelope[], afterSeq: number): BusEnvelope[] {
   const out: BusEnvelope[] = []
@@ -78,7 +81,7 @@ export class ArchivingBus implements EventBus {
     return this.inner.subscribeSession(sessionId, listener)
   }
 
-  async replay (turnId: string, afterSeq: number): Promise<ReplayResult> {
+  async replay (turnId: string, afterSeq: number, knownLastSeq?: number): Promise<ReplayResult> {
     // A caller may know of a published event (a turn's last_seq) whose group is still queued.
     this.flush()
     let live: ReplayResult | null = null
@@ -88,7 +91,7 @@ export class ArchivingBus implements EventBus {
     } catch (err) {
       liveError = err
     }
-    if (live?.kind === 'events') return live
+    if (live?.kind === 'events') return await this.withStoredTail(turnId, live.events, afterSeq, knownLastSeq)
     let stored: BusEnvelope[]
     try {
       stored = await this.store.readEvents(turnId, afterSeq, this.maxEvents)
@@ -109,6 +112,18 @@ export class ArchivingBus implements EventBus {
     // The inner bus kept later events but not these: serving the head would hide a hole.
     if (live?.kind === 'gap' && tail?.kind === 'gap' && tail.firstSeq > last + 1) return { kind: 'gap', firstSeq: last + 1 }
     return { kind: 'events', events: head }
+  }
+
+  /**
+   * The inner bus writes asynchronously (Redis): right after a publish its copy can end short of
+   * what the caller knows was published. The store has it once this process's writes are done.
+   */
+  private async withStoredTail (turnId: string, events: BusEnvelope[], afterSeq: number, knownLastSeq: number | undefined): Promise<ReplayResult> {
+    const last = events.at(-1)?.seq ?? afterSeq
+    if (knownLastSeq === undefined || knownLastSeq <= last) return { kind: 'events', events }
+    await this.writer.flush(STORED_TAIL_WAIT_MS)
+    const stored = await this.store.readEvents(turnId, last, this.maxEvents).catch(() => [])
+    return { kind: 'events', events: [...events, ...contiguousAfter(stored, last)] }
   }
 
   async lastSeq (turnId: string): Promise<number> {

@@ -50,7 +50,11 @@ export interface EventBus {
   publish (envelope: BusEnvelope): void
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe
   subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe
-  replay (turnId: string, afterSeq: number): Promise<ReplayResult>
+  /**
+   * `knownLastSeq`, when the caller knows the turn reached it (its saved record), lets a bus that
+   * keeps a second copy (the archiving bus) fill a tail the first copy has not written yet.
+   */
+  replay (turnId: string, afterSeq: number, knownLastSeq?: number): Promise<ReplayResult>
   /** Highest seq recorded for the turn, 0 if none: where a crashed owner's turn is continued. */
   lastSeq (turnId: string): Promise<number>
   /** Forgets a finished turn's log (after its retention). */

@@ -39,7 +39,7 @@ export async function followTurn (options: FollowOptions): Promise<FollowResult>
     if (held !== null) held.push(envelope)
     else pass(envelope)
   })
-  const replay = await bus.replay(turnId, options.afterSeq)
+  const replay = await bus.replay(turnId, options.afterSeq, options.knownLastSeq)
   if (replay.kind === 'gap' || (replay.kind === 'unknown' && options.knownLastSeq > options.afterSeq)) {
     unsubscribe()
     return { kind: 'gap', firstSeq: replay.kind === 'gap' ? replay.firstSeq : options.knownLastSeq + 1 }

@@ -433,7 +433,7 @@ export class TurnService {
 
   async replay (principal: Principal, turnId: string, afterSeq: number): Promise<{ turn: TurnRecord, replay: ReplayResult }> {
     const turn = await this.get(principal, turnId)
-    return { turn, replay: await this.deps.bus.replay(turnId, afterSeq) }
+    return { turn, replay: await this.deps.bus.replay(turnId, afterSeq, turn.last_seq) }
   }
 
   async waitFor (principal: Principal, turnId: string): Promise<TurnRecord> {
