@@ -275,7 +275,7 @@ export class TurnService {
 
     emit({ kind: 'turn.started', session_id: sessionId, agent: agentName })
     const correlation = { turn_id: turnId, session_id: sessionId, agent: agentName, channel: options.channel }
-    exec.observer.record({ kind: 'turn_start', provider: exec.model.provider.name, model: exec.model.model, ...correlation })
+    exec.observer.record({ kind: 'turn_start', provider: exec.model.provider.name, provider_kind: exec.model.provider.kind, model: exec.model.model, ...correlation })
     const started = performance.now()
 
     void (async () => {
@@ -291,7 +291,7 @@ export class TurnService {
       }
       await this.finish(active, session, state, outcome, grants)
       exec.observer.record({
-        kind: 'turn_end', status: record.status, duration_ms: Math.round(performance.now() - started), iterations: record.iterations,
+        kind: 'turn_end', status: record.status, duration_ms: performance.now() - started, iterations: record.iterations,
         ...(outcome.status === 'failed' ? { code: outcome.code } : {}), ...correlation
       })
       resolveDone(record)
