@@ -20,7 +20,8 @@ export type ObservedToolProvenance = 'native' | 'extension'
 export type ObserverEvent =
   | ({ kind: 'turn_start', provider: string, provider_kind: string, model: string } & ObserverCorrelation)
   | ({ kind: 'turn_end', status: string, duration_ms: number, iterations: number, code?: string } & ObserverCorrelation)
-  | ({ kind: 'iteration', n: number } & ObserverCorrelation)
+  /** `delegate_depth` > 0: a round of a delegated sub-turn, which records under its parent turn's ids. */
+  | ({ kind: 'iteration', n: number, delegate_depth: number } & ObserverCorrelation)
   | ({
     kind: 'llm_request', provider: string, provider_kind: string, model: string, messages: number, tools: number,
     server_address?: string, server_port?: number

@@ -73,7 +73,9 @@ export class TracingObserver implements Observer {
     if (turn === undefined) return
     switch (event.kind) {
       case 'iteration':
-        this.startIteration(turn, event)
+        // A delegated sub-turn's rounds happen inside the parent's delegate call: its requests and
+        // calls stay in the parent's round instead of closing it.
+        if (event.delegate_depth === 0) this.startIteration(turn, event)
         return
       case 'llm_request':
         if (turn.llm !== null) endUnfinished(turn.llm)

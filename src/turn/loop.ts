@@ -134,7 +134,7 @@ async function loop (exec: ResolvedAgentExecution, state: TurnState): Promise<Tu
     if (state.signal.aborted) return cancelled(state)
     state.iteration = i + 1
     state.emit({ kind: 'iteration', n: state.iteration })
-    exec.observer.record({ kind: 'iteration', n: state.iteration, ...correlationOf(exec, state) })
+    exec.observer.record({ kind: 'iteration', n: state.iteration, delegate_depth: exec.delegateDepth, ...correlationOf(exec, state) })
 
     const request = buildIterationRequest(exec, state.history, state.systemNotes)
     // Native providers stream visible text live; text-protocol output would leak call payloads,

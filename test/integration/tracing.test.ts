@@ -1,5 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
@@ -155,4 +157,29 @@ test('tracing.enabled = false emits no spans even with an SDK registered', async
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   assert.equal(res.body.status, 'completed')
   assert.deepEqual(exporter.getFinishedSpans(), [])
+})
+
+test('a delegated sub-turn\'s requests and calls stay inside the parent\'s round instead of closing it', async (t) => {
+  const exporter = registerSdk(t)
+  const g = await startGateway({ overrides: { agents: { default: { tools: ['file_read', 'delegate'] } }, risk_profiles: { default: { level: 'full' } } } })
+  t.after(async () => { await g.close() })
+  await writeFile(join(g.workspace, 'a.txt'), 'a says hi')
+  g.provider.enqueue(
+    { toolCalls: [{ id: 'p1', name: 'delegate', arguments: { task: 'Read a.txt.', tools: ['file_read'] } }] },
+    { toolCalls: [{ id: 's1', name: 'file_read', arguments: { path: 'a.txt' } }] },
+    { text: 'It says: a says hi' },
+    { text: 'The sub-agent read it.' }
+  )
+  const res = await g.http('POST', '/v1/turns?wait=true', { message: 'delegate the reading' })
+  assert.equal(res.body.status, 'completed')
+  const spans = exporter.getFinishedSpans()
+  const [turn] = named(spans, 'invoke_agent default')
+  assert.ok(turn !== undefined)
+  const rounds = childrenOf(spans, turn)
+  assert.deepEqual(rounds.map((s) => s.attributes['tollgate.iteration']), [1, 2])
+  assert.deepEqual(childrenOf(spans, rounds[0] as ReadableSpan).map((s) => s.name), [
+    'chat fake-model', 'execute_tool delegate', 'chat fake-model', 'execute_tool file_read', 'chat fake-model'
+  ])
+  const delegate = named(spans, 'execute_tool delegate')[0]
+  assert.deepEqual([delegate?.attributes['tollgate.tool.status'], delegate?.attributes['tollgate.unfinished']], ['ok', undefined])
 })

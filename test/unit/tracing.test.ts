@@ -8,7 +8,7 @@ const correlation = { turn_id: 'turn_1', session_id: 'ses_1', agent: 'default', 
 
 const TURN: ObserverEvent[] = [
   { kind: 'turn_start', provider: 'fake', provider_kind: 'openai', model: 'm', ...correlation },
-  { kind: 'iteration', n: 1, ...correlation },
+  { kind: 'iteration', n: 1, delegate_depth: 0, ...correlation },
   { kind: 'llm_request', provider: 'fake', provider_kind: 'openai', model: 'm', messages: 2, tools: 1, ...correlation },
   { kind: 'llm_response', provider: 'fake', model: 'm', duration_ms: 5, success: true, ...correlation },
   { kind: 'tool_call_start', tool: 'probe', call_id: 'call_1', arguments: {}, ...correlation },
