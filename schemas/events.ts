@@ -56,14 +56,17 @@ export const ToolResultEvent = Type.Object({
   success: Type.Boolean(),
   status: ToolCallStatus,
   output: Type.String({
-    description: 'The result, secrets scrubbed, bounded once by the smaller of max_tool_result_chars and max_event_output_chars (UTF-8 bytes); ' +
-      'a cut output keeps its head and tail around one marker `[... N of M bytes truncated ...]`'
+    description: 'The result, secrets scrubbed, bounded once by the smaller of max_tool_result_chars and ' +
+      'max_event_output_chars (UTF-8 bytes); a cut output keeps its head and tail around one marker ' +
+      '`[... N of M bytes truncated ...]`'
   }),
   error: Type.Optional(Type.String()),
   duration_ms: Type.Integer({ minimum: 0 }),
   receipt: Type.Optional(Type.String()),
   truncated: Type.Optional(Type.Boolean({ description: 'Present (true) when the model or this output saw less than the whole result' })),
-  original_bytes: Type.Optional(Type.Integer({ minimum: 0, description: 'With `truncated`: UTF-8 bytes of the whole (scrubbed) result before any bound' }))
+  original_bytes: Type.Optional(Type.Integer({
+    minimum: 0, description: 'With `truncated`: UTF-8 bytes of the whole (scrubbed) result before any bound'
+  }))
 })
 
 /** One argument as the person deciding reads it (src/approval/display.ts). */

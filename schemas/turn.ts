@@ -64,7 +64,9 @@ export const ToolCallRecord = Type.Object({
   duration_ms: Type.Integer({ minimum: 0 }),
   receipt: Type.Optional(Type.String()),
   truncated: Type.Optional(Type.Boolean()),
-  original_bytes: Type.Optional(Type.Integer({ minimum: 0, description: 'With `truncated`: UTF-8 bytes of the whole (scrubbed) result before any bound' }))
+  original_bytes: Type.Optional(Type.Integer({
+    minimum: 0, description: 'With `truncated`: UTF-8 bytes of the whole (scrubbed) result before any bound'
+  }))
 })
 export type ToolCallRecord = Static<typeof ToolCallRecord>
 

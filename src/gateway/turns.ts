@@ -275,7 +275,10 @@ export class TurnService {
 
     emit({ kind: 'turn.started', session_id: sessionId, agent: agentName })
     const correlation = { turn_id: turnId, session_id: sessionId, agent: agentName, channel: options.channel }
-    exec.observer.record({ kind: 'turn_start', provider: exec.model.provider.name, provider_kind: exec.model.provider.kind, model: exec.model.model, ...correlation })
+    exec.observer.record({
+      kind: 'turn_start', provider: exec.model.provider.name, provider_kind: exec.model.provider.kind, model: exec.model.model,
+      ...correlation
+    })
     const started = performance.now()
 
     void (async () => {

@@ -76,11 +76,22 @@ export class GatewayMetrics implements Observer {
     this.toolDuration = new Histogram({ name: `${p}tool_call_duration_seconds`, help: 'Wall time of dispatched tool calls', labelNames: ['tool', 'status'], buckets: TOOL_BUCKETS, registers })
     this.approvals = new Counter({ name: `${p}approvals_total`, help: 'Approval decisions, by decision and the channel that decided', labelNames: ['decision', 'channel'], registers })
     this.turnsTotal = new Counter({ name: `${p}turns_total`, help: 'Finished turns, by terminal status', labelNames: ['status'], registers })
-    this.turnDuration = new Histogram({ name: `${p}turn_duration_seconds`, help: 'Wall time of finished turns, from acceptance to the terminal record, by terminal status', labelNames: ['status'], buckets: TURN_BUCKETS, registers })
+    this.turnDuration = new Histogram({
+      name: `${p}turn_duration_seconds`,
+      help: 'Wall time of finished turns, from acceptance to the terminal record, by terminal status',
+      labelNames: ['status'],
+      buckets: TURN_BUCKETS,
+      registers
+    })
     this.eventsSent = new Counter({ name: `${p}events_sent_total`, help: 'Turn events written to clients, by transport', labelNames: ['transport'], registers })
     this.providerDuration = new Histogram({ name: `${p}provider_request_duration_seconds`, help: 'Model provider requests, by outcome', labelNames: ['provider', 'model', 'outcome'], buckets: PROVIDER_BUCKETS, registers })
     this.providerErrors = new Counter({ name: `${p}provider_errors_total`, help: 'Model provider requests that failed (cancelled requests excluded)', labelNames: ['provider', 'model'], registers })
-    this.providerTokens = new Counter({ name: `${p}provider_tokens_total`, help: 'Tokens the provider reported, by token type (input, output)', labelNames: ['provider', 'model', 'token_type'], registers })
+    this.providerTokens = new Counter({
+      name: `${p}provider_tokens_total`,
+      help: 'Tokens the provider reported, by token type (input, output)',
+      labelNames: ['provider', 'model', 'token_type'],
+      registers
+    })
     this.initialise(options.models ?? [])
     const sources = this.sources
     // Gauges read live state at scrape time: nothing to keep in step with turns and sockets.

@@ -37,7 +37,12 @@ function configuredModels (config: Config): ModelLabels[] {
 export function createObservability (options: ObservabilityOptions): Observability {
   const { config, log } = options
   const metrics = config.metrics.enabled
-    ? new GatewayMetrics({ prefix: config.metrics.prefix, processMetrics: config.metrics.process_metrics, sources: options.sources, models: configuredModels(config) })
+    ? new GatewayMetrics({
+      prefix: config.metrics.prefix,
+      processMetrics: config.metrics.process_metrics,
+      sources: options.sources,
+      models: configuredModels(config)
+    })
     : null
   const tracing = config.tracing.enabled ? new TracingObserver() : null
   const observers: Observer[] = [createLogObserver(log, { toolCalls: config.log.tool_calls, maxFieldChars: config.log.max_field_chars })]

@@ -30,7 +30,10 @@ export type ObserverEvent =
     kind: 'llm_response', provider: string, model: string, duration_ms: number, success: boolean, error?: string, error_type?: string,
     input_tokens?: number, output_tokens?: number, response_id?: string, response_model?: string, finish_reason?: string
   } & ObserverCorrelation)
-  | ({ kind: 'tool_call_start', tool: string, call_id: string, provider_call_id?: string, provenance?: ObservedToolProvenance, arguments: unknown } & ObserverCorrelation)
+  | ({
+    kind: 'tool_call_start', tool: string, call_id: string, provider_call_id?: string,
+    provenance?: ObservedToolProvenance, arguments: unknown
+  } & ObserverCorrelation)
   | ({
     kind: 'tool_call', tool: string, call_id: string, provider_call_id?: string, arguments: unknown, duration_ms: number,
     success: boolean, status: string, error_type?: string, result: string

@@ -59,7 +59,9 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
   // Observers (logs, metrics, tracing) only ever see scrubbed arguments and results.
   const args = scrubValue(slot.arguments)
   const provenance = slot.tool?.attribution.provenance
-  exec.observer.record({ kind: 'tool_call_start', tool: slot.name, ...ids, ...(provenance === undefined ? {} : { provenance }), arguments: args, ...correlation })
+  exec.observer.record({
+    kind: 'tool_call_start', tool: slot.name, ...ids, ...(provenance === undefined ? {} : { provenance }), arguments: args, ...correlation
+  })
 
   // Checked again at the door: preparation resolved the tool, but nothing hidden may run.
   const unavailable = unavailableTool(exec, slot.name)

@@ -65,7 +65,10 @@ export const INTERRUPTED_TEXT = '[interrupted by user before this tool produced 
 export const NOT_RUN_TEXT = '[not executed: the turn was cancelled before this tool ran]'
 
 export function newSlot (index: number, name: string, args: Record<string, unknown>, providerCallId: string | null): ToolSlot {
-  return { index, callId: `call_${randomUUID()}`, providerCallId, name, arguments: args, tool: null, prefill: null, unavailable: null, announced: false, outcome: null }
+  return {
+    index, callId: `call_${randomUUID()}`, providerCallId, name, arguments: args,
+    tool: null, prefill: null, unavailable: null, announced: false, outcome: null
+  }
 }
 
 /** Emits the pending card for a slot; every slot gets exactly one, before its result. */

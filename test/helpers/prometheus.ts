@@ -17,13 +17,17 @@ export async function parseExposition (text: string): Promise<Sample[]> {
   for (const [name, family] of Object.entries(families)) {
     if (family.type === 'histogram') {
       for (const series of family.data as PromHistogramData[]) {
-        for (const [bound, count] of Object.entries(series.buckets)) samples.push({ name: `${name}_bucket`, labels: { ...series.labels, le: bound }, value: count })
+        for (const [bound, count] of Object.entries(series.buckets)) {
+          samples.push({ name: `${name}_bucket`, labels: { ...series.labels, le: bound }, value: count })
+        }
         samples.push({ name: `${name}_count`, labels: series.labels, value: series.count })
         if (series.sum !== undefined) samples.push({ name: `${name}_sum`, labels: series.labels, value: series.sum })
       }
     } else if (family.type === 'summary') {
       for (const series of family.data as PromSummaryData[]) {
-        for (const [quantile, value] of Object.entries(series.quantiles)) samples.push({ name, labels: { ...series.labels, quantile }, value })
+        for (const [quantile, value] of Object.entries(series.quantiles)) {
+          samples.push({ name, labels: { ...series.labels, quantile }, value })
+        }
         if (series.count !== undefined) samples.push({ name: `${name}_count`, labels: series.labels, value: series.count })
         if (series.sum !== undefined) samples.push({ name: `${name}_sum`, labels: series.labels, value: series.sum })
       }

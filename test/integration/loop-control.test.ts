@@ -173,11 +173,13 @@ test('max_tool_result_chars bounds the model-visible result with a truncation ma
   const result = events.find((e) => e.event.kind === 'tool_result')?.event
   assert.ok(result?.kind === 'tool_result')
   // The client sees the same head and tail; its marker names the unit it counts and the whole size.
-  assert.deepEqual([result.truncated, result.original_bytes, result.output], [true, 1000, `${'A'.repeat(66)}\n\n[... 900 of 1000 bytes truncated ...]\n\n${'B'.repeat(34)}`])
-  assert.deepEqual([turn.tool_calls[0]?.truncated, turn.tool_calls[0]?.original_bytes, turn.tool_calls[0]?.output], [true, 1000, result.output])
+  const shown = `${'A'.repeat(66)}\n\n[... 900 of 1000 bytes truncated ...]\n\n${'B'.repeat(34)}`
+  assert.deepEqual([result.truncated, result.original_bytes, result.output], [true, 1000, shown])
+  const recorded = turn.tool_calls[0]
+  assert.deepEqual([recorded?.truncated, recorded?.original_bytes, recorded?.output], [true, 1000, shown])
 })
 
-test('a result over both bounds reaches the client cut once, from the whole output, with one marker giving what was dropped of how much', async (t) => {
+test('a result over both bounds reaches the client cut once, from the whole output, under one marker of bytes dropped', async (t) => {
   const g = await gateway(t, { turns: { max_event_output_chars: 16_384 } })
   // Larger than max_tool_result_chars (default 50,000) and the event bound: the issue's 200 kB case.
   const body = `${'H'.repeat(100_000)}${'T'.repeat(100_000)}`
@@ -189,7 +191,8 @@ test('a result over both bounds reaches the client cut once, from the whole outp
   const result = events.find((e) => e.event.kind === 'tool_result')?.event
   assert.ok(result?.kind === 'tool_result')
   const kept = { head: Math.floor(16_384 * 2 / 3), tail: 16_384 - Math.floor(16_384 * 2 / 3) }
-  assert.equal(result.output, `${'H'.repeat(kept.head)}\n\n[... ${200_000 - 16_384} of 200000 bytes truncated ...]\n\n${'T'.repeat(kept.tail)}`)
+  const marker = `[... ${200_000 - 16_384} of 200000 bytes truncated ...]`
+  assert.equal(result.output, `${'H'.repeat(kept.head)}\n\n${marker}\n\n${'T'.repeat(kept.tail)}`)
   assert.equal(result.output.match(/truncated/g)?.length, 1, 'one marker, not the model\'s marker cut again')
   assert.deepEqual([result.truncated, result.original_bytes], [true, 200_000])
   assert.deepEqual([turn.tool_calls[0]?.output, turn.tool_calls[0]?.original_bytes], [result.output, 200_000])
