@@ -215,3 +215,17 @@ test('a delegated sub-turn\'s requests and calls stay inside the parent\'s round
   assert.deepEqual([delegate.attributes['tollgate.tool.status'], delegate.attributes['tollgate.unfinished']], ['ok', undefined])
 
 })
+
+test('a non-streaming provider\'s completion id, answering model and finish reason reach the chat span too', async (t) => {
+  const exporter = registerSdk(t)
+  const g = await setup(t, { providers: { fake: { stream: false } } })
+  g.provider.enqueue({ text: 'plain', responseId: 'chatcmpl-json', responseModel: 'fake-model-json' })
+  const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
+  assert.equal(res.body.status, 'completed')
+  assert.equal(g.provider.requests[0]?.body.stream, false)
+  const [chat] = named(exporter.getFinishedSpans(), 'chat fake-model')
+  assert.ok(chat !== undefined)
+  assert.deepEqual(pick(chat, ['gen_ai.response.id', 'gen_ai.response.model', 'gen_ai.response.finish_reasons']), {
+    'gen_ai.response.id': 'chatcmpl-json', 'gen_ai.response.model': 'fake-model-json', 'gen_ai.response.finish_reasons': ['stop']
+  })
+})
