@@ -3,11 +3,11 @@ import type { FastifyInstance } from 'fastify'
 import { Problem } from '../schemas/common.js'
 import { ToolList, ToolsQuery } from '../schemas/tools.js'
 import { SessionGrants } from '../src/approval/grants.js'
-import { ApprovalManager } from '../src/approval/manager.js'
+import { ApprovalManager } from '../src/approval/policy.js'
 import { authenticate } from '../src/auth/http.js'
-import { mcpOffer } from '../src/mcp/offer.js'
+import { mcpOffer } from '../src/tools/scope/offer.js'
 import { resolveAgent } from '../src/turn/context.js'
-import { assembleScopedRegistry } from '../src/tools/scoped.js'
+import { assembleScopedRegistry } from '../src/tools/scope/scoped.js'
 
 export default async function toolRoutes (app: FastifyInstance): Promise<void> {
   const { config, auth, turns, mcp } = app.gateway

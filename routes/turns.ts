@@ -9,8 +9,8 @@ import { Problem, TurnIdParams } from '../schemas/common.js'
 import { CancelResult, EventsPage, EventsQuery, Turn, TurnAccepted, TurnEventStream, TurnRequest, TurnStartQuery } from '../schemas/turn.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import { hasScope, principalKey } from '../src/auth/principal.js'
-import { TollgateError } from '../src/errors.js'
-import { followTurn } from '../src/gateway/follow.js'
+import { TollgateError } from '../src/core/errors.js'
+import { followTurn } from '../src/transport/follow.js'
 import type { TurnRecord } from '../src/store/store.js'
 
 /** A client that goes away before the response finished: `request.signal` is unreliable here. */

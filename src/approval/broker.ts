@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { TurnEvent } from '../../schemas/events.js'
-import { TollgateError } from '../errors.js'
-import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from './gate.js'
+import { TollgateError } from '../core/errors.js'
+import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from '../turn/approve.js'
 
 export interface OperatorAnswer {
   decision: 'yes' | 'no' | 'always' | 'edit'

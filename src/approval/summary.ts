@@ -4,8 +4,8 @@
  * it as a tool result. The summary is made from scrubbed arguments: it is for the record and may
  * hide secret-shaped spans; the person deciding reads `display.ts`'s exact form instead.
  */
-import { canonicalJson } from '../json/canonical.js'
-import { isSecretKeyName } from '../security/redact.js'
+import { canonicalJson } from '../core/json/canonical.js'
+import { isSecretKeyName } from '../core/security/redact.js'
 import { orderedKeys, visibleText } from './display.js'
 
 export const MAX_REPLACEMENT_BYTES = 65536

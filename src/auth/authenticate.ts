@@ -2,7 +2,7 @@
  * Authentication seam: turns a request's credentials into a Principal, or refuses with
  * UNAUTHENTICATED / TOKEN_INVALID / TOKEN_EXPIRED. Routes never look at credentials themselves.
  */
-import type { Config } from '../config.js'
+import type { Config } from '../core/config.js'
 import { createJwtAuthenticator } from './jwt.js'
 import { LOCAL_PRINCIPAL, type Principal } from './principal.js'
 

@@ -3,7 +3,7 @@
  * (iss, aud, exp, nbf) passed; it decides who the caller is and what it may do.
  */
 import type { JWTPayload } from 'jose'
-import { TollgateError } from '../errors.js'
+import { TollgateError } from '../core/errors.js'
 import type { Principal } from './principal.js'
 
 const MAX_SUB_CHARS = 256

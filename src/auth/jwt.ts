@@ -5,8 +5,8 @@
  */
 import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose'
 import type { JwtAlgorithm } from '../../schemas/config.js'
-import { ConfigError, type Config } from '../config.js'
-import { TollgateError } from '../errors.js'
+import { ConfigError, type Config } from '../core/config.js'
+import { TollgateError } from '../core/errors.js'
 import type { Authenticator, Credentials } from './authenticate.js'
 import { isLoopbackHost } from './loopback.js'
 import { principalFromClaims } from './claims.js'

@@ -2,7 +2,7 @@
  * Who is calling. Every turn, session, approval and subscription is owned by a principal
  * (sub + tenant); the key below is the only thing ownership checks compare.
  */
-import { TollgateError } from '../errors.js'
+import { TollgateError } from '../core/errors.js'
 
 export const SCOPES = ['turns:write', 'turns:read', 'approvals:answer'] as const
 export type Scope = typeof SCOPES[number]

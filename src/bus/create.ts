@@ -3,7 +3,7 @@
  * it so every event is persisted and replay falls back to the store.
  */
 import type { Logger } from 'pino'
-import type { Config } from '../config.js'
+import type { Config } from '../core/config.js'
 import { connectionUrl } from '../store/create.js'
 import type { Store } from '../store/store.js'
 import { ArchivingBus } from './archiving.js'

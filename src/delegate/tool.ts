@@ -5,8 +5,8 @@
  * clients except approval requests, which go through the parent's backchannel.
  */
 import { runToolLoop, type TurnOutcome } from '../turn/loop.js'
-import { defineTool, fail, type Tool, type ToolResult } from '../tools/tool.js'
-import { DELEGATE, deriveSubTurn, type DelegateDeps, type SubTurn } from './derive.js'
+import { defineTool, fail, type Tool, type ToolResult } from '../tools/contract.js'
+import { DELEGATE, deriveSubTurn, type DelegateDeps, type SubTurn } from '../turn/subturn.js'
 
 export const MAX_TASK_CHARS = 20_000
 export const MAX_TOOL_NAMES = 64

@@ -3,7 +3,7 @@
  * becomes a line of text (binary blocks are described, never inlined); `structuredContent`
  * travels as `data`. `isError` is the server saying the tool failed: success false.
  */
-import type { ToolResult } from '../tools/tool.js'
+import type { ToolResult } from '../tools/contract.js'
 
 interface ContentBlock {
   type?: unknown

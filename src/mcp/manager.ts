@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino'
 import type { Config } from '../../schemas/config.js'
-import type { Tool } from '../tools/tool.js'
+import type { Tool } from '../tools/contract.js'
 import { McpServerConnection, type McpServerStatus } from './connection.js'
 
 /** What turn assembly needs from MCP: the current wrappers of some servers. */

@@ -4,8 +4,8 @@
  * must not race activation). Sequential dispatch checks cancellation before each call; a
  * cancelled parallel batch keeps finished siblings' real results and interrupts only the rest.
  */
-import { scrubText, scrubValue } from '../security/redact.js'
-import { TOOL_SEARCH } from '../tools/activated.js'
+import { scrubText, scrubValue } from '../core/security/redact.js'
+import { TOOL_SEARCH } from '../tools/scope/activated.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import type { ParsedCall } from './parse.js'
 import { unavailableText } from './prepare.js'

@@ -5,13 +5,13 @@
  *   approval gate → restore the runtime `approved` marker → duplicate-call guard.
  * Calls that will not run get their slot filled here; the rest are returned as executable.
  */
-import { gateToolApproval } from '../approval/gate.js'
+import { gateToolApproval } from './approve.js'
 import { readOnlyRefusal } from '../approval/read-only.js'
-import { TurnFailure } from '../errors.js'
-import { canonicalJson } from '../json/canonical.js'
-import { scrubText, scrubValue } from '../security/redact.js'
-import { TOOL_SEARCH } from '../tools/activated.js'
-import type { Tool } from '../tools/tool.js'
+import { TurnFailure } from '../core/errors.js'
+import { canonicalJson } from '../core/json/canonical.js'
+import { scrubText, scrubValue } from '../core/security/redact.js'
+import { TOOL_SEARCH } from '../tools/scope/activated.js'
+import type { Tool } from '../tools/contract.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { sortedBeforeHooks } from './hooks.js'
 import type { ParsedCall } from './parse.js'

@@ -3,10 +3,10 @@
  * on the wire (native) or into the prompt (text protocol), and the one leading system message.
  */
 import type { ChatMessage } from '../providers/types.js'
-import { TOOL_SEARCH } from '../tools/activated.js'
-import type { ToolSpec } from '../tools/tool.js'
+import { TOOL_SEARCH } from '../tools/scope/activated.js'
+import type { ToolSpec } from '../tools/contract.js'
 import type { ResolvedAgentExecution } from './context.js'
-import { buildToolProtocolInstructions } from './text-protocol.js'
+import { buildToolProtocolInstructions } from './text-protocol/index.js'
 
 export const RECEIPTS_ADDENDUM = [
   '## Tool Execution Receipts',

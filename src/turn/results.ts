@@ -7,9 +7,9 @@
 import { randomUUID } from 'node:crypto'
 import type { ToolCallStatus } from '../../schemas/events.js'
 import type { ToolCallRecord } from '../../schemas/turn.js'
-import { digest } from '../json/canonical.js'
-import { scrubText, scrubValue } from '../security/redact.js'
-import type { Tool } from '../tools/tool.js'
+import { digest } from '../core/json/canonical.js'
+import { scrubText, scrubValue } from '../core/security/redact.js'
+import type { Tool } from '../tools/contract.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { truncateToolResult } from './truncate.js'
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { deepMerge } from '../../src/config.js'
+import { deepMerge } from '../../src/core/config.js'
 import { startGateway, shape, type TestGateway } from '../helpers/gateway.js'
 import { advertised, httpServerConfig, runTurn, systemPrompt, toolResults } from '../helpers/mcp.js'
 import { startHttpMcpServer, type HttpMcpServer } from '../fixtures/mcp/http-server.js'

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { SessionGrants, normalizeCommand } from '../../src/approval/grants.js'
-import { ApprovalManager } from '../../src/approval/manager.js'
+import { ApprovalManager } from '../../src/approval/policy.js'
 import type { RiskProfileConfig } from '../../schemas/config.js'
 
 function manager (profile: Partial<RiskProfileConfig> = {}, grants = new SessionGrants()): ApprovalManager {

@@ -4,7 +4,7 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv'
 import { ClientFrameSchemas, type ClientFrame, type ClientFrameType } from '../../schemas/ws.js'
-import { TollgateError } from '../errors.js'
+import { TollgateError } from '../core/errors.js'
 
 const ajv = new Ajv({ allErrors: false, strict: false, removeAdditional: false, coerceTypes: false })
 const validators = new Map<string, ValidateFunction>(

@@ -5,16 +5,16 @@
  * per-run exclude. The same excluded set is checked again at execution time, so a hidden tool
  * can neither be advertised nor run.
  */
-import type { AgentConfig, RiskProfileConfig, ToolFilterGroup } from '../../schemas/config.js'
-import { TollgateError } from '../errors.js'
-import { createDeferredTools, type DeferredTools } from '../mcp/deferred.js'
-import { matchesAlwaysGroup, visibleUnderGroups } from '../mcp/filter-groups.js'
-import { mcpAccessPolicy, mcpAdmits, riskAdmits } from '../mcp/policy.js'
-import { TOOL_SEARCH_TOOL } from '../mcp/tool-search.js'
+import type { AgentConfig, RiskProfileConfig, ToolFilterGroup } from '../../../schemas/config.js'
+import { TollgateError } from '../../core/errors.js'
+import { createDeferredTools, type DeferredTools } from './deferred.js'
+import { matchesAlwaysGroup, visibleUnderGroups } from './filter-groups.js'
+import { mcpAccessPolicy, mcpAdmits, riskAdmits } from './mcp-policy.js'
+import { TOOL_SEARCH_TOOL } from './tool-search.js'
 import { ActivatedToolSet, TOOL_SEARCH } from './activated.js'
 import { normaliseToolName } from './names.js'
-import type { ToolCatalog } from './registry.js'
-import type { Tool, ToolSpec } from './tool.js'
+import type { ToolCatalog } from '../catalog.js'
+import type { Tool, ToolSpec } from '../contract.js'
 
 export interface ToolNarrowing {
   allow?: readonly string[]

@@ -8,10 +8,10 @@ import { Ajv, type ValidateFunction } from 'ajv'
 import { parse as parseToml } from 'smol-toml'
 import {
   GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig, MCP_SERVER_NAME, type Config
-} from '../schemas/config.js'
+} from '../../schemas/config.js'
 import { ownEntry } from './json/own.js'
 
-export type { Config } from '../schemas/config.js'
+export type { Config } from '../../schemas/config.js'
 
 export class ConfigError extends Error {
   constructor (message: string) {

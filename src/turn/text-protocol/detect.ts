@@ -3,9 +3,9 @@
  * retry. False positives cost a wasted round and confuse the model, so ordinary prose, examples and
  * business JSON that merely names a tool must pass.
  */
-import { isCallShaped, mapToolNameAlias } from './text-protocol-calls.js'
-import { isPlainObject, tryParseJson } from './text-protocol-json.js'
-import { analyseResponse, mentionsExample } from './text-protocol-parse.js'
+import { isCallShaped, mapToolNameAlias } from './calls.js'
+import { isPlainObject, tryParseJson } from './json.js'
+import { analyseResponse, mentionsExample } from './parse.js'
 
 const FRAME_MARKER = '<(?:tool_calls|tool_call|toolcall|tool-call|invoke)\\b|```[ \\t]*(?:tool_calls?|tool-call|toolcall|invoke|tool[ \\t]+([A-Za-z0-9_.:-]+))'
 const TAG_CLOSE = /<\/(?:tool_calls|tool_call|toolcall|tool-call|invoke)\s*>/i

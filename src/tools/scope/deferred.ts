@@ -4,8 +4,8 @@
  * it returns into the turn's activated set. The stubs are the policy-filtered wrappers, filtered
  * once: the prompt section, tool_search and pending-call resolution all see the same set.
  */
-import { resolveToolName, type ActivatedToolSet } from '../tools/activated.js'
-import type { Tool } from '../tools/tool.js'
+import { resolveToolName, type ActivatedToolSet } from './activated.js'
+import type { Tool } from '../contract.js'
 
 const SECTION_DESCRIPTION_CHARS = 200
 

@@ -4,10 +4,10 @@
  * and through which channel; runtime fail-closed denials are never blamed on the user.
  */
 import type { ApprovalDecision } from '../../schemas/events.js'
-import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
-import { scrubValue } from '../security/redact.js'
-import { displayArguments, type ArgumentDisplay } from './display.js'
-import { sanitizeReplacement, summarizeArgs } from './summary.js'
+import type { ResolvedAgentExecution, TurnState } from './context.js'
+import { scrubValue } from '../core/security/redact.js'
+import { displayArguments, type ArgumentDisplay } from '../approval/display.js'
+import { sanitizeReplacement, summarizeArgs } from '../approval/summary.js'
 
 export interface ApprovalQuestion {
   callId: string

@@ -3,8 +3,8 @@
  * definitions, so the model can call them from then on. `select:a,b` fetches exact names; any
  * other query ranks stubs by how many of its words occur in their name and description.
  */
-import { TOOL_SEARCH } from '../tools/activated.js'
-import { defineTool, fail, ok, type Tool, type ToolContext } from '../tools/tool.js'
+import { TOOL_SEARCH } from './activated.js'
+import { defineTool, fail, ok, type Tool, type ToolContext } from '../contract.js'
 import type { DeferredTools } from './deferred.js'
 
 export const DEFAULT_MAX_RESULTS = 5

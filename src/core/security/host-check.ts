@@ -7,7 +7,7 @@
 import { isIP } from 'node:net'
 import type { FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
-import { isLoopbackHost, isWildcardHost } from '../auth/loopback.js'
+import { isLoopbackHost, isWildcardHost } from '../../auth/loopback.js'
 import { ConfigError, type Config } from '../config.js'
 import { TollgateError } from '../errors.js'
 

@@ -2,11 +2,11 @@
  * The text tool-call protocol parser: for providers without native tool calling, calls are read out
  * of the reply text. Order: whole-reply JSON envelope, then tags, then (only if still nothing) fences.
  */
-import type { ParsedToolCall, TextParseResult } from './text-protocol.js'
-import { callsFromJsonValue } from './text-protocol-calls.js'
-import { stripTerminalMarkers, stripThinkBlocks } from './text-protocol-clean.js'
-import { parseFencedCalls, parseTaggedCalls } from './text-protocol-framing.js'
-import { isPlainObject, tryParseJson } from './text-protocol-json.js'
+import type { ParsedToolCall, TextParseResult } from './types.js'
+import { callsFromJsonValue } from './calls.js'
+import { stripTerminalMarkers, stripThinkBlocks } from './clean.js'
+import { parseFencedCalls, parseTaggedCalls } from './framing.js'
+import { isPlainObject, tryParseJson } from './json.js'
 
 const EXAMPLE_WORDS = ['example', 'sample']
 const EXAMPLE_WORDS_ZH = ['示例', '例如', '比如', '举例', '例子', '比方说', '譬如']

@@ -8,7 +8,7 @@
  * Format: `tg-receipt-<unix seconds>-<base64url(mac), no padding>`.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import { canonicalJson, digest } from '../json/canonical.js'
+import { canonicalJson, digest } from '../core/json/canonical.js'
 import type { ReceiptGenerator, ReceiptInput } from '../turn/context.js'
 
 const PREFIX = 'tg-receipt-'

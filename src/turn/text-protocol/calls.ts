@@ -1,8 +1,8 @@
 /**
  * Turning decoded JSON into parsed tool calls: OpenAI-like envelopes, name aliases, argument decoding.
  */
-import type { ParsedToolCall } from './text-protocol.js'
-import { isPlainObject, tryParseJson } from './text-protocol-json.js'
+import type { ParsedToolCall } from './types.js'
+import { isPlainObject, tryParseJson } from './json.js'
 
 /**
  * Names models commonly invent for the built-in tools. Only capability-preserving aliases: the

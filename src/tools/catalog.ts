@@ -2,7 +2,7 @@
  * Tool factory: every tool the runtime can offer at all, built once at start from config.
  * Which of them a given turn sees is decided by the scoped registry (scoped.ts), never here.
  */
-import type { Tool } from './tool.js'
+import type { Tool } from './contract.js'
 
 export class ToolCatalog {
   private readonly tools = new Map<string, Tool>()

@@ -2,7 +2,7 @@
  * Tools activated during a turn (deferred MCP wrappers resolved by tool_search). Shared by the
  * turn and any delegated sub-turn it grants them to, so lookup and activation agree.
  */
-import type { Tool } from './tool.js'
+import type { Tool } from '../contract.js'
 
 /** The deferred-tool lookup stub; a batch containing it never runs in parallel. */
 export const TOOL_SEARCH = 'tool_search'

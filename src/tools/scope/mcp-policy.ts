@@ -4,9 +4,9 @@
  * allow-list written for built-ins must not silently drop the agent's bundled servers); the
  * per-run allow of one request is a strict intersection with no such auto-admit.
  */
-import type { RiskProfileConfig } from '../../schemas/config.js'
-import { normaliseToolName } from '../tools/names.js'
-import type { ToolNarrowing } from '../tools/scoped.js'
+import type { RiskProfileConfig } from '../../../schemas/config.js'
+import { normaliseToolName } from './names.js'
+import type { ToolNarrowing } from './scoped.js'
 
 export interface McpAccessPolicy {
   denied: ReadonlySet<string>

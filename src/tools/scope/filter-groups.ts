@@ -4,7 +4,7 @@
  * group has a pattern matching it and the group is `always`, or `dynamic` with a keyword that
  * occurs (case-insensitively) in the user message. No groups: no filtering.
  */
-import type { ToolFilterGroup } from '../../schemas/config.js'
+import type { ToolFilterGroup } from '../../../schemas/config.js'
 
 /** Only the first `*` is a wildcard (prefix*suffix, lengths checked); no `*`: exact name. */
 export function globMatches (pattern: string, name: string): boolean {

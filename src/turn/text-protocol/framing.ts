@@ -2,9 +2,9 @@
  * Calls framed by tags (`<tool_call>…</tool_call>` and aliases) or by fences (```` ```tool_call ````,
  * ```` ```tool <name> ````). Only framed JSON can become a call: JSON loose in prose never does.
  */
-import type { ParsedToolCall } from './text-protocol.js'
-import { callsFromJsonValue, isCallShaped, normalizeCall } from './text-protocol-calls.js'
-import { extractJsonValues, findBalancedEnd, isPlainObject, tryParseJson } from './text-protocol-json.js'
+import type { ParsedToolCall } from './types.js'
+import { callsFromJsonValue, isCallShaped, normalizeCall } from './calls.js'
+import { extractJsonValues, findBalancedEnd, isPlainObject, tryParseJson } from './json.js'
 
 export interface FramedParse {
   /** Visible prose segments, trimmed and non-empty, in order. */
