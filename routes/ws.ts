@@ -16,7 +16,7 @@ import type { Connection } from '../src/service/connections.js'
 import { followTurn } from '../src/transport/follow.js'
 import { frameRef, parseClientFrame } from '../src/transport/frames.js'
 import { FrameRateLimiter } from '../src/core/security/frame-rate-limit.js'
-import type { Gateway } from '../src/app/server.js'
+import type { Gateway } from '../src/app/gateway.js'
 import type { ClientFrame } from '../schemas/ws.js'
 
 /** `encoded` is the frame's JSON when a caller already has it (events shared by many sockets). */

@@ -5,26 +5,23 @@
 import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyBaseLogger } from 'fastify'
 import websocket from '@fastify/websocket'
 import type { Logger } from 'pino'
 import { Ajv } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { Config } from '../core/config.js'
-import { createAuthenticator, isLoopbackHost, type Authenticator } from '../auth/authenticate.js'
-import type { Principal } from '../auth/principal.js'
+import { createAuthenticator, isLoopbackHost } from '../auth/authenticate.js'
 import { enforceAuthentication, WS_PROTOCOL } from '../auth/http.js'
 import { createBus } from '../bus/create.js'
 import type { EventBus } from '../bus/bus.js'
 import { InstanceLease } from '../cluster/instance.js'
-import { DEFAULT_RETRY_AFTER_S, RETRY_AFTER_S, TollgateError, toProblem, type ErrorCode } from '../core/errors.js'
 import { ConnectionRegistry } from '../service/connections.js'
 import { TurnService } from '../service/turn-service.js'
 import { createDelegateTool } from '../delegate/tool.js'
 import { McpManager } from '../mcp/manager.js'
 import { composeObservers, type Observer } from '../observe/observer.js'
 import { createProviders } from '../providers/index.js'
-import type { GatewayMetrics } from '../observe/metrics.js'
 import { createObservability } from '../observe/observability.js'
 import { createStore } from '../store/create.js'
 import type { Store } from '../store/store.js'
@@ -37,7 +34,7 @@ import type { Tool } from '../tools/contract.js'
 import { NO_HOOKS, type ToolHooks } from '../turn/hooks.js'
 import { createGatewayLogger } from '../core/security/log-scrub.js'
 import { createHostPolicy, hostCheck } from '../core/security/host-check.js'
-import { createOriginPolicy, type OriginPolicy } from '../core/security/origin-check.js'
+import { createOriginPolicy } from '../core/security/origin-check.js'
 import { answerClientError, answerFrameworkError, MAX_PATH_PARAM_CHARS } from '../http/early-refusals.js'
 import { echoRequestIds, echoRequestIdsOnUpgrade, RequestIds } from '../http/request-id.js'
 import { refusePlainRequestsToWebSockets } from '../http/websocket-only.js'
@@ -52,15 +49,14 @@ import wsRoutes from '../../routes/ws.js'
 import uiRoutes from '../../routes/ui.js'
 import openapiRoutes from '../../routes/openapi.js'
 import { collectRoutes } from '../openapi/routes.js'
+import type { Gateway } from './gateway.js'
+import { installErrorHandlers } from './http-errors.js'
+import { Lifecycle } from './lifecycle.js'
+
+export type { Gateway } from './gateway.js'
 
 type AddFormats = (ajv: Ajv) => Ajv
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    principal: Principal | null
-  }
-}
 
 export interface BuildOptions {
   config: Config
@@ -72,37 +68,6 @@ export interface BuildOptions {
   logger?: Logger
   store?: Store
   bus?: EventBus
-}
-
-export interface Gateway {
-  app: FastifyInstance
-  config: Config
-  turns: TurnService
-  connections: ConnectionRegistry
-  /** null when `metrics.enabled` is false. */
-  metrics: GatewayMetrics | null
-  bus: EventBus
-  store: Store
-  /** This process on the store's leases and the bus's control plane. */
-  instanceId: string
-  auth: Authenticator
-  /** Which browser origins may open /v1/ws. */
-  origins: OriginPolicy
-  log: Logger
-  mcp: McpManager
-  /** Where each tenant's (or session's) tools work. */
-  workspaces: WorkspaceLayout
-  /** False once the store has refused this instance's lease renewals for a whole lease time. */
-  storeReachable (): boolean
-  /** False once the bus (Redis) has been unreachable for `bus.redis.unready_after_ms`. */
-  busReachable (): boolean
-  close (): Promise<void>
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    gateway: Gateway
-  }
 }
 
 /** Body validation is strict (no coercion, no stripping); query and params coerce from strings. */
@@ -205,25 +170,26 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
 
   const connections = new ConnectionRegistry()
   const instanceId = options.store?.instanceId ?? config.cluster.instance_id ?? `inst_${randomUUID()}`
-  // What start-up has opened so far, closed in reverse if a later step fails, so a failed
-  // start leaves no database handle, Redis connection or MCP child behind.
-  const opened: Array<() => Promise<void>> = [async () => { await auth.close() }]
+  // What start-up has opened so far: a failed start closes it, so it leaves no database handle,
+  // Redis connection or MCP child behind; shutdown closes it in the same one order.
+  const lifecycle = new Lifecycle()
+  lifecycle.opened('auth', async () => { await auth.close() })
   try {
     const store = options.store ?? await createStore(config, { instanceId, env, log })
-    opened.push(async () => { await store.close() })
+    lifecycle.opened('store', async () => { await store.close() })
     const bus = options.bus ?? await createBus(config, { store, env, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
-    opened.push(async () => { await bus.close() })
+    lifecycle.opened('bus', async () => { await bus.close() })
     const providers = createProviders(config, env)
-    opened.push(async () => { for (const p of providers.values()) await p.close() })
+    lifecycle.opened('providers', async () => { for (const p of providers.values()) await p.close() })
     const observability = createObservability({
       config,
       log,
       sources: { activeTurns: () => turns.activeCount, wsConnections: () => connections.count('ws'), isKnownTool: (name) => turns.catalog.has(name) }
     })
-    opened.push(async () => { observability.close() })
+    lifecycle.opened('observability', () => { observability.close() })
     const observer = composeObservers(options.observers ?? [], (err) => { log.error({ err }, 'observer failed') })
     const mcp = await McpManager.start({ config, env, log })
-    opened.push(async () => { await mcp.close() })
+    lifecycle.opened('mcp', async () => { await mcp.close() })
     // Before any new tool process: end the ones a crashed gateway left behind.
     sweepProcessLedger(processLedgerDir(config), log)
     const { catalog, workspaces } = await buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])], log)
@@ -241,7 +207,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       mcp,
       instanceId
     })
-    opened.push(async () => { await turns.shutdown() })
+    lifecycle.opened('turns', async () => { await turns.shutdown() })
     const lease = await InstanceLease.start({
       store,
       bus,
@@ -252,7 +218,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       log
     })
 
-    opened.push(async () => { await lease.close() })
+    lifecycle.opened('lease', async () => { await lease.close() })
 
     const requestIds = new RequestIds()
     const app = Fastify({
@@ -264,6 +230,10 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
       clientErrorHandler: answerClientError(log as unknown as FastifyBaseLogger),
       frameworkErrors: answerFrameworkError
+    })
+    lifecycle.opened('http', async () => {
+      for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
+      await app.close()
     })
     app.setValidatorCompiler(validatorCompiler())
     // Only JSON bodies: a text/plain body is 415 UNSUPPORTED_MEDIA_TYPE like any other type.
@@ -285,7 +255,6 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     // the websocket plugin, whose own hook marks upgrades so a refused one's socket gets closed.
     app.addHook('onRequest', hostCheck(hosts))
 
-    let closed = false
     const gateway: Gateway = {
       app,
       config,
@@ -306,51 +275,11 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
         const limit = config.bus.redis.unready_after_ms
         return since === null || limit === 0 || Date.now() - since < limit
       },
-      async close () {
-        if (closed) return
-        closed = true
-        // Turns first, so every socket still receives its turns' terminal events; then 1001 "going away".
-        await turns.shutdown()
-        observability.close()
-        for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
-        await app.close()
-        await mcp.close()
-        for (const p of providers.values()) await p.close()
-        await lease.close()
-        await bus.close()
-        await store.close()
-        await auth.close()
-      }
+      close: async () => { await lifecycle.close() }
     }
     app.decorate('gateway', gateway)
 
-    app.setErrorHandler((err: FastifyError | TollgateError, request, reply) => {
-      let problem
-      if (err instanceof TollgateError) {
-        problem = toProblem(err)
-      } else if (err.validation !== undefined) {
-        problem = toProblem(new TollgateError('INVALID_REQUEST', 'the request does not match the schema', { detail: `${err.validationContext ?? 'body'}${err.message.replace(/^(body|querystring|params|headers)/, '')}` }))
-      } else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-        problem = toProblem(new TollgateError('PAYLOAD_TOO_LARGE', `the body exceeds ${config.server.body_limit_bytes} bytes`))
-      } else if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError) {
-        problem = toProblem(new TollgateError('INVALID_JSON', 'the body is not valid JSON'))
-      } else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-        problem = toProblem(new TollgateError('UNSUPPORTED_MEDIA_TYPE', 'unsupported content-type; send application/json'))
-      } else if (err.statusCode === 400) {
-        problem = toProblem(new TollgateError('INVALID_REQUEST', err.message))
-      } else if (typeof err.statusCode === 'number' && err.statusCode > 400 && err.statusCode < 500) {
-        // Rare framework refusals (bad URL encodings, constraint misses): one code per status.
-        problem = { type: `https://tollgate.dev/problems/http-${err.statusCode}`, title: err.message, status: err.statusCode, code: `HTTP_${err.statusCode}` }
-      } else {
-        request.log.error({ err }, 'unhandled error')
-        problem = toProblem(new TollgateError('INTERNAL', 'internal error'))
-      }
-      if (problem.status === 429) void reply.header('retry-after', String(RETRY_AFTER_S[problem.code as ErrorCode] ?? DEFAULT_RETRY_AFTER_S))
-      void reply.code(problem.status).type('application/problem+json').send(problem)
-    })
-    app.setNotFoundHandler((request, reply) => {
-      void reply.code(404).type('application/problem+json').send(toProblem(new TollgateError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`)))
-    })
+    installErrorHandlers(app, config)
 
     enforceAuthentication(app)
     await app.register(healthRoutes)
@@ -365,7 +294,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(openapiRoutes)
     return gateway
   } catch (err) {
-    for (const close of opened.reverse()) await close().catch(() => {})
+    await lifecycle.abandon()
     throw err
   }
 }

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import type { TurnEvent } from '../../schemas/events.js'
 import { TollgateError } from '../core/errors.js'
-import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from '../turn/approve.js'
+import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from './decision.js'
 
 export interface OperatorAnswer {
   decision: 'yes' | 'no' | 'always' | 'edit'

@@ -7,7 +7,7 @@ import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey, type JWTVe
 import type { JwtAlgorithm } from '../../schemas/config.js'
 import { ConfigError, type Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
-import type { Authenticator, Credentials } from './authenticate.js'
+import type { Authenticator, Credentials } from './principal.js'
 import { isLoopbackHost } from './loopback.js'
 import { principalFromClaims } from './claims.js'
 

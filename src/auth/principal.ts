@@ -29,3 +29,17 @@ export const LOCAL_PRINCIPAL: Principal = Object.freeze({ sub: 'local', tenant: 
 export function requireScope (p: Principal, scope: Scope): void {
   if (!hasScope(p, scope)) throw new TollgateError('FORBIDDEN', `this token lacks the ${scope} scope`)
 }
+
+export interface Credentials {
+  authorization?: string | undefined
+  /** Bearer token offered through `Sec-WebSocket-Protocol: tollgate.v1, bearer.<JWT>`. */
+  protocolToken?: string | undefined
+  cookieToken?: string | undefined
+  queryToken?: string | undefined
+}
+
+export interface Authenticator {
+  readonly mode: string
+  authenticate (credentials: Credentials): Promise<Principal>
+  close (): Promise<void>
+}

@@ -15,7 +15,7 @@ import type { BusEnvelope, ControlRequest, EventBus, ReplayResult } from '../bus
 import { ControlRpc, remoteError, type ReplyBody } from '../cluster/control.js'
 import { TollgateError } from '../core/errors.js'
 import { canonicalJson } from '../core/json/canonical.js'
-import type { McpToolSource } from '../mcp/manager.js'
+import type { McpToolSource } from '../tools/contract.js'
 import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
 import { scrubText } from '../core/security/redact.js'

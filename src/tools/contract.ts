@@ -5,7 +5,6 @@
 import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { Logger } from 'pino'
-import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 
 // ajv-formats ships CJS with a default export; under NodeNext the callable sits on `.default`.
 type AddFormats = (ajv: Ajv) => Ajv
@@ -36,10 +35,23 @@ export interface ToolResult {
   data?: unknown
 }
 
-/** The running turn, handed only to tools that act on the turn itself (delegate, tool_search). */
-export interface TurnScope {
-  exec: ResolvedAgentExecution
-  state: TurnState
+/**
+ * The deferred MCP tools of a running turn, as `tool_search` sees them: the stubs it may fetch
+ * and the turn's activation set it fetches into (tools/scope/deferred.ts builds it).
+ */
+export interface DeferredToolView {
+  readonly stubs: ReadonlyMap<string, Tool>
+  readonly activated: { activate (tool: Tool): boolean }
+}
+
+/**
+ * The running turn, handed only to tools defined with `turnScoped: true`. Narrow on purpose: a
+ * tool contract that exposed the engine's state would make every tool depend on the engine. The
+ * engine hands its own richer scope (turn/context.ts `TurnScope`), which only engine-side tools
+ * (`delegate`) narrow to with `isTurnScope`.
+ */
+export interface TurnHandle {
+  readonly deferred: DeferredToolView | null
 }
 
 export interface ToolContext {
@@ -57,7 +69,7 @@ export interface ToolContext {
   /** Whether a sandboxed process this call starts may reach the network (the risk profile's `shell_network`). */
   network: boolean
   /** Set only for tools defined with `turnScoped: true`. */
-  turn?: TurnScope
+  turn?: TurnHandle
 }
 
 export interface ToolSpec {
@@ -173,4 +185,9 @@ export function ok (output: string, data?: unknown): ToolResult {
 
 export function fail (error: string, output = ''): ToolResult {
   return { success: false, output, error }
+}
+
+/** What turn assembly needs from MCP: the current wrappers of some servers. */
+export interface McpToolSource {
+  tools (servers: readonly string[]): Tool[]
 }

@@ -9,13 +9,13 @@ import type { ApprovalAuditEntry, ToolCallRecord } from '../../schemas/turn.js'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { SessionGrants } from '../approval/grants.js'
 import { ApprovalManager } from '../approval/policy.js'
-import type { ApprovalChannel } from './approve.js'
+import type { ApprovalChannel } from '../approval/decision.js'
 import { ownEntry } from '../core/json/own.js'
 import { TollgateError } from '../core/errors.js'
 import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ModelProvider } from '../providers/types.js'
 import type { DeferredTools } from '../tools/scope/deferred.js'
-import type { McpToolSource } from '../mcp/manager.js'
+import type { McpToolSource, TurnHandle } from '../tools/contract.js'
 import { mcpOffer } from '../tools/scope/offer.js'
 import type { ActivatedToolSet } from '../tools/scope/activated.js'
 import type { ToolCatalog } from '../tools/catalog.js'
@@ -83,6 +83,23 @@ export interface ResolvedAgentExecution {
   workspaceDir: string
   /** The risk profile's `shell_network`: sandboxed commands may reach the network. */
   shellNetwork: boolean
+}
+
+/**
+ * What the engine hands a turn-scoped tool: the narrow `TurnHandle` of the tool contract plus
+ * the engine's own execution and state, which only engine-side tools (`delegate`) read.
+ */
+export interface TurnScope extends TurnHandle {
+  exec: ResolvedAgentExecution
+  state: TurnState
+}
+
+export function turnScope (exec: ResolvedAgentExecution, state: TurnState): TurnScope {
+  return { deferred: exec.deferred, exec, state }
+}
+
+export function isTurnScope (handle: TurnHandle): handle is TurnScope {
+  return 'exec' in handle && 'state' in handle
 }
 
 /** Per-turn mutable state; owned by one running turn, never shared. */

@@ -6,7 +6,7 @@
  */
 import { scrubText, scrubValue } from '../core/security/redact.js'
 import { TOOL_SEARCH } from '../tools/scope/activated.js'
-import type { ResolvedAgentExecution, TurnState } from './context.js'
+import { turnScope, type ResolvedAgentExecution, type TurnState } from './context.js'
 import type { ParsedCall } from './parse.js'
 import { unavailableText } from './prepare.js'
 import { announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, unexecuted, type RawOutcome, type ToolSlot } from './results.js'
@@ -60,7 +60,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       log: state.log.child({ tool: slot.name, call_id: slot.callId }),
       workspaceDir: exec.workspaceDir,
       network: exec.shellNetwork,
-      ...(tool.turnScoped === true ? { turn: { exec, state } } : {})
+      ...(tool.turnScoped === true ? { turn: turnScope(exec, state) } : {})
     }).then((result): RawOutcome => {
       const durationMs = performance.now() - started
       if (result.success) return { status: 'ok', success: true, output: result.output, error: null, durationMs, executed: true }

@@ -14,8 +14,8 @@ import { createDeferredTools } from '../tools/scope/deferred.js'
 import type { ModelProvider } from '../providers/types.js'
 import { ActivatedToolSet, TOOL_SEARCH } from '../tools/scope/activated.js'
 import { ScopedRegistry } from '../tools/scope/scoped.js'
-import type { Tool, ToolContext, TurnScope } from '../tools/contract.js'
-import { freshLoopBookkeeping, resolveAgent, resolveKnobs, resolveModelBinding, type ResolvedAgentExecution, type TurnState } from './context.js'
+import type { Tool, ToolContext } from '../tools/contract.js'
+import { freshLoopBookkeeping, resolveAgent, resolveKnobs, resolveModelBinding, type ResolvedAgentExecution, type TurnScope, type TurnState } from './context.js'
 
 export const DELEGATE = 'delegate'
 

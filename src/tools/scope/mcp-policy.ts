@@ -5,8 +5,7 @@
  * per-run allow of one request is a strict intersection with no such auto-admit.
  */
 import type { RiskProfileConfig } from '../../../schemas/config.js'
-import { normaliseToolName } from './names.js'
-import type { ToolNarrowing } from './scoped.js'
+import { normaliseToolName, type ToolNarrowing } from './names.js'
 
 export interface McpAccessPolicy {
   denied: ReadonlySet<string>

@@ -2,3 +2,8 @@
 export function normaliseToolName (name: string): string {
   return name.trim().toLowerCase()
 }
+
+export interface ToolNarrowing {
+  allow?: readonly string[]
+  exclude?: readonly string[]
+}

@@ -5,21 +5,20 @@
  * per-run exclude. The same excluded set is checked again at execution time, so a hidden tool
  * can neither be advertised nor run.
  */
-import type { AgentConfig, RiskProfileConfig, ToolFilterGroup } from '../../../schemas/config.js'
+import type { AgentConfig, RiskProfileConfig } from '../../../schemas/config.js'
 import { TollgateError } from '../../core/errors.js'
 import { createDeferredTools, type DeferredTools } from './deferred.js'
 import { matchesAlwaysGroup, visibleUnderGroups } from './filter-groups.js'
 import { mcpAccessPolicy, mcpAdmits, riskAdmits } from './mcp-policy.js'
 import { TOOL_SEARCH_TOOL } from './tool-search.js'
 import { ActivatedToolSet, TOOL_SEARCH } from './activated.js'
-import { normaliseToolName } from './names.js'
+import { normaliseToolName, type ToolNarrowing } from './names.js'
+import type { McpOffer } from './offer.js'
+
+export type { ToolNarrowing } from './names.js'
+export type { McpOffer } from './offer.js'
 import type { ToolCatalog } from '../catalog.js'
 import type { Tool, ToolSpec } from '../contract.js'
-
-export interface ToolNarrowing {
-  allow?: readonly string[]
-  exclude?: readonly string[]
-}
 
 export { normaliseToolName }
 
@@ -51,13 +50,6 @@ export class ScopedRegistry {
   specs (): readonly ToolSpec[] {
     return this.specList
   }
-}
-
-export interface McpOffer {
-  /** Wrappers of the servers in the agent's `mcp_bundles`, before any policy. */
-  tools: readonly Tool[]
-  deferred: boolean
-  groups: readonly ToolFilterGroup[]
 }
 
 export interface AssembleOptions {

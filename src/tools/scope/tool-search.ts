@@ -4,14 +4,13 @@
  * other query ranks stubs by how many of its words occur in their name and description.
  */
 import { TOOL_SEARCH } from './activated.js'
-import { defineTool, fail, ok, type Tool, type ToolContext } from '../contract.js'
-import type { DeferredTools } from './deferred.js'
+import { defineTool, fail, ok, type DeferredToolView, type Tool, type ToolContext } from '../contract.js'
 
 export const DEFAULT_MAX_RESULTS = 5
 export const MAX_RESULTS_LIMIT = 50
 export const NO_MATCH_TEXT = 'No matching deferred tools found.'
 
-function selectByName (deferred: DeferredTools, list: string): { found: Tool[], notFound: string[] } {
+function selectByName (deferred: DeferredToolView, list: string): { found: Tool[], notFound: string[] } {
   const names = [...new Set(list.split(',').map((n) => n.trim()).filter((n) => n !== ''))]
   const found: Tool[] = []
   const notFound: string[] = []
@@ -48,7 +47,7 @@ export function renderFunctions (tools: readonly Tool[]): string {
  * every turn (TOOL_SEARCH_TOOL): a tool built per turn would compile its schema per turn, and the
  * shared ajv instance keeps every compiled schema.
  */
-export function createToolSearchTool (deferredOf: (ctx: ToolContext) => DeferredTools | null): Tool {
+export function createToolSearchTool (deferredOf: (ctx: ToolContext) => DeferredToolView | null): Tool {
   return defineTool<{ query?: unknown, max_results?: unknown }>({
     name: TOOL_SEARCH,
     description: 'Fetch deferred tools so they can be called. Query "select:name1,name2" fetches those exact tools; ' +
@@ -89,4 +88,4 @@ export function createToolSearchTool (deferredOf: (ctx: ToolContext) => Deferred
 }
 
 /** The tool_search of every turn and sub-turn: it works on the deferred set of the calling turn. */
-export const TOOL_SEARCH_TOOL = createToolSearchTool((ctx) => ctx.turn?.exec.deferred ?? null)
+export const TOOL_SEARCH_TOOL = createToolSearchTool((ctx) => ctx.turn?.deferred ?? null)
