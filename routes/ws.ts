@@ -314,5 +314,4 @@ export default async function wsRoutes (app: FastifyInstance): Promise<void> {
     })
     socket.on('error', (err) => { gateway.log.debug({ err, connection_id: connection.id }, 'WebSocket error') })
   })
-
 }

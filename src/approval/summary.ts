@@ -11,6 +11,7 @@ import { orderedKeys, visibleText } from './display.js'
 export const MAX_REPLACEMENT_BYTES = 65536
 
 // Unicode Cc minus \t \n \r: C0 controls, DEL and C1 controls (which include the 8-bit CSI).
+// eslint-disable-next-line no-control-regex -- control characters are what this pattern finds
 const DISALLOWED_CONTROLS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/g
 
 /** Never cut: a tail an operator cannot see is where a deception would go. Invisible characters are escaped. */

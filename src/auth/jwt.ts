@@ -60,7 +60,8 @@ function remoteKeySet (auth: AuthSettings, url: URL): JWTVerifyGetKey {
       return await keySet(header, token)
     } catch (err) {
       // An unknown or ambiguous kid is the token's problem; everything else is fetching or parsing the set.
-      if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys || err instanceof errors.JOSENotSupported) throw err
+      if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys) throw err
+      if (err instanceof errors.JOSENotSupported) throw err
       throw new KeySetUnavailable('the JSON Web Key Set could not be fetched', { cause: err })
     }
   }

@@ -93,7 +93,10 @@ export class McpServerConnection {
   }
 
   status (): McpServerStatus {
-    const status: McpServerStatus = { name: this.name, transport: this.server.transport, state: this.state, tools: this.wrappers.length, connects: this.connects }
+    const status: McpServerStatus = {
+      name: this.name, transport: this.server.transport, state: this.state, tools: this.wrappers.length,
+      connects: this.connects
+    }
     if (this.state !== 'ready' && this.lastError !== null) status.last_error = this.lastError
     return status
   }
@@ -241,7 +244,9 @@ export class McpServerConnection {
     }
     const timeout = this.server.timeout_ms ?? this.options.callTimeoutMs
     try {
-      const result = await client.callTool({ name: tool, arguments: args }, undefined, { signal: ctx.signal, timeout, maxTotalTimeout: timeout })
+      const result = await client.callTool(
+        { name: tool, arguments: args }, undefined, { signal: ctx.signal, timeout, maxTotalTimeout: timeout }
+      )
       return convertCallResult(result, this.options.maxOutputChars)
     } catch (err) {
       if (ctx.signal.aborted) throw err

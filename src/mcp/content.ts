@@ -71,5 +71,9 @@ export function convertCallResult (result: McpCallResult, maxChars: number): Too
   if (text === '' && structured !== undefined) text = JSON.stringify(structured, null, 2) ?? ''
   text = boundText(text, maxChars)
   if (result.isError === true) return { success: false, output: '', error: text === '' ? MCP_ERROR_FALLBACK : text }
-  return structured === undefined ? { success: true, output: text, error: null } : { success: true, output: text, error: null, data: structured }
+  return structured === undefined
+    ? {
+        success: true, output: text, error: null
+      }
+    : { success: true, output: text, error: null, data: structured }
 }

@@ -6,7 +6,9 @@ import type { ReceiptVerifyRequest, ReceiptVerifyResult } from '../../schemas/re
 import type { Principal } from '../auth/principal.js'
 import type { TurnService } from '../service/turn-service.js'
 
-export async function verifyToolReceipt (turns: TurnService, principal: Principal, request: ReceiptVerifyRequest): Promise<ReceiptVerifyResult> {
+export async function verifyToolReceipt (
+  turns: TurnService, principal: Principal, request: ReceiptVerifyRequest
+): Promise<ReceiptVerifyResult> {
   // Ownership first: another principal's turn answers TURN_NOT_FOUND, like a missing one.
   await turns.get(principal, request.turn_id)
   const key = turns.verifyReceipt(request.turn_id)

@@ -10,7 +10,6 @@ import { displayArguments } from '../approval/display.js'
 import { sanitizeReplacement, summarizeArgs } from '../approval/summary.js'
 import { NO_BACKCHANNEL, RUNTIME_DECIDER, USER_DENIED_TEXT, runtimeDeniedText, type ApprovalReply } from '../approval/decision.js'
 
-
 export type GateOutcome =
   | { kind: 'proceed', approved: boolean }
   | { kind: 'deny', text: string }

@@ -169,7 +169,9 @@ export interface ResolveOptions {
   workspaceDir: string
 }
 
-export function resolveAgent (config: Config, name: string): { agent: AgentConfig, runtime: RuntimeProfileConfig, risk: RiskProfileConfig } {
+export function resolveAgent (
+  config: Config, name: string
+): { agent: AgentConfig, runtime: RuntimeProfileConfig, risk: RiskProfileConfig } {
   const agent = ownEntry(config.agents, name)
   if (agent === undefined) throw new TollgateError('UNKNOWN_AGENT', `unknown agent ${JSON.stringify(name)}`)
   // Config loading checked that the profiles exist.
@@ -232,7 +234,10 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
     deferred: scoped.deferred,
     receipts: generator === null
       ? null
-      : { generator, showInResponse: runtime.tool_receipts.show_in_response, injectSystemPrompt: runtime.tool_receipts.inject_system_prompt },
+      : {
+          generator, showInResponse: runtime.tool_receipts.show_in_response,
+          injectSystemPrompt: runtime.tool_receipts.inject_system_prompt
+        },
     delegateDepth: 0,
     workspaceDir: options.workspaceDir,
     shellNetwork: risk.shell_network

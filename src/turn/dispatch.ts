@@ -90,7 +90,9 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
   await runAfterHooks(exec, state, slot, outcome.output, raw)
 }
 
-async function runAfterHooks (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, output: string, raw: RawOutcome): Promise<void> {
+async function runAfterHooks (
+  exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, output: string, raw: RawOutcome
+): Promise<void> {
   if (exec.hooks.after.length === 0) return
   const info = {
     name: slot.name, arguments: slot.arguments, turnId: state.turnId, sessionId: state.sessionId, agent: exec.agent,
@@ -106,7 +108,9 @@ async function runAfterHooks (exec: ResolvedAgentExecution, state: TurnState, sl
 }
 
 /** Runs a prepared round; every slot is settled, in model order where order is observable. */
-export async function dispatchRound (exec: ResolvedAgentExecution, state: TurnState, slots: readonly ToolSlot[], parallel: boolean): Promise<void> {
+export async function dispatchRound (
+  exec: ResolvedAgentExecution, state: TurnState, slots: readonly ToolSlot[], parallel: boolean
+): Promise<void> {
   const runnable = slots.filter((s) => s.prefill === null)
   if (parallel && runnable.length > 1) {
     for (const slot of slots) if (slot.prefill !== null) settleSlot(exec, state, slot, slot.prefill)

@@ -56,7 +56,9 @@ function receiptsBlock (exec: ResolvedAgentExecution, state: TurnState, text: st
   return text === '' ? block : `${text}\n\n${block}`
 }
 
-async function callModel (exec: ResolvedAgentExecution, state: TurnState, request: ReturnType<typeof buildIterationRequest>, live: boolean): Promise<ChatResponse> {
+async function callModel (
+  exec: ResolvedAgentExecution, state: TurnState, request: ReturnType<typeof buildIterationRequest>, live: boolean
+): Promise<ChatResponse> {
   const { provider, model } = exec.model
   const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
   exec.observer.record({ kind: 'llm_request', provider: provider.name, model, messages: request.messages.length, tools: request.useNative ? request.specs.length : 0, ...correlation })

@@ -33,7 +33,9 @@ export interface IterationRequest {
 }
 
 /** `withTools: false` is the final-summary request at the iteration cap: nothing may be called. */
-export function buildIterationRequest (exec: ResolvedAgentExecution, history: readonly ChatMessage[], systemNotes: readonly string[], withTools = true): IterationRequest {
+export function buildIterationRequest (
+  exec: ResolvedAgentExecution, history: readonly ChatMessage[], systemNotes: readonly string[], withTools = true
+): IterationRequest {
   const specs = withTools ? iterationSpecs(exec) : []
   const useNative = exec.model.provider.nativeTools && specs.length > 0
   const sections = [exec.systemPrompt]

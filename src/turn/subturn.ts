@@ -51,7 +51,9 @@ function targetAdmits (target: AgentConfig, tool: Tool): boolean {
   return target.tools.includes(tool.name)
 }
 
-export function deriveSubTurn (deps: DelegateDeps, scope: TurnScope, request: DelegateRequest, ctx: ToolContext): SubTurn | { error: string } {
+export function deriveSubTurn (
+  deps: DelegateDeps, scope: TurnScope, request: DelegateRequest, ctx: ToolContext
+): SubTurn | { error: string } {
   const { config } = deps
   const parent = scope.exec
   const depth = parent.delegateDepth + 1

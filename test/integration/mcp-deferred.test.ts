@@ -7,7 +7,9 @@ import { startHttpMcpServer, type HttpMcpServer } from '../fixtures/mcp/http-ser
 
 const BUILTINS = ['shell', 'file_read', 'file_write', 'http_request']
 
-async function deferredGateway (t: { after: (fn: () => Promise<void>) => void }, overrides: unknown = {}): Promise<{ g: TestGateway, server: HttpMcpServer }> {
+async function deferredGateway (
+  t: { after: (fn: () => Promise<void>) => void }, overrides: unknown = {}
+): Promise<{ g: TestGateway, server: HttpMcpServer }> {
   const server = await startHttpMcpServer()
   t.after(async () => { await server.close() })
   const g = await startGateway({

@@ -13,7 +13,9 @@ const FULL = { risk_profiles: { default: { level: 'full' } } }
 const STDIO = { connect_timeout_ms: 60_000 }
 
 /** A gateway whose default agent bundles the in-process HTTP fixture as server `web`. */
-async function withHttpServer (t: { after: (fn: () => Promise<void>) => void }, overrides: unknown = {}): Promise<{ g: TestGateway, server: HttpMcpServer }> {
+async function withHttpServer (
+  t: { after: (fn: () => Promise<void>) => void }, overrides: unknown = {}
+): Promise<{ g: TestGateway, server: HttpMcpServer }> {
   const server = await startHttpMcpServer()
   t.after(async () => { await server.close() })
   const g = await startGateway({

@@ -83,7 +83,9 @@ function secrets (): Secrets {
 }
 
 /** A gateway process holding real secrets in its environment, with a SQLite store, as deployed. */
-async function deployedGateway (defer: Defer, provider: FakeProvider, secret: Secrets, extra: unknown = {}): Promise<{ g: Awaited<ReturnType<typeof spawnGateway>>, root: string, dbPath: string }> {
+async function deployedGateway (
+  defer: Defer, provider: FakeProvider, secret: Secrets, extra: unknown = {}
+): Promise<{ g: Awaited<ReturnType<typeof spawnGateway>>, root: string, dbPath: string }> {
   const root = await scratchWorkspace(defer)
   const data = await mkdtemp(join(tmpdir(), 'tollgate-data-'))
   defer(async () => { await rm(data, { recursive: true, force: true }) })

@@ -20,7 +20,9 @@ type Outcome = 'runs' | 'asks' | 'refused'
 type Level = RiskProfileConfig['level']
 
 function profile (level: Level, autoApprove: string[] = DEFAULT_AUTO_APPROVE): ApprovalManager {
-  const risk: RiskProfileConfig = { level, auto_approve: autoApprove, always_ask: [], excluded_tools: [], allowed_tools: [], shell_network: false }
+  const risk: RiskProfileConfig = {
+    level, auto_approve: autoApprove, always_ask: [], excluded_tools: [], allowed_tools: [], shell_network: false
+  }
   return new ApprovalManager(risk, new SessionGrants())
 }
 

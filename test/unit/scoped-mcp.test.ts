@@ -23,7 +23,10 @@ const MCP = [tool('gh__issues', 'mcp:gh'), tool('gh__secret', 'mcp:gh'), tool('w
 // Loaded once: the real defaults, then each test varies the risk profile and groups directly.
 const BASE = resolveAgent(loadConfig({ env: {}, overrides: { agents: { default: { tools: ['read', 'write'] } } } }), 'default')
 
-function options (overrides: { risk?: Partial<RiskProfileConfig>, deferred?: boolean, groups?: ToolFilterGroup[], narrowing?: ToolNarrowing, message?: string } = {}): AssembleOptions {
+function options (overrides: {
+  risk?: Partial<RiskProfileConfig>, deferred?: boolean, groups?: ToolFilterGroup[], narrowing?: ToolNarrowing,
+  message?: string
+} = {}): AssembleOptions {
   const catalog = new ToolCatalog()
   catalog.add(tool('read'))
   catalog.add(tool('write'))

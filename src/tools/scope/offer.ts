@@ -9,7 +9,9 @@ export interface McpOffer {
   groups: readonly ToolFilterGroup[]
 }
 
-export function mcpOffer (config: Config, agent: AgentConfig, runtime: RuntimeProfileConfig, source: McpToolSource | undefined): McpOffer | undefined {
+export function mcpOffer (
+  config: Config, agent: AgentConfig, runtime: RuntimeProfileConfig, source: McpToolSource | undefined
+): McpOffer | undefined {
   if (source === undefined || !config.mcp.enabled || agent.mcp_bundles.length === 0) return undefined
   return { tools: source.tools(agent.mcp_bundles), deferred: config.mcp.deferred_loading, groups: runtime.tool_filter_groups }
 }
