@@ -18,6 +18,7 @@ import type { EventBus } from '../bus/bus.js'
 import { InstanceLease } from '../cluster/instance.js'
 import { ConnectionRegistry } from '../service/connections.js'
 import { TurnService } from '../service/turn-service.js'
+import { ApprovalBroker } from '../approval/broker.js'
 import { createDelegateTool } from '../delegate/tool.js'
 import { McpManager } from '../mcp/manager.js'
 import { composeObservers, type Observer } from '../observe/observer.js'
@@ -205,6 +206,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       connections,
       log,
       mcp,
+      broker: new ApprovalBroker(),
       instanceId
     })
     lifecycle.opened('turns', async () => { await turns.shutdown() })

@@ -1,34 +1,37 @@
 /**
- * Turn service: starts turns, owns their cancellation tokens, sequences their events onto the
- * bus, persists their records and session history, and answers ownership-checked queries.
- * Routes (HTTP, SSE, WebSocket) are thin adapters over this one object.
+ * Turn service: the one object routes and transports call. It admits a turn (admission.ts),
+ * builds its engine context, runs it as a RunningTurn (running-turn.ts) and answers
+ * ownership-checked queries, cancels and approval answers, here or, through the control plane,
+ * on the instance that runs the turn (remote.ts serves the other side).
  */
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { Config } from '../core/config.js'
-import { ApprovalBroker, type OperatorAnswer } from '../approval/broker.js'
+import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
 import { SessionGrants } from '../approval/grants.js'
 import { principalKey, type Principal } from '../auth/principal.js'
-import type { BusEnvelope, ControlRequest, EventBus, ReplayResult } from '../bus/bus.js'
-import { ControlRpc, remoteError, type ReplyBody } from '../cluster/control.js'
+import type { EventBus, ReplayResult } from '../bus/bus.js'
+import { ControlRpc, remoteError } from '../cluster/control.js'
 import { TollgateError } from '../core/errors.js'
-import { canonicalJson } from '../core/json/canonical.js'
 import type { McpToolSource } from '../tools/contract.js'
 import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
-import { scrubText } from '../core/security/redact.js'
 import { ReceiptKey } from '../receipts/keys.js'
+import { ReceiptKeyring } from '../receipts/keyring.js'
 import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
 import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import type { ToolCatalog } from '../tools/catalog.js'
-import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type TurnState } from '../turn/context.js'
+import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
 import type { ToolHooks } from '../turn/hooks.js'
 import { trimHistory } from '../turn/history.js'
 import { CancelReason, runToolLoop, type TurnOutcome } from '../turn/loop.js'
+import { Admission } from './admission.js'
 import type { ConnectionRegistry } from './connections.js'
+import { applyControl } from './remote.js'
 import { RetentionQueue } from './retention.js'
+import { RunningTurn, type TurnHost } from './running-turn.js'
 
 export interface TurnServiceDeps {
   config: Config
@@ -42,6 +45,8 @@ export interface TurnServiceDeps {
   connections: ConnectionRegistry
   log: Logger
   mcp?: McpToolSource
+  /** Routes approval questions to people; composed outside so transports share it. */
+  broker: ApprovalBroker
   /** This gateway instance, as named on the bus's control plane. */
   instanceId: string
 }
@@ -53,39 +58,30 @@ export interface StartOptions {
   channel: string
 }
 
-interface ActiveTurn {
-  record: TurnRecord
-  controller: AbortController
-  seq: number
-  ownerConnection: string | null
-  detach: boolean
-  done: Promise<TurnRecord>
-  disposers: Array<() => void>
-  /** Receipt key of this turn (direct turns get a fresh key per turn). */
-  receipts: ReceiptKey
-}
-
-class TurnTimeout extends CancelReason {}
-
-const TERMINAL_STATUS = new Set(['completed', 'cancelled', 'failed', 'interrupted'])
-
 export class TurnService {
-  readonly broker = new ApprovalBroker()
+  readonly broker: ApprovalBroker
   private readonly deps: TurnServiceDeps
-  private readonly active = new Map<string, ActiveTurn>()
-  private readonly busySessions = new Map<string, string>()
-  private readonly idempotency = new Map<string, { turnId: string, fingerprint: string, expires: number }>()
-  /** Receipt keys outlive their turn by the retention window so receipts can be verified. */
-  private readonly receiptKeys = new Map<string, { key: ReceiptKey, expires: number }>()
+  private readonly active = new Map<string, RunningTurn>()
+  private readonly admission: Admission
+  private readonly receiptKeys = new ReceiptKeyring()
   private readonly timers = new Set<NodeJS.Timeout>()
   private readonly retention: RetentionQueue
+  private readonly host: TurnHost
   /** Cancels, approval answers and backchannel probes for turns running on another instance. */
   private readonly control: ControlRpc
   private closingFlag = false
 
   constructor (deps: TurnServiceDeps) {
     this.deps = deps
+    this.broker = deps.broker
     this.retention = new RetentionQueue(deps.config.turns.retention_ms)
+    const { config, store, bus, connections, log } = deps
+    this.admission = new Admission({ config, store, connections, log, retention: this.retention, active: this.active })
+    this.host = {
+      config, store, bus, connections,
+      later: (ms, fn) => this.later(ms, fn),
+      clear: (timer) => { clearTimeout(timer); this.timers.delete(timer) }
+    }
     this.control = new ControlRpc({
       bus: deps.bus,
       instanceId: deps.instanceId,
@@ -93,7 +89,7 @@ export class TurnService {
       timeoutMs: deps.config.cluster.control_timeout_ms,
       log: deps.log
     })
-    this.control.serve(async (request) => await this.applyControl(request))
+    this.control.serve(async (request) => await applyControl({ active: this.active, broker: this.broker, connections }, request))
   }
 
   get activeCount (): number {
@@ -118,75 +114,27 @@ export class TurnService {
     return timer
   }
 
-  /**
-   * SESSION_BUSY only tells a principal about its own session: a session held by another
-   * principal's running turn (also one whose record is not stored yet) is FORBIDDEN.
-   */
-  private checkSessionFree (sessionId: string, owner: string): void {
-    const running = this.busySessions.get(sessionId)
-    if (running === undefined) return
-    if (this.active.get(running)?.record.owner !== owner) {
-      this.deps.log.warn({ audit: 'cross_principal_session', principal: owner, session_id: sessionId }, 'refused a turn in a session of another principal')
-      throw new TollgateError('FORBIDDEN', 'this session belongs to another principal')
-    }
-    throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
-  }
-
   async start (principal: Principal, request: TurnRequest, options: StartOptions): Promise<{ turn: TurnRecord, created: boolean }> {
     if (this.closingFlag) throw new TollgateError('SHUTTING_DOWN', 'the gateway is shutting down')
     const { config } = this.deps
     const owner = principalKey(principal)
     const now = Date.now()
     this.retention.sweep(now)
-
-    // Defaults spelled out or left out are the same request.
-    const fingerprint = canonicalJson({ ...request, interactive: request.interactive !== false, detach: request.detach === true, idempotency_key: undefined })
-    const idemKey = request.idempotency_key === undefined ? null : `${owner}\u0000${request.idempotency_key}`
-    if (idemKey !== null) {
-      const seen = this.idempotency.get(idemKey)
-      if (seen !== undefined) {
-        if (seen.fingerprint !== fingerprint) throw new TollgateError('IDEMPOTENCY_CONFLICT', 'this idempotency_key was used with a different request')
-        return { turn: await this.get(principal, seen.turnId), created: false }
-      }
-    }
-
-    if (options.ownerConnection !== null) {
-      const connection = this.deps.connections.get(options.ownerConnection)
-      // A client may name only a WebSocket as owner: it is the one kind that can answer approvals later.
-      const named = request.owner_connection === options.ownerConnection
-      if (connection === undefined || connection.principal !== owner || (named && connection.kind !== 'ws')) {
-        if (connection !== undefined && connection.principal !== owner) {
-          this.deps.log.warn({ audit: 'cross_principal_connection', principal: owner, connection_id: connection.id }, 'refused a turn owned by a connection of another principal')
-        }
-        throw new TollgateError('CONNECTION_NOT_FOUND', 'owner_connection is not a live WebSocket connection of this principal')
-      }
-    }
-    this.checkCapacity(owner)
+    const idem = this.admission.idempotent(owner, request)
+    if (idem.seen !== null) return { turn: await this.get(principal, idem.seen), created: false }
+    this.admission.checkOwnerConnection(owner, request, options.ownerConnection)
+    this.admission.checkCapacity(owner)
 
     const sessionId = request.session_id ?? `ses_${randomUUID()}`
-    // Ownership before busy-ness: another principal's session answers FORBIDDEN whether or not a
-    // turn runs in it, so the answer says nothing about that principal's activity.
-    const existing = await this.deps.store.getSession(sessionId)
-    if (existing !== null && existing.owner !== owner) {
-      this.deps.log.warn({ audit: 'cross_principal_session', principal: owner, session_id: sessionId }, 'refused a turn in a session of another principal')
-      throw new TollgateError('FORBIDDEN', 'this session belongs to another principal')
-    }
-    this.checkSessionFree(sessionId, owner)
-    // Another instance may run this session's latest turn (this process's busy map cannot see it).
-    const latest = existing?.turn_ids.at(-1)
-    if (latest !== undefined && !this.active.has(latest) && (await this.deps.store.getTurn(latest))?.status === 'running') {
-      throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
-    }
+    const existing = await this.admission.admitSession(sessionId, owner)
     const agentName = request.agent ?? existing?.agent ?? config.default_agent
     if (existing !== null && request.agent !== undefined && request.agent !== existing.agent) {
       throw new TollgateError('INVALID_REQUEST', `session ${sessionId} belongs to agent ${existing.agent}`)
     }
-    const { runtime } = resolveAgent(config, agentName)
     const session: SessionRecord = existing ?? {
       session_id: sessionId, owner, agent: agentName, created_at: new Date(now).toISOString(), updated_at: new Date(now).toISOString(),
       turn_ids: [], history: [], always_allowed: []
     }
-
     const grants = new SessionGrants(session.always_allowed)
     const receipts = new ReceiptKey()
     const exec = resolveTurnContext({
@@ -205,8 +153,8 @@ export class TurnService {
       workspaceDir: this.deps.workspaces.dirFor(principal.tenant, sessionId)
     })
     // Re-checked after the awaits above: two starts may race for one session or the last slot.
-    this.checkSessionFree(sessionId, owner)
-    this.checkCapacity(owner)
+    this.admission.checkSessionFree(sessionId, owner)
+    this.admission.checkCapacity(owner)
 
     const turnId = `turn_${randomUUID()}`
     const createdAt = new Date().toISOString()
@@ -214,198 +162,102 @@ export class TurnService {
       turn_id: turnId, session_id: sessionId, agent: agentName, owner, status: 'running', created_at: createdAt, updated_at: createdAt,
       iterations: 0, tool_calls: [], approvals: [], last_seq: 0
     }
-    const controller = new AbortController()
-    let resolveDone!: (r: TurnRecord) => void
-    const active: ActiveTurn = {
-      record, controller, seq: 0, ownerConnection: options.ownerConnection, detach: request.detach === true,
-      done: new Promise((resolve) => { resolveDone = resolve }), disposers: [], receipts
-    }
-    this.active.set(turnId, active)
-    this.busySessions.set(sessionId, turnId)
-    if (idemKey !== null) {
-      const entry = { turnId, fingerprint, expires: now + config.turns.retention_ms }
-      this.idempotency.set(idemKey, entry)
-      this.retention.add(entry.expires, () => { if (this.idempotency.get(idemKey) === entry) this.idempotency.delete(idemKey) })
-    }
-
+    const running = new RunningTurn(this.host, record, options.ownerConnection, request.detach === true, receipts)
+    this.active.set(turnId, running)
+    this.admission.hold(turnId, sessionId, idem, now)
     session.turn_ids.push(turnId)
     try {
       await this.deps.store.saveTurnAndSession(record, session)
     } catch (err) {
       // Nothing ran yet: release the slot and the session so the client can simply retry.
       this.active.delete(turnId)
-      this.busySessions.delete(sessionId)
-      if (idemKey !== null) this.idempotency.delete(idemKey)
+      this.admission.release(sessionId, idem.key)
       this.deps.log.error({ err, turn_id: turnId }, 'could not record a new turn')
       throw new TollgateError('NOT_READY', 'the store is unavailable; retry later')
     }
-    this.bindOwner(active)
+    running.bindOwner()
     if (options.ownerConnection !== null) this.deps.connections.get(options.ownerConnection)?.follow?.(turnId)
-    if (config.turns.turn_timeout_ms > 0) {
-      const timer = this.later(config.turns.turn_timeout_ms, () => { controller.abort(new TurnTimeout('turn timeout')) })
-      active.disposers.push(() => { clearTimeout(timer); this.timers.delete(timer) })
-    }
+    running.armTimeout()
 
+    const state = this.turnState(running, session, request)
+    state.emit({ kind: 'turn.started', session_id: sessionId, agent: agentName })
+    void this.run(running, exec, state, session, grants, options.channel)
+    return { turn: record, created: true }
+  }
+
+  private turnState (running: RunningTurn, session: SessionRecord, request: TurnRequest): TurnState {
+    const { record } = running
+    const { turn_id: turnId, session_id: sessionId, owner } = record
+    const { runtime } = resolveAgent(this.deps.config, record.agent)
     const history = trimHistory([...session.history, { role: 'user', content: request.message }], runtime.max_history_messages)
-    const log = this.deps.log.child({ turn_id: turnId, session_id: sessionId, agent: agentName })
-    const emit = (event: TurnEvent): void => { this.emit(active, event) }
-    const state: TurnState = {
+    const log = this.deps.log.child({ turn_id: turnId, session_id: sessionId, agent: record.agent })
+    const emit = (event: TurnEvent): void => { running.emit(event) }
+    return {
       turnId,
       sessionId,
       history,
-      signal: controller.signal,
+      signal: running.controller.signal,
       interactive: request.interactive !== false,
       log,
       emit,
-      approvals: this.broker.channelFor({ turnId, owner, hasBackchannel: () => this.hasBackchannel(active), emit }),
+      approvals: this.broker.channelFor({ turnId, owner, hasBackchannel: () => this.hasBackchannel(running), emit }),
       // Slots settle out of order (preparation fills some before others run); the record keeps model order.
       recordToolCall: (r) => {
         const at = record.tool_calls.findIndex((c) => c.iteration > r.iteration || (c.iteration === r.iteration && c.index > r.index))
         if (at === -1) record.tool_calls.push(r)
         else record.tool_calls.splice(at, 0, r)
-        this.checkpoint(record, log)
+        running.checkpoint(log)
       },
       recordApproval: (e) => {
         record.approvals.push(e)
-        this.checkpoint(record, log)
+        running.checkpoint(log)
       },
       promptShellSignatures: new Set(),
       ...freshLoopBookkeeping(runtime)
     }
+  }
 
-    emit({ kind: 'turn.started', session_id: sessionId, agent: agentName })
-    const correlation = { turn_id: turnId, session_id: sessionId, agent: agentName, channel: options.channel }
+  private async run (
+    running: RunningTurn, exec: ResolvedAgentExecution, state: TurnState, session: SessionRecord, grants: SessionGrants, channel: string
+  ): Promise<void> {
+    const { record } = running
+    const correlation = { turn_id: record.turn_id, session_id: record.session_id, agent: record.agent, channel }
     exec.observer.record({ kind: 'turn_start', provider: exec.model.provider.name, model: exec.model.model, ...correlation })
     const started = performance.now()
-
-    void (async () => {
-      let outcome: TurnOutcome
-      try {
-        outcome = await runToolLoop(exec, state)
-      } catch (err) {
-        log.error({ err }, 'turn loop crashed')
-        outcome = { status: 'failed', code: 'INTERNAL', message: 'internal error' }
-      }
-      if (outcome.status === 'cancelled' && controller.signal.reason instanceof TurnTimeout) {
-        outcome = { status: 'failed', code: 'TURN_TIMEOUT', message: `turn exceeded ${config.turns.turn_timeout_ms} ms` }
-      }
-      await this.finish(active, session, state, outcome, grants)
-      exec.observer.record({
-        kind: 'turn_end', status: record.status, duration_ms: Math.round(performance.now() - started), iterations: record.iterations,
-        ...(outcome.status === 'failed' ? { code: outcome.code } : {}), ...correlation
-      })
-      resolveDone(record)
-    })()
-    return { turn: record, created: true }
-  }
-
-  /** One principal may not take every slot: the per-principal cap keeps other tenants served. */
-  private checkCapacity (owner: string): void {
-    const { turns } = this.deps.config
-    if (this.active.size >= turns.max_active_turns) throw new TollgateError('TOO_MANY_TURNS', 'too many turns are running; retry later')
-    let owned = 0
-    for (const a of this.active.values()) if (a.record.owner === owner) owned++
-    if (owned >= turns.max_active_turns_per_principal) {
-      throw new TollgateError('TOO_MANY_TURNS', `this principal already runs ${owned} turns (at most ${turns.max_active_turns_per_principal}); wait for one to finish`)
+    let outcome: TurnOutcome
+    try {
+      outcome = await runToolLoop(exec, state)
+    } catch (err) {
+      state.log.error({ err }, 'turn loop crashed')
+      outcome = { status: 'failed', code: 'INTERNAL', message: 'internal error' }
     }
-  }
-
-  private bindOwner (active: ActiveTurn): void {
-    const id = active.ownerConnection
-    if (id === null) return
-    const { config } = this.deps
-    const dispose = this.deps.connections.onClose(id, () => {
-      if (active.detach || TERMINAL_STATUS.has(active.record.status)) return
-      const cancel = (): void => { active.controller.abort(new CancelReason('owner connection closed')) }
-      if (config.turns.disconnect_grace_ms === 0) {
-        cancel()
-        return
-      }
-      // The grace exists so a client can reconnect and resume: if the owner principal follows the
-      // turn again from a streaming connection by then, that connection becomes the owner.
-      const timer = this.later(config.turns.disconnect_grace_ms, () => {
-        if (TERMINAL_STATUS.has(active.record.status)) return
-        const successor = this.deps.connections.follower(active.record.owner, active.record.turn_id)
-        if (successor === undefined) {
-          cancel()
-          return
-        }
-        active.ownerConnection = successor.id
-        this.bindOwner(active)
-      })
-      active.disposers.push(() => { clearTimeout(timer); this.timers.delete(timer) })
+    outcome = running.settle(outcome)
+    await running.finish(session, state, outcome, grants)
+    this.active.delete(record.turn_id)
+    this.admission.release(record.session_id)
+    const expires = Date.now() + this.deps.config.turns.retention_ms
+    this.receiptKeys.keep(record.turn_id, running.receipts, expires)
+    this.retention.add(expires, () => {
+      this.receiptKeys.forget(record.turn_id)
+      this.deps.bus.drop(record.turn_id)
     })
-    active.disposers.push(dispose)
+    exec.observer.record({
+      kind: 'turn_end', status: record.status, duration_ms: Math.round(performance.now() - started), iterations: record.iterations,
+      ...(outcome.status === 'failed' ? { code: outcome.code } : {}), ...correlation
+    })
+    running.resolve()
   }
 
-  /** Saves a running turn's progress, so a crash keeps its tool calls and approval audit. */
-  private checkpoint (record: TurnRecord, log: Logger): void {
-    this.deps.store.saveTurn(record).catch((err: unknown) => { log.warn({ err }, 'could not checkpoint the turn') })
-  }
-
-  private async hasBackchannel (active: ActiveTurn): Promise<boolean> {
-    const { record } = active
-    if (active.ownerConnection !== null) {
-      const owner = this.deps.connections.get(active.ownerConnection)
+  private async hasBackchannel (running: RunningTurn): Promise<boolean> {
+    const { record } = running
+    if (running.ownerConnection !== null) {
+      const owner = this.deps.connections.get(running.ownerConnection)
       if (owner !== undefined && !owner.closed && owner.kind !== 'http' && owner.canAnswer) return true
     }
     if (this.deps.connections.watchedBy(record.owner, record.turn_id, record.session_id)) return true
     // An operator may watch from a socket on another instance.
     const reply = await this.control.request({ type: 'watching', turn_id: record.turn_id, session_id: record.session_id, principal: record.owner })
     return reply !== null && reply.error === undefined
-  }
-
-  /** `ts` is given for the terminal event, whose time the record was already saved with. */
-  private emit (active: ActiveTurn, event: TurnEvent, ts: string = new Date().toISOString()): void {
-    active.seq += 1
-    const { record } = active
-    record.last_seq = active.seq
-    record.updated_at = ts
-    if (event.kind === 'iteration') record.iterations = event.n
-    const envelope: BusEnvelope = { turn_id: record.turn_id, session_id: record.session_id, seq: active.seq, ts, event }
-    this.deps.bus.publish(envelope)
-  }
-
-  private async finish (
-    active: ActiveTurn, session: SessionRecord, state: TurnState, outcome: TurnOutcome, grants: SessionGrants
-  ): Promise<void> {
-    const { record } = active
-    record.status = outcome.status
-    let terminal: TurnEvent
-    if (outcome.status === 'completed') {
-      record.final_text = outcome.finalText
-      terminal = { kind: 'turn.completed', final_text: outcome.finalText }
-    } else if (outcome.status === 'cancelled') {
-      terminal = { kind: 'turn.cancelled', reason: outcome.reason }
-    } else {
-      // Failure text can quote provider or tool errors, so it is rendered scrubbed.
-      const message = scrubText(outcome.message)
-      record.error = { code: outcome.code, message }
-      terminal = { kind: 'turn.failed', code: outcome.code, message }
-    }
-    const { config } = this.deps
-    session.history = state.history
-    session.always_allowed = grants.list()
-    // Persisted before the terminal event goes out: whoever sees it, on any instance, and then
-    // reads the turn or starts the session's next turn finds the finished state in the store.
-    record.last_seq = active.seq + 1
-    record.updated_at = new Date().toISOString()
-    session.updated_at = record.updated_at
-    try {
-      await this.deps.store.saveTurnAndSession(record, session)
-    } catch (err) {
-      state.log.error({ err }, 'could not persist the finished turn')
-    }
-    this.emit(active, terminal, record.updated_at)
-    for (const dispose of active.disposers) dispose()
-    this.active.delete(record.turn_id)
-    this.busySessions.delete(record.session_id)
-    const expires = Date.now() + config.turns.retention_ms
-    this.receiptKeys.set(record.turn_id, { key: active.receipts, expires })
-    this.retention.add(expires, () => {
-      this.receiptKeys.delete(record.turn_id)
-      this.deps.bus.drop(record.turn_id)
-    })
   }
 
   private async findTurn (turnId: string): Promise<TurnRecord | null> {
@@ -481,42 +333,11 @@ export class TurnService {
     return { turnId: reply.turn_id }
   }
 
-  /** A control request from another instance: answers a body if it concerns a turn running here. */
-  private async applyControl (request: ControlRequest): Promise<ReplyBody | null> {
-    switch (request.type) {
-      case 'cancel': {
-        const active = this.active.get(request.turn_id)
-        if (active === undefined) return null
-        if (active.record.owner !== request.principal) return { error: 'TURN_NOT_FOUND' }
-        active.controller.abort(new CancelReason(request.reason))
-        const done = await active.done
-        return { turn_id: done.turn_id, status: done.status }
-      }
-      case 'approval': {
-        if (!this.broker.isLocal(request.request_id)) return null
-        try {
-          const { turnId } = this.broker.answer(request.request_id, {
-            decision: request.decision, decidedBy: request.decided_by, channel: request.channel, principal: request.principal,
-            ...(request.replacement === undefined ? {} : { replacement: request.replacement })
-          })
-          return { turn_id: turnId }
-        } catch (err) {
-          if (err instanceof TollgateError) return { error: err.code }
-          throw err
-        }
-      }
-      case 'watching':
-        return this.deps.connections.watchedBy(request.principal, request.turn_id, request.session_id) ? {} : null
-    }
-  }
-
   /** The turn's receipt key while it lives: during the turn and `turns.retention_ms` after it. */
   verifyReceipt (turnId: string): ReceiptKey | null {
     const active = this.active.get(turnId)
     if (active !== undefined) return active.receipts
-    const kept = this.receiptKeys.get(turnId)
-    // Swept periodically, so an expired entry may still be here: its key is gone all the same.
-    return kept !== undefined && kept.expires > Date.now() ? kept.key : null
+    return this.receiptKeys.get(turnId)
   }
 
   /** Cancels every running turn and waits for each to record its terminal event. */
