@@ -55,11 +55,7 @@ export const ToolResultEvent = Type.Object({
   name: ToolName,
   success: Type.Boolean(),
   status: ToolCallStatus,
-  output: Type.String({
-    description: 'The result, secrets scrubbed, bounded once by the smaller of max_tool_result_chars and ' +
-      'max_event_output_chars (UTF-8 bytes); a cut output keeps its head and tail around one marker ' +
-      '`[... N of M bytes truncated ...]`'
-  }),
+  output: Type.String({ description: 'Result, secrets scrubbed, cut once to the tighter bound (bytes): `[... N of M bytes truncated ...]`' }),
   error: Type.Optional(Type.String()),
   duration_ms: Type.Integer({ minimum: 0 }),
   receipt: Type.Optional(Type.String()),

@@ -2,10 +2,10 @@
  * Loop control: the model sees tool results and continues until it returns final text, the turn
  * is cancelled, a guard aborts it, or the iteration cap is reached.
  */
-import { TurnFailure, type TurnFailureCode } from '../errors.js'
+import { TurnFailure, type TurnFailureCode } from '../core/errors.js'
 import type { ObserverCorrelation } from '../observe/observer.js'
 import { ProviderError, type ChatResponse } from '../providers/types.js'
-import { scrubText } from '../security/redact.js'
+import { scrubText } from '../core/security/redact.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { dispatchRound, parallelEligible } from './dispatch.js'
 import { appendRound } from './history.js'
@@ -14,7 +14,7 @@ import { prepareRound } from './prepare.js'
 import { buildIterationRequest } from './prompt.js'
 import { collectRound } from './results.js'
 import { createThinkFilter } from './stream-filter.js'
-import { detectToolProtocolIssue, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks } from './text-protocol.js'
+import { detectToolProtocolIssue, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks } from './text-protocol/index.js'
 
 export type TurnOutcome =
   | { status: 'completed', finalText: string }
@@ -67,7 +67,9 @@ function errorType (err: unknown): string {
   return err instanceof Error ? err.name : 'unknown'
 }
 
-async function callModel (exec: ResolvedAgentExecution, state: TurnState, request: ReturnType<typeof buildIterationRequest>, live: boolean): Promise<ChatResponse> {
+async function callModel (
+  exec: ResolvedAgentExecution, state: TurnState, request: ReturnType<typeof buildIterationRequest>, live: boolean
+): Promise<ChatResponse> {
   const { provider, model } = exec.model
   const correlation = correlationOf(exec, state)
   exec.observer.record({

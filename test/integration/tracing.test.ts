@@ -213,7 +213,6 @@ test('a delegated sub-turn\'s requests and calls stay inside the parent\'s round
   const delegate = named(spans, 'execute_tool delegate')[0]
   assert.ok(delegate !== undefined)
   assert.deepEqual([delegate.attributes['tollgate.tool.status'], delegate.attributes['tollgate.unfinished']], ['ok', undefined])
-
 })
 
 test('a non-streaming provider\'s completion id, answering model and finish reason reach the chat span too', async (t) => {

@@ -38,7 +38,7 @@ export type ToolResultEvent = {
   name: string
   success: boolean
   status: ToolCallStatus
-  /** The result, secrets scrubbed, bounded once by the smaller of max_tool_result_chars and max_event_output_chars (UTF-8 bytes); a cut output keeps its head and tail around one marker `[... N of M bytes truncated ...]` */
+  /** Result, secrets scrubbed, cut once to the tighter bound (bytes): `[... N of M bytes truncated ...]` */
   output: string
   error?: string
   duration_ms: number
