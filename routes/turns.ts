@@ -3,15 +3,30 @@
  * Behaviour lives in TurnService; this file only adapts HTTP.
  */
 import type { OutgoingHttpHeaders } from 'node:http'
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { Problem, TurnIdParams } from '../schemas/common.js'
-import { CancelResult, EventsPage, EventsQuery, Turn, TurnAccepted, TurnEventStream, TurnRequest, TurnStartQuery } from '../schemas/turn.js'
+import { DEFAULT_PAGE_LIMIT } from '../schemas/approval.js'
+import {
+  CancelResult, EventsHeaders, EventsPage, EventsQuery, Turn, TurnAccepted, TurnEventStream, TurnRequest, TurnsPage, TurnsQuery, TurnStartQuery
+} from '../schemas/turn.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import { hasScope, principalKey } from '../src/auth/principal.js'
 import { TollgateError } from '../src/errors.js'
-import { followTurn } from '../src/gateway/follow.js'
+import { streamTurnEvents, type SseStreamOptions } from '../src/gateway/sse.js'
 import type { TurnRecord } from '../src/store/store.js'
+
+const LAST_EVENT_ID = /^(0|[1-9][0-9]{0,14})$/
+
+/** Where a stream resumes: the `Last-Event-ID` header an EventSource sends on reconnect, else `after_seq`. */
+function resumePoint (request: FastifyRequest): number {
+  const header = request.headers['last-event-id']
+  if (typeof header === 'string' && header !== '') {
+    if (!LAST_EVENT_ID.test(header)) throw new TollgateError('INVALID_REQUEST', 'Last-Event-ID must be the seq of an event of this turn')
+    return Number(header)
+  }
+  return (request.query as { after_seq?: number }).after_seq ?? 0
+}
 
 /** A client that goes away before the response finished: `request.signal` is unreliable here. */
 function onClientGone (reply: FastifyReply, fn: () => void): void {
@@ -23,8 +38,24 @@ export function publicTurn (turn: TurnRecord): Omit<TurnRecord, 'owner'> {
   return rest
 }
 
+/** Whether the client asked for server-sent events. */
+function wantsEventStream (request: FastifyRequest): boolean {
+  return String(request.headers.accept ?? '').includes('text/event-stream')
+}
+
 export default async function turnRoutes (app: FastifyInstance): Promise<void> {
   const { turns, connections, bus, auth, config, metrics } = app.gateway
+  // Hijacked replies: headers set by hooks (x-request-id, CORS) are passed on by hand.
+  const streamDeps = (reply: FastifyReply): Pick<SseStreamOptions, 'raw' | 'headers' | 'bus' | 'keepaliveMs' | 'maxBufferedBytes' | 'log' | 'metrics' | 'hijack'> => ({
+    raw: reply.raw,
+    headers: reply.getHeaders() as OutgoingHttpHeaders,
+    bus,
+    keepaliveMs: config.server.sse_keepalive_ms,
+    maxBufferedBytes: config.ws.max_buffered_bytes,
+    log: app.log,
+    metrics,
+    hijack: () => { reply.hijack() }
+  })
 
   app.post('/v1/turns', {
     onRequest: authenticate(auth, 'turns:write'),
@@ -51,7 +82,7 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
     const principal = principalOf(request)
     const body = request.body as TurnRequest
     const { wait } = request.query as { wait?: boolean }
-    const sse = String(request.headers.accept ?? '').includes('text/event-stream')
+    const sse = wantsEventStream(request)
     if ((sse || wait === true) && body.owner_connection !== undefined) {
       throw new TollgateError('INVALID_REQUEST', 'owner_connection cannot be combined with an SSE stream or ?wait=true: the request itself owns the turn')
     }
@@ -80,43 +111,13 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
       return await reply.code(200).send(publicTurn(done))
     }
 
-    // Hijacked: headers set by hooks (x-request-id) are passed on by hand.
-    const hookHeaders = reply.getHeaders() as OutgoingHttpHeaders
-    reply.hijack()
-    const raw = reply.raw
-    raw.writeHead(200, {
-      ...hookHeaders,
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'x-turn-id': turn.turn_id
-    })
-    const end = (): void => {
-      connections.close(connection.id)
-      if (!raw.writableEnded) raw.end()
-    }
-    const followed = await followTurn({
-      bus,
+    await streamTurnEvents({
+      ...streamDeps(reply),
       turnId: turn.turn_id,
       afterSeq: 0,
       knownLastSeq: 0,
-      deliver: (envelope) => {
-        if (raw.writableEnded) return
-        // Same slow-consumer policy as the WebSocket: a reader this far behind loses the stream.
-        if (raw.writableLength > config.ws.max_buffered_bytes) {
-          app.log.warn({ turn_id: turn.turn_id, buffered: raw.writableLength }, 'closing a slow SSE consumer')
-          raw.destroy()
-          return
-        }
-        const { session_id: _s, ...wire } = envelope
-        raw.write(`id: ${envelope.seq}\nevent: ${envelope.event.kind}\ndata: ${JSON.stringify(wire)}\n\n`)
-        metrics?.eventSent('sse')
-      },
-      onEnd: end
+      onClose: () => { connections.close(connection.id) }
     })
-    if (followed.kind === 'following') raw.on('close', followed.unsubscribe)
-    else end()
   })
 
   app.get('/v1/turns/:id', {
@@ -129,16 +130,75 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
 
   app.get('/v1/turns/:id/events', {
     onRequest: authenticate(auth, 'turns:read'),
-    schema: { summary: 'Replay a turn\'s events after a seq', params: TurnIdParams, querystring: EventsQuery, response: { 200: EventsPage, 401: Problem, 404: Problem, 410: Problem } }
-  }, async (request) => {
+    schema: {
+      summary: 'Replay a turn\'s events after a seq, or stream them',
+      description: 'JSON by default: the retained events after `after_seq`. With `Accept: text/event-stream`: server-sent events, ' +
+        'replay then live (`id:` = seq), resuming after the `Last-Event-ID` header when given (it wins over `after_seq`), a comment ' +
+        'line every `server.sse_keepalive_ms`, ending after the terminal event; 204 when the turn has ended and nothing is left to send. ' +
+        'This stream never owns the turn: dropping it cancels nothing.',
+      params: TurnIdParams,
+      querystring: EventsQuery,
+      headers: EventsHeaders,
+      response: {
+        200: {
+          description: 'The events: a page (JSON) or a stream (`Accept: text/event-stream`)',
+          content: { 'application/json': { schema: EventsPage }, 'text/event-stream': { schema: TurnEventStream } }
+        },
+        204: { description: 'Event stream requested for an ended turn with nothing after Last-Event-ID / after_seq', type: 'null' },
+        400: Problem,
+        401: Problem,
+        404: Problem,
+        410: Problem
+      }
+    }
+  }, async (request, reply) => {
     const { id } = request.params as { id: string }
-    const afterSeq = (request.query as { after_seq?: number }).after_seq ?? 0
-    const { turn, replay } = await turns.replay(principalOf(request), id, afterSeq)
+    const principal = principalOf(request)
+    const afterSeq = resumePoint(request)
+    if (wantsEventStream(request)) {
+      const turn = await turns.get(principal, id)
+      if (turn.status !== 'running' && afterSeq >= turn.last_seq) return await reply.code(204).send()
+      // Watches (and may answer through REST) but never owns: see ConnectionRegistry.follower.
+      const connection = connections.open('sse', principalKey(principal), hasScope(principal, 'approvals:answer'), false)
+      connection.turns.add(id)
+      try {
+        await streamTurnEvents({
+          ...streamDeps(reply),
+          turnId: id,
+          afterSeq,
+          knownLastSeq: turn.last_seq,
+          onClose: () => { connections.close(connection.id) }
+        })
+      } catch (err) {
+        connections.close(connection.id)
+        throw err
+      }
+      return
+    }
+    const { turn, replay } = await turns.replay(principal, id, afterSeq)
     if (replay.kind === 'gap' || (replay.kind === 'unknown' && turn.last_seq > afterSeq)) {
       throw new TollgateError('REPLAY_GAP', 'these events are no longer retained; refetch the turn')
     }
     const events = replay.kind === 'events' ? replay.events.map(({ session_id: _s, ...e }) => e) : []
     return { turn_id: turn.turn_id, status: turn.status, events }
+  })
+
+  app.get('/v1/turns', {
+    onRequest: authenticate(auth, 'turns:read'),
+    schema: {
+      summary: 'List the principal\'s turns',
+      description: 'Newest first, optionally of one session and/or in one status; only the caller\'s own turns.',
+      querystring: TurnsQuery,
+      response: { 200: TurnsPage, 400: Problem, 401: Problem }
+    }
+  }, async (request) => {
+    const q = request.query as TurnsQuery
+    return await turns.listTurns(principalOf(request), {
+      limit: q.limit ?? DEFAULT_PAGE_LIMIT,
+      ...(q.session_id === undefined ? {} : { sessionId: q.session_id }),
+      ...(q.status === undefined ? {} : { status: q.status }),
+      ...(q.cursor === undefined ? {} : { cursor: q.cursor })
+    })
   })
 
   app.delete('/v1/turns/:id', {

@@ -3,10 +3,13 @@
  * call may run, it is never evidence that it ran. Every decision is audited with who decided
  * and through which channel; runtime fail-closed denials are never blamed on the user.
  */
+import type { ApprovalRisk } from '../../schemas/approval.js'
 import type { ApprovalDecision } from '../../schemas/events.js'
+import type { Tool } from '../tools/tool.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import { scrubValue } from '../security/redact.js'
 import { displayArguments, type ArgumentDisplay } from './display.js'
+import { classifyRisk } from './risk.js'
 import { sanitizeReplacement, summarizeArgs } from './summary.js'
 
 export interface ApprovalQuestion {
@@ -18,7 +21,12 @@ export interface ApprovalQuestion {
   summary: string
   /** The exact arguments, for the person deciding. */
   display: ArgumentDisplay[]
+  risk: ApprovalRisk
+  /** The policy rule that asked, in words. */
+  reason: string
   timeoutMs: number
+  /** Nobody who could answer is connected: wait anyway (REST, a later subscriber) or deny at once. */
+  whenUnwatched: 'wait' | 'deny'
 }
 
 /** `operator`: a person answered. Anything else is the runtime failing closed. */
@@ -55,10 +63,14 @@ export function runtimeDeniedText (tool: string): string {
   return `Tool call not executed: '${tool}' requires approval and no operator decision was available, so the runtime denied it by policy. This was not a user's decision.`
 }
 
+/** Result text of a call whose approval wait ended because the turn was cancelled (worded like dispatch's NOT_RUN_TEXT). */
+export const CANCELLED_WAITING_TEXT = '[not executed: the turn was cancelled while this call waited for approval]'
+
 export type GateOutcome =
   | { kind: 'proceed', approved: boolean }
   | { kind: 'deny', text: string }
   | { kind: 'replace', text: string }
+  | { kind: 'cancel', text: string }
 
 function auditDecision (reply: ApprovalReply): ApprovalDecision {
   if (reply.source === 'unavailable') return 'auto-deny'
@@ -70,7 +82,8 @@ function auditDecision (reply: ApprovalReply): ApprovalDecision {
 export async function gateToolApproval (
   exec: ResolvedAgentExecution,
   state: TurnState,
-  call: { callId: string, name: string, arguments: Record<string, unknown> }
+  call: { callId: string, name: string, arguments: Record<string, unknown> },
+  tool: Tool
 ): Promise<GateOutcome> {
   const requirement = exec.approval.requirement(call.name, call.arguments)
   if (requirement !== 'prompt') return { kind: 'proceed', approved: requirement === 'approved' }
@@ -84,9 +97,14 @@ export async function gateToolApproval (
       arguments: scrubValue(call.arguments) as Record<string, unknown>,
       summary,
       display: displayArguments(call.arguments),
-      timeoutMs: exec.knobs.approvalTimeoutMs
+      risk: classifyRisk(tool, call.arguments),
+      reason: exec.approval.promptReason(call.name),
+      timeoutMs: exec.knobs.approvalTimeoutMs,
+      whenUnwatched: exec.knobs.onNoBackchannel
     }, state.signal)
-    : await NO_BACKCHANNEL.ask({ callId: call.callId, tool: call.name, arguments: {}, summary, display: [], timeoutMs: 0 }, state.signal)
+    : await NO_BACKCHANNEL.ask({
+      callId: call.callId, tool: call.name, arguments: {}, summary, display: [], risk: 'medium', reason: '', timeoutMs: 0, whenUnwatched: 'deny'
+    }, state.signal)
 
   const decision = auditDecision(reply)
   const principal = reply.principal ?? RUNTIME_DECIDER
@@ -120,6 +138,8 @@ export async function gateToolApproval (
     channel: exec.channel
   })
 
+  // A cancellation is nobody's denial: the call reports `cancelled`, like the batch's unstarted calls.
+  if (reply.source === 'cancelled') return { kind: 'cancel', text: CANCELLED_WAITING_TEXT }
   if (reply.source !== 'operator') return { kind: 'deny', text: runtimeDeniedText(call.name) }
   switch (reply.decision) {
     case 'no':

@@ -6,7 +6,9 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
-import type { TurnRequest } from '../../schemas/turn.js'
+import type { PendingApproval } from '../../schemas/approval.js'
+import type { SessionSummary } from '../../schemas/session.js'
+import type { TurnRequest, TurnSummary } from '../../schemas/turn.js'
 import type { Config } from '../config.js'
 import { ApprovalBroker, type OperatorAnswer } from '../approval/broker.js'
 import { SessionGrants } from '../approval/grants.js'
@@ -20,7 +22,8 @@ import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
 import { scrubText } from '../security/redact.js'
 import { ReceiptKey } from '../receipts/receipts.js'
-import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
+import type { PageKey, SessionRecord, Store, TurnFilter, TurnRecord } from '../store/store.js'
+import { decodeCursor, newestFirst, pageOf } from './pages.js'
 import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import type { ToolCatalog } from '../tools/registry.js'
 import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type TurnState } from '../turn/context.js'
@@ -66,6 +69,14 @@ interface ActiveTurn {
 }
 
 class TurnTimeout extends CancelReason {}
+
+/** Bound on the running turns one principal's approval listing reads (max_active_turns_per_principal per instance). */
+const MAX_RUNNING_SCAN = 1000
+
+export interface Page<T> {
+  items: T[]
+  next_cursor: string | null
+}
 
 const TERMINAL_STATUS = new Set(['completed', 'cancelled', 'failed', 'interrupted'])
 
@@ -201,6 +212,7 @@ export class TurnService {
       ...(request.tools === undefined ? {} : { narrowing: request.tools }),
       ...(this.deps.mcp === undefined ? {} : { mcp: this.deps.mcp }),
       message: request.message,
+      ...(request.approval_timeout_ms === undefined ? {} : { approvalTimeoutMs: request.approval_timeout_ms }),
       receiptGenerator: () => receipts,
       workspaceDir: this.deps.workspaces.dirFor(principal.tenant, sessionId)
     })
@@ -212,7 +224,7 @@ export class TurnService {
     const createdAt = new Date().toISOString()
     const record: TurnRecord = {
       turn_id: turnId, session_id: sessionId, agent: agentName, owner, status: 'running', created_at: createdAt, updated_at: createdAt,
-      iterations: 0, tool_calls: [], approvals: [], last_seq: 0
+      iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0
     }
     const controller = new AbortController()
     let resolveDone!: (r: TurnRecord) => void
@@ -229,6 +241,8 @@ export class TurnService {
     }
 
     session.turn_ids.push(turnId)
+    // A session is "updated" when a turn starts in it too: listings show the active one first.
+    session.updated_at = createdAt
     try {
       await this.deps.store.saveTurnAndSession(record, session)
     } catch (err) {
@@ -257,7 +271,20 @@ export class TurnService {
       interactive: request.interactive !== false,
       log,
       emit,
-      approvals: this.broker.channelFor({ turnId, owner, hasBackchannel: () => this.hasBackchannel(active), emit }),
+      approvals: this.broker.channelFor({
+        turnId,
+        sessionId,
+        owner,
+        hasBackchannel: () => this.hasBackchannel(active),
+        emit,
+        onPending: (requestId, request) => {
+          // A turn asks its calls one at a time in model order (approval makes a batch sequential): appending keeps it.
+          record.pending_approvals = request === null
+            ? record.pending_approvals.filter((p) => p.request_id !== requestId)
+            : [...record.pending_approvals, request]
+          this.checkpoint(record, log)
+        }
+      }),
       // Slots settle out of order (preparation fills some before others run); the record keeps model order.
       recordToolCall: (r) => {
         const at = record.tool_calls.findIndex((c) => c.iteration > r.iteration || (c.iteration === r.iteration && c.index > r.index))
@@ -328,6 +355,12 @@ export class TurnService {
         const successor = this.deps.connections.follower(active.record.owner, active.record.turn_id)
         if (successor === undefined) {
           cancel()
+          return
+        }
+        if (!successor.canOwn) {
+          // Resumed over a GET events stream, which never owns: the turn runs on without an owner.
+          active.ownerConnection = null
+          active.detach = true
           return
         }
         active.ownerConnection = successor.id
@@ -457,6 +490,63 @@ export class TurnService {
     // Running elsewhere: its instance cancels it and answers once the turn has ended.
     await this.control.request({ type: 'cancel', turn_id: turnId, principal: principalKey(principal), reason })
     return await this.deps.store.getTurn(turnId) ?? turn
+  }
+
+  /**
+   * The principal's pending approval requests, newest first. Turns running on other instances are
+   * read from their last checkpoint; this process's own from memory (fresher).
+   */
+  async pendingApprovals (principal: Principal, query: { sessionId?: string, turnId?: string, limit: number, cursor?: string }): Promise<Page<PendingApproval>> {
+    const owner = principalKey(principal)
+    const before = decodeCursor(query.cursor)
+    const byTurn = new Map<string, PendingApproval[]>()
+    const filter = query.sessionId === undefined ? { status: 'running' } : { status: 'running', sessionId: query.sessionId }
+    for (const t of await this.deps.store.listTurns(owner, filter, MAX_RUNNING_SCAN)) byTurn.set(t.turn_id, t.pending_approvals)
+    for (const a of this.active.values()) {
+      const r = a.record
+      if (r.owner === owner && (query.sessionId === undefined || r.session_id === query.sessionId)) byTurn.set(r.turn_id, r.pending_approvals)
+    }
+    const keyOf = (p: PendingApproval): PageKey => ({ at: p.requested_at, id: p.request_id })
+    const all = [...byTurn.values()].flat()
+      .filter((p) => (query.turnId === undefined || p.turn_id === query.turnId) && (before === undefined || newestFirst(keyOf(p), before) > 0))
+      .sort((a, b) => newestFirst(keyOf(a), keyOf(b)))
+    return pageOf(all.slice(0, query.limit + 1), query.limit, keyOf)
+  }
+
+  /** The principal's sessions, most recently updated first, each with its running turn if any. */
+  async listSessions (principal: Principal, query: { limit: number, cursor?: string }): Promise<Page<SessionSummary>> {
+    const fetched = await this.deps.store.listSessions(principalKey(principal), query.limit + 1, decodeCursor(query.cursor))
+    const page = pageOf(fetched, query.limit, (s) => ({ at: s.updated_at, id: s.session_id }))
+    const items = await Promise.all(page.items.map(async (s): Promise<SessionSummary> => ({
+      session_id: s.session_id, agent: s.agent, created_at: s.created_at, updated_at: s.updated_at, active_turn_id: await this.activeTurnOf(s)
+    })))
+    return { items, next_cursor: page.next_cursor }
+  }
+
+  private async activeTurnOf (session: SessionRecord): Promise<string | null> {
+    const here = this.busySessions.get(session.session_id)
+    if (here !== undefined) return here
+    // Only a session's latest turn can be running (one at a time), maybe on another instance.
+    const latest = session.turn_ids.at(-1)
+    if (latest === undefined) return null
+    return (await this.deps.store.getTurn(latest))?.status === 'running' ? latest : null
+  }
+
+  /** The principal's turns, newest first, optionally of one session and/or in one status. */
+  async listTurns (principal: Principal, query: { sessionId?: string, status?: string, limit: number, cursor?: string }): Promise<Page<TurnSummary>> {
+    const filter: TurnFilter = {}
+    if (query.sessionId !== undefined) filter.sessionId = query.sessionId
+    if (query.status !== undefined) filter.status = query.status
+    const fetched = await this.deps.store.listTurns(principalKey(principal), filter, query.limit + 1, decodeCursor(query.cursor))
+    const page = pageOf(fetched, query.limit, (t) => ({ at: t.created_at, id: t.turn_id }))
+    return {
+      // A running turn's own record here is fresher than its last checkpoint.
+      items: page.items.map((stored) => {
+        const t = this.active.get(stored.turn_id)?.record ?? stored
+        return { turn_id: t.turn_id, session_id: t.session_id, agent: t.agent, status: t.status, created_at: t.created_at, updated_at: t.updated_at }
+      }),
+      next_cursor: page.next_cursor
+    }
   }
 
   /** Operator answer from any front door (WS frame or REST), for a turn on any instance. */
