@@ -5,7 +5,9 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { Problem } from '../schemas/common.js'
-import { ApprovalAnswer, ApprovalAnswerResult, ApprovalParams, ApprovalsPage, ApprovalsQuery, DEFAULT_PAGE_LIMIT } from '../schemas/approval.js'
+import {
+  ApprovalAnswer, ApprovalAnswerResult, ApprovalParams, ApprovalsPage, ApprovalsQuery, DEFAULT_PAGE_LIMIT
+} from '../schemas/approval.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import { principalKey } from '../src/auth/principal.js'
 
@@ -15,8 +17,8 @@ export default async function approvalRoutes (app: FastifyInstance): Promise<voi
     onRequest: authenticate(auth, 'turns:read'),
     schema: {
       summary: 'List the principal\'s pending approval requests',
-      description: 'Newest request first, across the caller\'s running turns (optionally of one session or turn). A request leaves the list ' +
-        'once answered, expired or cancelled.',
+      description: 'Newest request first, across the caller\'s running turns (optionally of one session or turn). ' +
+        'A request leaves the list once answered, expired or cancelled.',
       querystring: ApprovalsQuery,
       response: { 200: ApprovalsPage, 400: Problem, 401: Problem }
     }

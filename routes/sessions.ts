@@ -30,7 +30,10 @@ export default async function sessionRoutes (app: FastifyInstance): Promise<void
     }
   }, async (request) => {
     const q = request.query as { limit?: number, cursor?: string }
-    return await turns.listSessions(principalOf(request), { limit: q.limit ?? DEFAULT_PAGE_LIMIT, ...(q.cursor === undefined ? {} : { cursor: q.cursor }) })
+    return await turns.listSessions(principalOf(request), {
+      limit: q.limit ?? DEFAULT_PAGE_LIMIT,
+      ...(q.cursor === undefined ? {} : { cursor: q.cursor })
+    })
   })
 
   app.get('/v1/sessions/:id', {

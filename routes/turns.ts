@@ -8,7 +8,8 @@ import { Type } from '@sinclair/typebox'
 import { Problem, TurnIdParams } from '../schemas/common.js'
 import { DEFAULT_PAGE_LIMIT } from '../schemas/approval.js'
 import {
-  CancelResult, EventsHeaders, EventsPage, EventsQuery, Turn, TurnAccepted, TurnEventStream, TurnRequest, TurnsPage, TurnsQuery, TurnStartQuery
+  CancelResult, EventsHeaders, EventsPage, EventsQuery, Turn, TurnAccepted, TurnEventStream, TurnRequest, TurnsPage, TurnsQuery,
+  TurnStartQuery
 } from '../schemas/turn.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import { hasScope, principalKey } from '../src/auth/principal.js'
@@ -46,7 +47,8 @@ function wantsEventStream (request: FastifyRequest): boolean {
 export default async function turnRoutes (app: FastifyInstance): Promise<void> {
   const { turns, connections, bus, auth, config, metrics } = app.gateway
   // Hijacked replies: headers set by hooks (x-request-id, CORS) are passed on by hand.
-  const streamDeps = (reply: FastifyReply): Pick<SseStreamOptions, 'raw' | 'headers' | 'bus' | 'keepaliveMs' | 'maxBufferedBytes' | 'log' | 'metrics' | 'hijack'> => ({
+  type StreamDeps = Pick<SseStreamOptions, 'raw' | 'headers' | 'bus' | 'keepaliveMs' | 'maxBufferedBytes' | 'log' | 'metrics' | 'hijack'>
+  const streamDeps = (reply: FastifyReply): StreamDeps => ({
     raw: reply.raw,
     headers: reply.getHeaders() as OutgoingHttpHeaders,
     bus,

@@ -61,7 +61,9 @@ export const DEFAULT_PAGE_LIMIT = 20
 
 export const PageLimit = Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT, description: 'Items per page' })
 export const PageCursor = Type.String({ minLength: 1, maxLength: 512, description: 'next_cursor of the previous page' })
-export const NextCursor = Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null on the last page' })
+export const NextCursor = Type.Union([Type.String(), Type.Null()], {
+  description: 'Pass as cursor for the next page; null on the last page'
+})
 
 export const ApprovalsQuery = Type.Object({
   status: Type.Literal('pending', { description: 'Only pending requests are listed (answered ones are in each turn\'s approvals audit)' }),

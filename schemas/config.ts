@@ -100,9 +100,14 @@ export const UiConfig = Type.Object({
 }, { additionalProperties: false, default: {} })
 
 export const TurnsConfig = Type.Object({
-  approval_timeout_ms: Type.Integer({ minimum: 1, maximum: MAX_TIMER_MS, default: 120_000, description: 'How long an approval request waits; agents and turns may ask for other values' }),
+  approval_timeout_ms: Type.Integer({
+    minimum: 1, maximum: MAX_TIMER_MS, default: 120_000, description: 'How long an approval request waits; agents and turns may ask for other values'
+  }),
   max_approval_timeout_ms: Type.Integer({
-    minimum: 1, maximum: MAX_TIMER_MS, default: 86_400_000, description: 'Ceiling on any approval timeout (agent or turn request): longer asks are capped to it'
+    minimum: 1,
+    maximum: MAX_TIMER_MS,
+    default: 86_400_000,
+    description: 'Ceiling on any approval timeout (agent or turn request): longer asks are capped to it'
   }),
   disconnect_grace_ms: Type.Integer({
     minimum: 0, default: 0,
@@ -258,7 +263,9 @@ export const AgentConfig = Type.Object({
   delegate_agents: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Other agents the `delegate` tool may hand a sub-task to (the agent itself always may)' }),
   runtime_profile: Type.String({ default: 'default' }),
   risk_profile: Type.String({ default: 'default' }),
-  approval_timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TIMER_MS, description: 'This agent\'s approval timeout; default turns.approval_timeout_ms' })),
+  approval_timeout_ms: Type.Optional(Type.Integer({
+    minimum: 1, maximum: MAX_TIMER_MS, description: 'This agent\'s approval timeout; default turns.approval_timeout_ms'
+  })),
   on_no_backchannel: Type.Union([Type.Literal('wait'), Type.Literal('deny')], {
     default: 'wait',
     description: 'An interactive turn\'s prompt-required call when no operator is connected: wait for one (REST, a later subscriber), ' +

@@ -87,7 +87,8 @@ export class ApprovalBroker {
     }
     return await new Promise<ApprovalReply>((resolve) => {
       let timer: NodeJS.Timeout | undefined
-      const runtime = (source: ApprovalReply['source']): ApprovalReply => ({ decision: 'no', source, requestId, decidedBy: 'runtime', channel: 'runtime' })
+      const runtime = (source: ApprovalReply['source']): ApprovalReply =>
+        ({ decision: 'no', source, requestId, decidedBy: 'runtime', channel: 'runtime' })
       const onAbort = (): void => { settle(runtime('cancelled'), 'cancelled') }
       const settle = (reply: ApprovalReply, as: SettledAs): void => {
         if (!this.pending.has(requestId)) return

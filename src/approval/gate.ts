@@ -103,7 +103,8 @@ export async function gateToolApproval (
       whenUnwatched: exec.knobs.onNoBackchannel
     }, state.signal)
     : await NO_BACKCHANNEL.ask({
-      callId: call.callId, tool: call.name, arguments: {}, summary, display: [], risk: 'medium', reason: '', timeoutMs: 0, whenUnwatched: 'deny'
+      callId: call.callId, tool: call.name, arguments: {}, summary, display: [], risk: 'medium', reason: '', timeoutMs: 0,
+      whenUnwatched: 'deny'
     }, state.signal)
 
   const decision = auditDecision(reply)

@@ -100,7 +100,11 @@ export function deriveSubTurn (deps: DelegateDeps, scope: TurnScope, request: De
     // Approvals of a sub-turn go to the parent turn's operators under its policy, so they wait as its own do.
     knobs: sameAgent
       ? parent.knobs
-      : { ...resolveKnobs(config, runtime, target), approvalTimeoutMs: parent.knobs.approvalTimeoutMs, onNoBackchannel: parent.knobs.onNoBackchannel },
+      : {
+          ...resolveKnobs(config, runtime, target),
+          approvalTimeoutMs: parent.knobs.approvalTimeoutMs,
+          onNoBackchannel: parent.knobs.onNoBackchannel
+        },
     systemPrompt: target.system_prompt,
     activated,
     deferred,

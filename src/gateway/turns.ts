@@ -496,7 +496,9 @@ export class TurnService {
    * The principal's pending approval requests, newest first. Turns running on other instances are
    * read from their last checkpoint; this process's own from memory (fresher).
    */
-  async pendingApprovals (principal: Principal, query: { sessionId?: string, turnId?: string, limit: number, cursor?: string }): Promise<Page<PendingApproval>> {
+  async pendingApprovals (
+    principal: Principal, query: { sessionId?: string, turnId?: string, limit: number, cursor?: string }
+  ): Promise<Page<PendingApproval>> {
     const owner = principalKey(principal)
     const before = decodeCursor(query.cursor)
     const byTurn = new Map<string, PendingApproval[]>()
@@ -504,11 +506,13 @@ export class TurnService {
     for (const t of await this.deps.store.listTurns(owner, filter, MAX_RUNNING_SCAN)) byTurn.set(t.turn_id, t.pending_approvals)
     for (const a of this.active.values()) {
       const r = a.record
-      if (r.owner === owner && (query.sessionId === undefined || r.session_id === query.sessionId)) byTurn.set(r.turn_id, r.pending_approvals)
+      if (r.owner !== owner || (query.sessionId !== undefined && r.session_id !== query.sessionId)) continue
+      byTurn.set(r.turn_id, r.pending_approvals)
     }
     const keyOf = (p: PendingApproval): PageKey => ({ at: p.requested_at, id: p.request_id })
     const all = [...byTurn.values()].flat()
-      .filter((p) => (query.turnId === undefined || p.turn_id === query.turnId) && (before === undefined || newestFirst(keyOf(p), before) > 0))
+      .filter((p) => query.turnId === undefined || p.turn_id === query.turnId)
+      .filter((p) => before === undefined || newestFirst(keyOf(p), before) > 0)
       .sort((a, b) => newestFirst(keyOf(a), keyOf(b)))
     return pageOf(all.slice(0, query.limit + 1), query.limit, keyOf)
   }
@@ -518,7 +522,11 @@ export class TurnService {
     const fetched = await this.deps.store.listSessions(principalKey(principal), query.limit + 1, decodeCursor(query.cursor))
     const page = pageOf(fetched, query.limit, (s) => ({ at: s.updated_at, id: s.session_id }))
     const items = await Promise.all(page.items.map(async (s): Promise<SessionSummary> => ({
-      session_id: s.session_id, agent: s.agent, created_at: s.created_at, updated_at: s.updated_at, active_turn_id: await this.activeTurnOf(s)
+      session_id: s.session_id,
+      agent: s.agent,
+      created_at: s.created_at,
+      updated_at: s.updated_at,
+      active_turn_id: await this.activeTurnOf(s)
     })))
     return { items, next_cursor: page.next_cursor }
   }
@@ -533,7 +541,9 @@ export class TurnService {
   }
 
   /** The principal's turns, newest first, optionally of one session and/or in one status. */
-  async listTurns (principal: Principal, query: { sessionId?: string, status?: string, limit: number, cursor?: string }): Promise<Page<TurnSummary>> {
+  async listTurns (
+    principal: Principal, query: { sessionId?: string, status?: string, limit: number, cursor?: string }
+  ): Promise<Page<TurnSummary>> {
     const filter: TurnFilter = {}
     if (query.sessionId !== undefined) filter.sessionId = query.sessionId
     if (query.status !== undefined) filter.status = query.status
@@ -543,7 +553,8 @@ export class TurnService {
       // A running turn's own record here is fresher than its last checkpoint.
       items: page.items.map((stored) => {
         const t = this.active.get(stored.turn_id)?.record ?? stored
-        return { turn_id: t.turn_id, session_id: t.session_id, agent: t.agent, status: t.status, created_at: t.created_at, updated_at: t.updated_at }
+        const { turn_id: turnId, session_id: sessionId, agent, status, created_at: createdAt, updated_at: updatedAt } = t
+        return { turn_id: turnId, session_id: sessionId, agent, status, created_at: createdAt, updated_at: updatedAt }
       }),
       next_cursor: page.next_cursor
     }

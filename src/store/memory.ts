@@ -6,7 +6,9 @@
 import type { BusEnvelope } from '../bus/bus.js'
 import { newestFirst } from '../gateway/pages.js'
 import { finishedMs } from './codec.js'
-import { TERMINAL_TURN_STATUSES, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord } from './store.js'
+import {
+  TERMINAL_TURN_STATUSES, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord
+} from './store.js'
 
 /** One page of a listing in the SQL stores' order (time, then id, descending), copied. */
 function page<T> (items: Array<{ key: PageKey, x: T }>, limit: number, before?: PageKey): T[] {
@@ -70,7 +72,8 @@ export class MemoryStore implements Store {
   }
 
   async listSessions (owner: string, limit: number, before?: PageKey): Promise<SessionRecord[]> {
-    const mine = [...this.sessions.values()].filter((x) => x.owner === owner).map((x) => ({ key: { at: x.updated_at, id: x.session_id }, x }))
+    const mine = [...this.sessions.values()].filter((x) => x.owner === owner)
+      .map((x) => ({ key: { at: x.updated_at, id: x.session_id }, x }))
     return page(mine, limit, before)
   }
 

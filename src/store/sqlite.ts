@@ -15,7 +15,9 @@ import Database from 'better-sqlite3'
 import type { BusEnvelope } from '../bus/bus.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import type { SqlProbe } from './sql-probe.js'
-import { FIRST_PAGE, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord } from './store.js'
+import {
+  FIRST_PAGE, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord
+} from './store.js'
 
 const SCHEMA_VERSION = 2
 /** Between two checkpoints the WAL grows by what was written meanwhile; a second keeps it small. */
@@ -138,7 +140,8 @@ function prepare (db: Database.Database) {
     // Keyset pages: strictly after the previous page's last (time, id); the first page passes FIRST_PAGE.
     listSessions: db.prepare<[string, string, string, string, number], { doc: string }>(`SELECT doc FROM tollgate_sessions
       WHERE owner = ? AND (updated_at < ? OR (updated_at = ? AND session_id < ?)) ORDER BY updated_at DESC, session_id DESC LIMIT ?`),
-    listTurns: db.prepare<[string, string | null, string | null, string, string, string, number], { doc: string }>(`SELECT doc FROM tollgate_turns
+    listTurns: db.prepare<[string, string | null, string | null, string, string, string, number], { doc: string }>(`SELECT doc
+      FROM tollgate_turns
       WHERE owner = ? AND session_id = coalesce(?, session_id) AND status = coalesce(?, status)
         AND (created_at < ? OR (created_at = ? AND turn_id < ?)) ORDER BY created_at DESC, turn_id DESC LIMIT ?`),
     readEvents: db.prepare<[string, number, number], { doc: string }>('SELECT doc FROM tollgate_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?'),

@@ -182,7 +182,9 @@ export function approvalTimeout (config: Config, agent: AgentConfig, requestedMs
   return Math.min(requestedMs ?? agent.approval_timeout_ms ?? config.turns.approval_timeout_ms, config.turns.max_approval_timeout_ms)
 }
 
-export function resolveKnobs (config: Config, runtime: RuntimeProfileConfig, agent: AgentConfig, requestedApprovalMs?: number): RuntimeKnobs {
+export function resolveKnobs (
+  config: Config, runtime: RuntimeProfileConfig, agent: AgentConfig, requestedApprovalMs?: number
+): RuntimeKnobs {
   return {
     maxIterations: runtime.max_tool_iterations === 0 ? 10 : runtime.max_tool_iterations,
     parallelTools: runtime.parallel_tools,

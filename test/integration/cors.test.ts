@@ -12,13 +12,14 @@ async function preflight (g: TestGateway, origin: string): Promise<Response> {
   })
 }
 
-function corsHeaders (res: Response): string[] {
+function corsHeaders (res: { headers: Headers }): string[] {
   return [...res.headers.keys()].filter((h) => h.startsWith('access-control-'))
 }
 
 test('with CORS on, a preflight of POST /v1/turns from an allowed origin succeeds and another origin gets no CORS headers', async (t) => {
   const token = await mintToken()
-  const g = await startGateway({ token, overrides: { ...jwtAuth(), ws: { allowed_origins: [APP] }, server: { cors: { enabled: true, max_age_s: 120 } } } })
+  const overrides = { ...jwtAuth(), ws: { allowed_origins: [APP] }, server: { cors: { enabled: true, max_age_s: 120 } } }
+  const g = await startGateway({ token, overrides })
   t.after(async () => { await g.close() })
 
   const allowed = await preflight(g, APP)
