@@ -5,7 +5,7 @@ import { DEFAULT_PAGE_LIMIT } from '../schemas/approval.js'
 import { Session, SessionParams, SessionsPage, SessionsQuery } from '../schemas/session.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import type { ChatMessage } from '../src/providers/types.js'
-import { scrubText } from '../src/security/redact.js'
+import { scrubText } from '../src/core/security/redact.js'
 
 /**
  * History as shown to a client: tool data (results, call arguments) is scrubbed like every other

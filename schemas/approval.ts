@@ -26,9 +26,12 @@ export const ApprovalAnswerResult = Type.Object({
   decision: OperatorDecision
 }, { title: 'ApprovalAnswerResult' })
 
+/**
+ * Shell commands by their command (read-only pipelines low, high-risk patterns high, else
+ * medium); other tools low when the call only reads, else medium.
+ */
 export const ApprovalRisk = Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')], {
-  description: 'How much harm the call could do, as the policy classifies it: shell commands by their command (read-only pipelines low, ' +
-    'high-risk patterns high, else medium); other tools low when the call only reads, else medium'
+  description: 'How much harm the call could do, as the policy classifies it (see README, Approvals)'
 })
 export type ApprovalRisk = Static<typeof ApprovalRisk>
 

@@ -17,14 +17,12 @@ export const TurnRequestProperties = {
   tools: Type.Optional(ToolNarrowing),
   interactive: Type.Optional(Type.Boolean({
     default: true,
-    description: 'true: a prompt-required call waits for an answer from anyone entitled (owner, same-principal subscriber, REST), ' +
-      'also when nobody is connected yet; false: prompt-required calls are auto-denied at once'
+    description: 'true: prompt-required calls wait for an answer, also while nobody is connected; false: they are auto-denied'
   })),
   approval_timeout_ms: Type.Optional(Type.Integer({
     minimum: 1,
     maximum: 2_147_483_647,
-    description: 'How long each approval request of this turn waits for an answer; default the agent\'s or turns.approval_timeout_ms, ' +
-      'capped at turns.max_approval_timeout_ms'
+    description: 'Approval wait of this turn (default: the agent\'s), capped at turns.max_approval_timeout_ms'
   })),
   detach: Type.Optional(Type.Boolean({ default: false, description: 'true: the turn survives its owner connection closing' })),
   owner_connection: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'WebSocket connection_id that owns the turn and answers its approvals' })),

@@ -8,8 +8,8 @@
 import { randomUUID } from 'node:crypto'
 import type { PendingApproval } from '../../schemas/approval.js'
 import type { TurnEvent } from '../../schemas/events.js'
-import { TollgateError } from '../errors.js'
-import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from './gate.js'
+import { TollgateError } from '../core/errors.js'
+import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from './decision.js'
 
 export interface OperatorAnswer {
   decision: 'yes' | 'no' | 'always' | 'edit'
@@ -86,6 +86,7 @@ export class ApprovalBroker {
       expires_at: new Date(now + question.timeoutMs).toISOString()
     }
     return await new Promise<ApprovalReply>((resolve) => {
+      // eslint-disable-next-line prefer-const -- assigned after the closures that clear it are built
       let timer: NodeJS.Timeout | undefined
       const runtime = (source: ApprovalReply['source']): ApprovalReply =>
         ({ decision: 'no', source, requestId, decidedBy: 'runtime', channel: 'runtime' })

@@ -4,7 +4,7 @@
  */
 import type { ApprovalRisk } from '../../schemas/approval.js'
 import { classifyCommand } from '../tools/builtin/shell-policy.js'
-import { callEffect, type Tool } from '../tools/tool.js'
+import { callEffect, type Tool } from '../tools/contract.js'
 
 /**
  * `shell`: the command's own classification (read-only pipelines low, high-risk patterns high,

@@ -6,8 +6,8 @@
  */
 import cors from '@fastify/cors'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from '../config.js'
-import type { OriginPolicy } from '../security/origin-check.js'
+import type { Config } from '../core/config.js'
+import type { OriginPolicy } from '../core/security/origin-check.js'
 import { REQUEST_ID_HEADER } from './request-id.js'
 
 /** Response headers a browser page may read: correlation, the SSE turn id, and 429/503 back-off. */

@@ -4,10 +4,9 @@
  * its only instance is the process that holds it.
  */
 import type { BusEnvelope } from '../bus/bus.js'
-import { newestFirst } from '../gateway/pages.js'
 import { finishedMs } from './codec.js'
 import {
-  TERMINAL_TURN_STATUSES, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord
+  newestFirst, TERMINAL_TURN_STATUSES, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord
 } from './store.js'
 
 /** One page of a listing in the SQL stores' order (time, then id, descending), copied. */

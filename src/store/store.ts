@@ -31,6 +31,12 @@ export interface PageKey {
   id: string
 }
 
+/** Descending by time, then id: the order of every listing. */
+export function newestFirst (a: PageKey, b: PageKey): number {
+  if (a.at !== b.at) return a.at < b.at ? 1 : -1
+  return a.id === b.id ? 0 : a.id < b.id ? 1 : -1
+}
+
 /** Sorts after every stored item: the SQL stores' "before" for a first page. */
 export const FIRST_PAGE: PageKey = { at: '\uffff', id: '\uffff' }
 

@@ -40,7 +40,8 @@ test('a turn POSTed with no owner waits with its approval listed on GET, and a s
   const requested = await ws.waitForEvent(started.turn_id, (e) => e.kind === 'approval.requested')
   assert.ok(requested.event.kind === 'approval.requested')
   assert.deepEqual(
-    [requested.event.request_id, requested.event.call_id, requested.event.risk, requested.event.reason, requested.event.requested_at, requested.event.expires_at],
+    [requested.event.request_id, requested.event.call_id, requested.event.risk, requested.event.reason,
+      requested.event.requested_at, requested.event.expires_at],
     [pending.request_id, pending.call_id, pending.risk, pending.reason, pending.requested_at, pending.expires_at]
   )
   const ack = await ws.request({ type: 'approval.respond', request_id: pending.request_id, decision: 'yes' })

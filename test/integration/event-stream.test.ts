@@ -209,7 +209,8 @@ test('a POST stream owner that reconnects with Last-Event-ID within disconnect_g
   await resumed.ended()
   const turn = await finishedTurn(g, turnId)
   assert.equal(turn.status, 'completed')
-  assert.deepEqual(resumed.events().map((f) => Number(f.id)), Array.from({ length: turn.last_seq - Number(asked.id) }, (_, i) => Number(asked.id) + 1 + i))
+  const from = Number(asked.id)
+  assert.deepEqual(resumed.events().map((f) => Number(f.id)), Array.from({ length: turn.last_seq - from }, (_, i) => from + 1 + i))
   assert.equal(probes.runs.length, 1)
 })
 

@@ -61,7 +61,7 @@ export type ApprovalRequestedEvent = {
     /** Exact and whole; invisible characters as ‹U+XXXX›, line breaks as ⏎ plus the break; only plain-token secrets masked */
     value: string
   }>
-  /** How much harm the call could do, as the policy classifies it: shell commands by their command (read-only pipelines low, high-risk patterns high, else medium); other tools low when the call only reads, else medium */
+  /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
   risk: 'low' | 'medium' | 'high'
   /** The policy rule that asked for approval, in words */
   reason: string
@@ -132,9 +132,9 @@ export type TurnRequest = {
   agent?: string
   message: string
   tools?: ToolNarrowing
-  /** true: a prompt-required call waits for an answer from anyone entitled (owner, same-principal subscriber, REST), also when nobody is connected yet; false: prompt-required calls are auto-denied at once */
+  /** true: prompt-required calls wait for an answer, also while nobody is connected; false: they are auto-denied */
   interactive?: boolean
-  /** How long each approval request of this turn waits for an answer; default the agent's or turns.approval_timeout_ms, capped at turns.max_approval_timeout_ms */
+  /** Approval wait of this turn (default: the agent's), capped at turns.max_approval_timeout_ms */
   approval_timeout_ms?: number
   /** true: the turn survives its owner connection closing */
   detach?: boolean
@@ -217,7 +217,7 @@ export type Turn = {
       /** Exact and whole; invisible characters as ‹U+XXXX›, line breaks as ⏎ plus the break; only plain-token secrets masked */
       value: string
     }>
-    /** How much harm the call could do, as the policy classifies it: shell commands by their command (read-only pipelines low, high-risk patterns high, else medium); other tools low when the call only reads, else medium */
+    /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
     risk: 'low' | 'medium' | 'high'
     /** The policy rule that asked for approval, in words */
     reason: string
@@ -277,9 +277,9 @@ export type TurnStartFrame = {
   agent?: string
   message: string
   tools?: ToolNarrowing
-  /** true: a prompt-required call waits for an answer from anyone entitled (owner, same-principal subscriber, REST), also when nobody is connected yet; false: prompt-required calls are auto-denied at once */
+  /** true: prompt-required calls wait for an answer, also while nobody is connected; false: they are auto-denied */
   interactive?: boolean
-  /** How long each approval request of this turn waits for an answer; default the agent's or turns.approval_timeout_ms, capped at turns.max_approval_timeout_ms */
+  /** Approval wait of this turn (default: the agent's), capped at turns.max_approval_timeout_ms */
   approval_timeout_ms?: number
   /** true: the turn survives its owner connection closing */
   detach?: boolean
