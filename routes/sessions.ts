@@ -1,7 +1,8 @@
 /** Session history, as the model will see it on the session's next turn. */
 import type { FastifyInstance } from 'fastify'
 import { Problem } from '../schemas/common.js'
-import { Session, SessionParams } from '../schemas/session.js'
+import { DEFAULT_PAGE_LIMIT } from '../schemas/approval.js'
+import { Session, SessionParams, SessionsPage, SessionsQuery } from '../schemas/session.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import type { ChatMessage } from '../src/providers/types.js'
 import { scrubText } from '../src/core/security/redact.js'
@@ -19,6 +20,22 @@ function displayMessage (m: ChatMessage): ChatMessage {
 
 export default async function sessionRoutes (app: FastifyInstance): Promise<void> {
   const { turns, auth } = app.gateway
+  app.get('/v1/sessions', {
+    onRequest: authenticate(auth, 'turns:read'),
+    schema: {
+      summary: 'List the principal\'s sessions',
+      description: 'Most recently updated first (a turn starting or ending updates its session); only the caller\'s own sessions.',
+      querystring: SessionsQuery,
+      response: { 200: SessionsPage, 400: Problem, 401: Problem }
+    }
+  }, async (request) => {
+    const q = request.query as { limit?: number, cursor?: string }
+    return await turns.listSessions(principalOf(request), {
+      limit: q.limit ?? DEFAULT_PAGE_LIMIT,
+      ...(q.cursor === undefined ? {} : { cursor: q.cursor })
+    })
+  })
+
   app.get('/v1/sessions/:id', {
     onRequest: authenticate(auth, 'turns:read'),
     schema: { summary: 'Get a session and its history', params: SessionParams, response: { 200: Session, 401: Problem, 404: Problem } }

@@ -5,9 +5,13 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { Problem, TurnIdParams } from '../schemas/common.js'
-import { CancelResult, EventsPage, EventsQuery, Turn, TurnAccepted, TurnEventStream, TurnRequest, TurnStartQuery } from '../schemas/turn.js'
+import { DEFAULT_PAGE_LIMIT } from '../schemas/approval.js'
+import {
+  CancelResult, EventsHeaders, EventsPage, EventsQuery, Turn, TurnAccepted, TurnEventStream, TurnRequest, TurnsPage, TurnsQuery,
+  TurnStartQuery
+} from '../schemas/turn.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
-import { TollgateError } from '../src/core/errors.js'
+import { turnEventsOverHttp } from '../src/transport/http-events.js'
 import { publicTurn, startTurnOverHttp } from '../src/transport/http-turn.js'
 
 export default async function turnRoutes (app: FastifyInstance): Promise<void> {
@@ -46,16 +50,45 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
 
   app.get('/v1/turns/:id/events', {
     onRequest: authenticate(auth, 'turns:read'),
-    schema: { summary: 'Replay a turn\'s events after a seq', params: TurnIdParams, querystring: EventsQuery, response: { 200: EventsPage, 401: Problem, 404: Problem, 410: Problem } }
-  }, async (request) => {
-    const { id } = request.params as { id: string }
-    const afterSeq = (request.query as { after_seq?: number }).after_seq ?? 0
-    const { turn, replay } = await turns.replay(principalOf(request), id, afterSeq)
-    if (replay.kind === 'gap' || (replay.kind === 'unknown' && turn.last_seq > afterSeq)) {
-      throw new TollgateError('REPLAY_GAP', 'these events are no longer retained; refetch the turn')
+    schema: {
+      summary: 'Replay a turn\'s events after a seq, or stream them',
+      description: 'JSON by default: the retained events after `after_seq`. With `Accept: text/event-stream`: server-sent events, ' +
+        'replay then live (`id:` = seq), resuming after the `Last-Event-ID` header when given (it wins over `after_seq`), a comment ' +
+        'line every `server.sse_keepalive_ms`, ending after the terminal event; 204 when the turn has ended and nothing is left to send. ' +
+        'This stream never owns the turn: dropping it cancels nothing.',
+      params: TurnIdParams,
+      querystring: EventsQuery,
+      headers: EventsHeaders,
+      response: {
+        200: {
+          description: 'The events: a page (JSON) or a stream (`Accept: text/event-stream`)',
+          content: { 'application/json': { schema: EventsPage }, 'text/event-stream': { schema: TurnEventStream } }
+        },
+        204: { description: 'Event stream requested for an ended turn with nothing after Last-Event-ID / after_seq', type: 'null' },
+        400: Problem,
+        401: Problem,
+        404: Problem,
+        410: Problem
+      }
     }
-    const events = replay.kind === 'events' ? replay.events.map(({ session_id: _s, ...e }) => e) : []
-    return { turn_id: turn.turn_id, status: turn.status, events }
+  }, async (request, reply) => await turnEventsOverHttp(app.gateway, request, reply))
+
+  app.get('/v1/turns', {
+    onRequest: authenticate(auth, 'turns:read'),
+    schema: {
+      summary: 'List the principal\'s turns',
+      description: 'Newest first, optionally of one session and/or in one status; only the caller\'s own turns.',
+      querystring: TurnsQuery,
+      response: { 200: TurnsPage, 400: Problem, 401: Problem }
+    }
+  }, async (request) => {
+    const q = request.query as TurnsQuery
+    return await turns.listTurns(principalOf(request), {
+      limit: q.limit ?? DEFAULT_PAGE_LIMIT,
+      ...(q.session_id === undefined ? {} : { sessionId: q.session_id }),
+      ...(q.status === undefined ? {} : { status: q.status }),
+      ...(q.cursor === undefined ? {} : { cursor: q.cursor })
+    })
   })
 
   app.delete('/v1/turns/:id', {

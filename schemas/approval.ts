@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { OpaqueId } from './common.js'
+import { ClientId, OpaqueId, Timestamp } from './common.js'
 
 export const MAX_REPLACEMENT_CHARS = 65_536
 
@@ -25,3 +25,60 @@ export const ApprovalAnswerResult = Type.Object({
   turn_id: OpaqueId,
   decision: OperatorDecision
 }, { title: 'ApprovalAnswerResult' })
+
+/**
+ * Shell commands by their command (read-only pipelines low, high-risk patterns high, else
+ * medium); other tools low when the call only reads, else medium.
+ */
+export const ApprovalRisk = Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')], {
+  description: 'How much harm the call could do, as the policy classifies it (see README, Approvals)'
+})
+export type ApprovalRisk = Static<typeof ApprovalRisk>
+
+/** One argument as the person deciding reads it (src/approval/display.ts). */
+export const ArgumentDisplay = Type.Object({
+  name: Type.String(),
+  value: Type.String({
+    description: 'Exact and whole; invisible characters as ‹U+XXXX›, line breaks as ⏎ plus the break; only plain-token secrets masked'
+  })
+}, { title: 'ArgumentDisplay' })
+
+/** An approval request still waiting for an answer. */
+export const PendingApproval = Type.Object({
+  request_id: OpaqueId,
+  turn_id: OpaqueId,
+  session_id: Type.String(),
+  call_id: OpaqueId,
+  tool: Type.String(),
+  summary: Type.String({ description: 'One-line record of the scrubbed arguments (the audit\'s arguments_summary); not for deciding' }),
+  display: Type.Array(ArgumentDisplay, { description: 'What to show the person deciding, as in the approval.requested event' }),
+  risk: ApprovalRisk,
+  reason: Type.String({ description: 'The policy rule that asked for approval, in words' }),
+  requested_at: Timestamp,
+  expires_at: Timestamp
+}, { title: 'PendingApproval' })
+export type PendingApproval = Static<typeof PendingApproval>
+
+export const MAX_PAGE_LIMIT = 100
+export const DEFAULT_PAGE_LIMIT = 20
+
+export const PageLimit = Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT, description: 'Items per page' })
+export const PageCursor = Type.String({ minLength: 1, maxLength: 512, description: 'next_cursor of the previous page' })
+export const NextCursor = Type.Union([Type.String(), Type.Null()], {
+  description: 'Pass as cursor for the next page; null on the last page'
+})
+
+export const ApprovalsQuery = Type.Object({
+  status: Type.Literal('pending', { description: 'Only pending requests are listed (answered ones are in each turn\'s approvals audit)' }),
+  session_id: Type.Optional(ClientId),
+  turn_id: Type.Optional(OpaqueId),
+  limit: Type.Optional(PageLimit),
+  cursor: Type.Optional(PageCursor)
+}, { additionalProperties: false })
+export type ApprovalsQuery = Static<typeof ApprovalsQuery>
+
+export const ApprovalsPage = Type.Object({
+  items: Type.Array(PendingApproval, { description: 'Newest request first' }),
+  next_cursor: NextCursor
+}, { title: 'ApprovalsPage' })
+export type ApprovalsPage = Static<typeof ApprovalsPage>

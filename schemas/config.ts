@@ -6,6 +6,9 @@ import { Type, type Static } from '@sinclair/typebox'
  * profiles) are validated one by one against their entry schema so their defaults apply too.
  */
 
+/** The longest wait one Node.js timer can hold (2^31 - 1 ms, about 24.8 days). */
+export const MAX_TIMER_MS = 2_147_483_647
+
 const Names = Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { default: [] })
 
 export const ServerConfig = Type.Object({
@@ -18,6 +21,18 @@ export const ServerConfig = Type.Object({
     pattern: '^https?://',
     description: 'The URL clients and browsers use to reach the gateway: its host is served and its origin may open /v1/ws'
   })),
+  sse_keepalive_ms: Type.Integer({
+    minimum: 0, default: 15_000,
+    description: 'A comment line is sent on every SSE stream this often while no event flows, so idle-cutting proxies keep it open; 0: none'
+  }),
+  cors: Type.Object({
+    enabled: Type.Boolean({
+      default: false,
+      description: 'Answer CORS preflights and add Access-Control-* headers for the origins that may open /v1/ws ' +
+        '(ws.allowed_origins, the server.public_url origin, loopback origins on a loopback bind); off: no CORS headers at all'
+    }),
+    max_age_s: Type.Integer({ minimum: 0, maximum: 86_400, default: 600, description: 'Access-Control-Max-Age of preflight answers' })
+  }, { additionalProperties: false, default: {} }),
   allowed_hosts: Type.Array(Type.String({ minLength: 1, maxLength: 253 }), {
     default: [],
     maxItems: 256,
@@ -85,8 +100,20 @@ export const UiConfig = Type.Object({
 }, { additionalProperties: false, default: {} })
 
 export const TurnsConfig = Type.Object({
-  approval_timeout_ms: Type.Integer({ minimum: 1, default: 120_000 }),
-  disconnect_grace_ms: Type.Integer({ minimum: 0, default: 0 }),
+  approval_timeout_ms: Type.Integer({
+    minimum: 1, maximum: MAX_TIMER_MS, default: 120_000, description: 'How long an approval request waits; agents and turns may ask for other values'
+  }),
+  max_approval_timeout_ms: Type.Integer({
+    minimum: 1,
+    maximum: MAX_TIMER_MS,
+    default: 86_400_000,
+    description: 'Ceiling on any approval timeout (agent or turn request): longer asks are capped to it'
+  }),
+  disconnect_grace_ms: Type.Integer({
+    minimum: 0, default: 0,
+    description: 'How long a turn outlives its owner connection (WebSocket, POST SSE stream, ?wait=true): a client that follows the turn ' +
+      'again by then keeps it'
+  }),
   turn_timeout_ms: Type.Integer({ minimum: 0, default: 600_000, description: '0: no limit' }),
   retention_ms: Type.Integer({ minimum: 0, default: 3_600_000, description: 'How long finished turns stay queryable in memory' }),
   max_events_per_turn: Type.Integer({ minimum: 16, default: 10_000, description: 'Replay buffer per turn; older events answer REPLAY_GAP' }),
@@ -235,7 +262,15 @@ export const AgentConfig = Type.Object({
   mcp_bundles: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'MCP servers (names under [mcp.servers]) whose tools this agent may use; none by default' }),
   delegate_agents: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Other agents the `delegate` tool may hand a sub-task to (the agent itself always may)' }),
   runtime_profile: Type.String({ default: 'default' }),
-  risk_profile: Type.String({ default: 'default' })
+  risk_profile: Type.String({ default: 'default' }),
+  approval_timeout_ms: Type.Optional(Type.Integer({
+    minimum: 1, maximum: MAX_TIMER_MS, description: 'This agent\'s approval timeout; default turns.approval_timeout_ms'
+  })),
+  on_no_backchannel: Type.Union([Type.Literal('wait'), Type.Literal('deny')], {
+    default: 'wait',
+    description: 'An interactive turn\'s prompt-required call when no operator is connected: wait for one (REST, a later subscriber), ' +
+      'or deny at once (audited as auto-deny)'
+  })
 }, { additionalProperties: false })
 export type AgentConfig = Static<typeof AgentConfig>
 

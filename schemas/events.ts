@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { ApprovalRisk, ArgumentDisplay } from './approval.js'
 import { OpaqueId, Timestamp, ToolName } from './common.js'
 
 /**
@@ -65,14 +66,6 @@ export const ToolResultEvent = Type.Object({
   }))
 })
 
-/** One argument as the person deciding reads it (src/approval/display.ts). */
-export const ArgumentDisplay = Type.Object({
-  name: Type.String(),
-  value: Type.String({
-    description: 'Exact and whole; invisible characters as ‹U+XXXX›, line breaks as ⏎ plus the break; only plain-token secrets masked'
-  })
-}, { title: 'ArgumentDisplay' })
-
 export const ApprovalRequestedEvent = Type.Object({
   kind: Type.Literal('approval.requested'),
   request_id: OpaqueId,
@@ -85,6 +78,9 @@ export const ApprovalRequestedEvent = Type.Object({
   display: Type.Array(ArgumentDisplay, {
     description: 'What to show the person deciding: every argument exactly as the tool will receive it (path first, then by name)'
   }),
+  risk: ApprovalRisk,
+  reason: Type.String({ description: 'The policy rule that asked for approval, in words' }),
+  requested_at: Timestamp,
   expires_at: Timestamp
 })
 

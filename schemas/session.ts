@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { ClientId, Timestamp } from './common.js'
+import { NextCursor, PageCursor, PageLimit } from './approval.js'
+import { ClientId, OpaqueId, Timestamp } from './common.js'
 
 export const HistoryToolCall = Type.Object({
   id: Type.String(),
@@ -42,3 +43,22 @@ export const Session = Type.Object({
   history: Type.Array(HistoryMessage)
 }, { title: 'Session' })
 export type Session = Static<typeof Session>
+
+export const SessionsQuery = Type.Object({
+  limit: Type.Optional(PageLimit),
+  cursor: Type.Optional(PageCursor)
+}, { additionalProperties: false })
+
+export const SessionSummary = Type.Object({
+  session_id: Type.String(),
+  agent: Type.String(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  active_turn_id: Type.Union([OpaqueId, Type.Null()], { description: 'The session\'s running turn, if any' })
+}, { title: 'SessionSummary' })
+export type SessionSummary = Static<typeof SessionSummary>
+
+export const SessionsPage = Type.Object({
+  items: Type.Array(SessionSummary, { description: 'Most recently updated session first' }),
+  next_cursor: NextCursor
+}, { title: 'SessionsPage' })

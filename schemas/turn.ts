@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { ClientId, OpaqueId, Timestamp, ToolName } from './common.js'
+import { NextCursor, PageCursor, PageLimit, PendingApproval } from './approval.js'
 import { ApprovalDecision, EventEnvelope, ToolCallStatus } from './events.js'
 
 export const MAX_MESSAGE_CHARS = 100_000
@@ -14,7 +15,15 @@ export const TurnRequestProperties = {
   agent: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' })),
   message: Type.String({ minLength: 1, maxLength: MAX_MESSAGE_CHARS }),
   tools: Type.Optional(ToolNarrowing),
-  interactive: Type.Optional(Type.Boolean({ default: true, description: 'false: prompt-required tools are auto-denied' })),
+  interactive: Type.Optional(Type.Boolean({
+    default: true,
+    description: 'true: prompt-required calls wait for an answer, also while nobody is connected; false: they are auto-denied'
+  })),
+  approval_timeout_ms: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: 2_147_483_647,
+    description: 'Approval wait of this turn (default: the agent\'s), capped at turns.max_approval_timeout_ms'
+  })),
   detach: Type.Optional(Type.Boolean({ default: false, description: 'true: the turn survives its owner connection closing' })),
   owner_connection: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'WebSocket connection_id that owns the turn and answers its approvals' })),
   idempotency_key: Type.Optional(ClientId)
@@ -97,6 +106,7 @@ export const Turn = Type.Object({
   iterations: Type.Integer({ minimum: 0 }),
   tool_calls: Type.Array(ToolCallRecord),
   approvals: Type.Array(ApprovalAuditEntry),
+  pending_approvals: Type.Array(PendingApproval, { description: 'Approval requests waiting for an answer now, in model order' }),
   last_seq: Type.Integer({ minimum: 0 })
 }, { title: 'Turn' })
 export type Turn = Static<typeof Turn>
@@ -104,6 +114,12 @@ export type Turn = Static<typeof Turn>
 export const EventsQuery = Type.Object({
   after_seq: Type.Optional(Type.Integer({ minimum: 0 }))
 }, { additionalProperties: false })
+
+export const EventsHeaders = Type.Object({
+  'last-event-id': Type.Optional(Type.String({
+    maxLength: 32, description: 'Event stream only: resume after this seq (sent by EventSource clients on reconnect); wins over after_seq'
+  }))
+})
 
 export const EventsPage = Type.Object({
   turn_id: OpaqueId,
@@ -116,3 +132,26 @@ export const CancelResult = Type.Object({
   turn_id: OpaqueId,
   status: TurnStatus
 }, { title: 'CancelResult' })
+
+export const TurnsQuery = Type.Object({
+  session_id: Type.Optional(ClientId),
+  status: Type.Optional(TurnStatus),
+  limit: Type.Optional(PageLimit),
+  cursor: Type.Optional(PageCursor)
+}, { additionalProperties: false })
+export type TurnsQuery = Static<typeof TurnsQuery>
+
+export const TurnSummary = Type.Object({
+  turn_id: OpaqueId,
+  session_id: Type.String(),
+  agent: Type.String(),
+  status: TurnStatus,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}, { title: 'TurnSummary' })
+export type TurnSummary = Static<typeof TurnSummary>
+
+export const TurnsPage = Type.Object({
+  items: Type.Array(TurnSummary, { description: 'Newest turn first' }),
+  next_cursor: NextCursor
+}, { title: 'TurnsPage' })

@@ -38,6 +38,7 @@ import { createHostPolicy, hostCheck } from '../core/security/host-check.js'
 import { createOriginPolicy } from '../core/security/origin-check.js'
 import { answerClientError, answerFrameworkError, MAX_PATH_PARAM_CHARS } from '../http/early-refusals.js'
 import { echoRequestIds, echoRequestIdsOnUpgrade, RequestIds } from '../http/request-id.js'
+import { registerCors } from '../http/cors.js'
 import { refusePlainRequestsToWebSockets } from '../http/websocket-only.js'
 import healthRoutes from '../../routes/health.js'
 import metricsRoutes from '../../routes/metrics.js'
@@ -256,6 +257,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     // Before every route, upgrade, document and 404, so none of them answers a foreign Host; after
     // the websocket plugin, whose own hook marks upgrades so a refused one's socket gets closed.
     app.addHook('onRequest', hostCheck(hosts))
+    await registerCors(app, config, origins)
 
     const gateway: Gateway = {
       app,

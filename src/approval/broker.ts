@@ -1,9 +1,12 @@
 /**
  * Approval broker: holds pending approval requests of the turns running in this process, routes
- * operator answers to them (first valid answer wins), and fails closed on timeout, cancellation
- * or a missing backchannel. It never decides anything itself.
+ * operator answers to them (first valid answer wins), and fails closed on timeout or
+ * cancellation. An interactive turn's request waits for an answer even when nobody is connected
+ * yet (a web app POSTs, a browser subscribes later); only a `deny` policy for unwatched turns
+ * denies at once. It never decides anything itself.
  */
 import { randomUUID } from 'node:crypto'
+import type { PendingApproval } from '../../schemas/approval.js'
 import type { TurnEvent } from '../../schemas/events.js'
 import { TollgateError } from '../core/errors.js'
 import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from './decision.js'
@@ -16,62 +19,90 @@ export interface OperatorAnswer {
   principal: string
 }
 
+/** How a settled request ended, so a late answer hears why it can no longer apply. */
+type SettledAs = 'answered' | 'expired' | 'cancelled'
+
 interface Pending {
-  requestId: string
-  turnId: string
+  view: PendingApproval
   owner: string
-  settle: (reply: ApprovalReply) => void
+  settle: (reply: ApprovalReply, as: SettledAs) => void
 }
 
 export interface TurnApprovalRoute {
   turnId: string
+  sessionId: string
   /** Principal key of the turn's owner; only it may answer. */
   owner: string
   /** Whether some operator can see the request right now (owner socket, subscriber, SSE stream; on any instance). */
   hasBackchannel: () => boolean | Promise<boolean>
   emit: (event: TurnEvent) => void
+  /** The request is waiting (`request`) or no longer (`null`, with its id): the turn lists what waits. */
+  onPending: (requestId: string, request: PendingApproval | null) => void
 }
 
-const RESOLVED_MEMORY = 1024
+const SETTLED_MEMORY = 1024
+
+const LATE_ANSWER: Record<SettledAs, { code: 'APPROVAL_ALREADY_RESOLVED' | 'APPROVAL_EXPIRED' | 'APPROVAL_CANCELLED', message: string }> = {
+  answered: { code: 'APPROVAL_ALREADY_RESOLVED', message: 'this approval request was already answered' },
+  expired: { code: 'APPROVAL_EXPIRED', message: 'this approval request expired unanswered; the call was denied' },
+  cancelled: { code: 'APPROVAL_CANCELLED', message: 'the turn of this approval request was cancelled' }
+}
 
 export class ApprovalBroker {
   private readonly pending = new Map<string, Pending>()
-  /** Recently settled ids, so a late second answer hears "already resolved", not "unknown". */
-  private readonly resolved = new Map<string, string>()
+  /** Recently settled ids with their owner and outcome, so a late answer hears why, not "unknown". */
+  private readonly settled = new Map<string, { owner: string, as: SettledAs }>()
 
   channelFor (route: TurnApprovalRoute): ApprovalChannel {
     return { ask: async (question, signal) => await this.ask(route, question, signal) }
   }
 
-  private remember (requestId: string, owner: string): void {
-    this.resolved.set(requestId, owner)
-    if (this.resolved.size > RESOLVED_MEMORY) {
-      const oldest = this.resolved.keys().next().value
-      if (oldest !== undefined) this.resolved.delete(oldest)
+  private remember (requestId: string, owner: string, as: SettledAs): void {
+    this.settled.set(requestId, { owner, as })
+    if (this.settled.size > SETTLED_MEMORY) {
+      const oldest = this.settled.keys().next().value
+      if (oldest !== undefined) this.settled.delete(oldest)
     }
   }
 
   private async ask (route: TurnApprovalRoute, question: ApprovalQuestion, signal: AbortSignal): Promise<ApprovalReply> {
-    if (!await route.hasBackchannel()) {
+    if (question.whenUnwatched === 'deny' && !await route.hasBackchannel()) {
       return { decision: 'no', source: 'unavailable', requestId: null, decidedBy: 'runtime', channel: 'runtime' }
     }
     if (signal.aborted) return { decision: 'no', source: 'cancelled', requestId: null, decidedBy: 'runtime', channel: 'runtime' }
     const requestId = `apr_${randomUUID()}`
-    const expiresAt = new Date(Date.now() + question.timeoutMs).toISOString()
+    const now = Date.now()
+    const view: PendingApproval = {
+      request_id: requestId,
+      turn_id: route.turnId,
+      session_id: route.sessionId,
+      call_id: question.callId,
+      tool: question.tool,
+      summary: question.summary,
+      display: question.display,
+      risk: question.risk,
+      reason: question.reason,
+      requested_at: new Date(now).toISOString(),
+      expires_at: new Date(now + question.timeoutMs).toISOString()
+    }
     return await new Promise<ApprovalReply>((resolve) => {
       // eslint-disable-next-line prefer-const -- assigned after the closures that clear it are built
       let timer: NodeJS.Timeout | undefined
-      const onAbort = (): void => { settle({ decision: 'no', source: 'cancelled', requestId, decidedBy: 'runtime', channel: 'runtime' }) }
-      const settle = (reply: ApprovalReply): void => {
+      const runtime = (source: ApprovalReply['source']): ApprovalReply =>
+        ({ decision: 'no', source, requestId, decidedBy: 'runtime', channel: 'runtime' })
+      const onAbort = (): void => { settle(runtime('cancelled'), 'cancelled') }
+      const settle = (reply: ApprovalReply, as: SettledAs): void => {
         if (!this.pending.has(requestId)) return
         this.pending.delete(requestId)
-        this.remember(requestId, route.owner)
+        this.remember(requestId, route.owner, as)
         clearTimeout(timer)
         signal.removeEventListener('abort', onAbort)
+        route.onPending(requestId, null)
         resolve(reply)
       }
-      this.pending.set(requestId, { requestId, turnId: route.turnId, owner: route.owner, settle })
-      timer = setTimeout(() => { settle({ decision: 'no', source: 'timed_out', requestId, decidedBy: 'runtime', channel: 'runtime' }) }, question.timeoutMs)
+      this.pending.set(requestId, { view, owner: route.owner, settle })
+      route.onPending(requestId, view)
+      timer = setTimeout(() => { settle(runtime('timed_out'), 'expired') }, question.timeoutMs)
       signal.addEventListener('abort', onAbort, { once: true })
       route.emit({
         kind: 'approval.requested',
@@ -81,29 +112,30 @@ export class ApprovalBroker {
         arguments: question.arguments,
         summary: question.summary,
         display: question.display,
-        expires_at: expiresAt
+        risk: question.risk,
+        reason: question.reason,
+        requested_at: view.requested_at,
+        expires_at: view.expires_at
       })
     })
   }
 
-  /** Which turn a pending request belongs to, if it is pending here and owned by `principal`. */
-  turnOf (requestId: string, principal: string): string | null {
-    const p = this.pending.get(requestId)
-    return p !== undefined && p.owner === principal ? p.turnId : null
-  }
-
   isLocal (requestId: string): boolean {
-    return this.pending.has(requestId) || this.resolved.has(requestId)
+    return this.pending.has(requestId) || this.settled.has(requestId)
   }
 
-  /** Applies an operator answer; throws a typed error for unknown, foreign or settled requests. */
+  /**
+   * Applies an operator answer. Unknown and other principals' requests are APPROVAL_NOT_FOUND
+   * alike (no oracle); a settled one answers why it no longer applies.
+   */
   answer (requestId: string, answer: OperatorAnswer): { turnId: string } {
     const p = this.pending.get(requestId)
     if (p === undefined || p.owner !== answer.principal) {
-      if (this.resolved.get(requestId) === answer.principal) {
-        throw new TollgateError('APPROVAL_ALREADY_RESOLVED', 'this approval request was already resolved')
+      const settled = this.settled.get(requestId)
+      if (settled !== undefined && settled.owner === answer.principal) {
+        const late = LATE_ANSWER[settled.as]
+        throw new TollgateError(late.code, late.message)
       }
-      // A request of another principal is indistinguishable from a missing one.
       throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
     }
     if (answer.decision === 'edit' && (answer.replacement === undefined)) {
@@ -118,8 +150,8 @@ export class ApprovalBroker {
       principal: answer.principal
     }
     if (answer.replacement !== undefined) reply.replacement = answer.replacement
-    p.settle(reply)
-    return { turnId: p.turnId }
+    p.settle(reply, 'answered')
+    return { turnId: p.view.turn_id }
   }
 
   pendingCount (): number {

@@ -3,6 +3,7 @@
  * broker that routes questions to people (broker.ts) and the transports: the question, the
  * reply, who decided, and the one text the model reads when the runtime denies by policy.
  */
+import type { ApprovalRisk } from '../../schemas/approval.js'
 import type { ArgumentDisplay } from './display.js'
 
 export interface ApprovalQuestion {
@@ -14,7 +15,12 @@ export interface ApprovalQuestion {
   summary: string
   /** The exact arguments, for the person deciding. */
   display: ArgumentDisplay[]
+  risk: ApprovalRisk
+  /** The policy rule that asked, in words. */
+  reason: string
   timeoutMs: number
+  /** Nobody who could answer is connected: wait anyway (REST, a later subscriber) or deny at once. */
+  whenUnwatched: 'wait' | 'deny'
 }
 
 /** `operator`: a person answered. Anything else is the runtime failing closed. */

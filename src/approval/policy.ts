@@ -41,6 +41,14 @@ export class ApprovalManager {
     return 'prompt'
   }
 
+  /** Why a prompt-required call is asked about: the rule of `requirement` that chose `prompt`, in words. */
+  promptReason (tool: string): string {
+    if (this.alwaysAsk.has('*')) return 'The risk profile asks about every tool call (always_ask = ["*"]).'
+    if (this.alwaysAsk.has(tool)) return `The risk profile always asks about '${tool}' (listed in always_ask).`
+    return `'${tool}' is not auto-approved by the risk profile (level "supervised", not in auto_approve) ` +
+      'and has no "always" grant in this session.'
+  }
+
   needsApproval (tool: string, args: Record<string, unknown>): boolean {
     return this.requirement(tool, args) === 'prompt'
   }

@@ -13,7 +13,9 @@ export type ReplyBody = Pick<ControlReply, 'error' | 'turn_id' | 'status'>
 
 const REMOTE_ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
   APPROVAL_NOT_FOUND: 'no pending approval request with this id',
-  APPROVAL_ALREADY_RESOLVED: 'this approval request was already resolved',
+  APPROVAL_ALREADY_RESOLVED: 'this approval request was already answered',
+  APPROVAL_EXPIRED: 'this approval request expired unanswered; the call was denied',
+  APPROVAL_CANCELLED: 'the turn of this approval request was cancelled',
   INVALID_DECISION: 'decision "edit" needs a replacement text',
   TURN_NOT_FOUND: 'no turn with this id'
 }

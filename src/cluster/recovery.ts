@@ -100,6 +100,8 @@ export async function interruptOrphan (ctx: RecoveryContext, orphan: RunningTurn
   const lastSeq = Math.max(turn.last_seq, events.at(-1)?.seq ?? 0, known)
   const now = new Date().toISOString()
   const record = structuredClone(turn)
+  // Nothing of an ended turn waits any more, whatever its last checkpoint listed.
+  record.pending_approvals = []
   const terminal = events.find((e) => TERMINAL_EVENT_KINDS.has(e.event.kind))
   let closing: TurnEvent[] = []
   if (terminal !== undefined) {

@@ -105,7 +105,7 @@ function hasProperties (schema: unknown): boolean {
   return schema !== undefined && Object.keys((plainSchema(schema).properties ?? {}) as JsonObject).length > 0
 }
 
-function parameters (schema: unknown, where: 'path' | 'query', components: SchemaComponents): JsonObject[] {
+function parameters (schema: unknown, where: 'path' | 'query' | 'header', components: SchemaComponents): JsonObject[] {
   if (schema === undefined) return []
   const plain = plainSchema(schema)
   const props = (plain.properties ?? {}) as Record<string, unknown>
@@ -184,7 +184,11 @@ function operation (route: RouteEntry, components: SchemaComponents): JsonObject
   const op: JsonObject = { operationId: operationId(route.method, route.url) }
   if (typeof schema.summary === 'string') op.summary = schema.summary
   if (typeof schema.description === 'string') op.description = schema.description
-  const params = [...parameters(schema.params, 'path', components), ...parameters(schema.querystring, 'query', components)]
+  const params = [
+    ...parameters(schema.params, 'path', components),
+    ...parameters(schema.querystring, 'query', components),
+    ...parameters(schema.headers, 'header', components)
+  ]
   if (params.length > 0) op.parameters = params
   if (schema.body !== undefined) op.requestBody = { required: true, content: { 'application/json': { schema: components.use(schema.body) } } }
   op.responses = responses(route, components)
@@ -212,6 +216,8 @@ export function buildOpenApi (routes: readonly RouteEntry[]): JsonObject {
     METHOD_ORDER.indexOf(a.method) - METHOD_ORDER.indexOf(b.method)
   const sorted = [...routes].sort((a, b) => (a.url === b.url ? byMethod(a, b) : a.url < b.url ? -1 : 1))
   for (const route of sorted) {
+    // Hidden plumbing of a plugin (the CORS preflight catch-all) is not API; @fastify/websocket hides its routes too, but they are.
+    if (route.schema?.hide === true && !route.websocket) continue
     if (route.schema === undefined && !route.websocket) throw new Error(`route ${route.method} ${route.url} has no schema: every route must declare one`)
     const path = openApiPath(route.url)
     let methods = byPath.get(path)

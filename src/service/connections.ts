@@ -13,6 +13,11 @@ export interface Connection {
   readonly principal: string
   /** Whether the principal behind it may answer approvals (scope `approvals:answer`). */
   readonly canAnswer: boolean
+  /**
+   * Whether it may become a turn's owner when the owner went away (a WebSocket following the
+   * turn). A GET events stream never owns: dropping it must never cancel anything.
+   */
+  readonly canOwn: boolean
   readonly turns: Set<string>
   readonly sessions: Set<string>
   closed: boolean
@@ -24,8 +29,10 @@ export class ConnectionRegistry {
   private readonly connections = new Map<string, Connection>()
   private readonly closeListeners = new Map<string, Set<() => void>>()
 
-  open (kind: ConnectionKind, principal: string, canAnswer: boolean): Connection {
-    const connection: Connection = { id: `${kind}_${randomUUID()}`, kind, principal, canAnswer, turns: new Set(), sessions: new Set(), closed: false }
+  open (kind: ConnectionKind, principal: string, canAnswer: boolean, canOwn = true): Connection {
+    const connection: Connection = {
+      id: `${kind}_${randomUUID()}`, kind, principal, canAnswer, canOwn, turns: new Set(), sessions: new Set(), closed: false
+    }
     this.connections.set(connection.id, connection)
     return connection
   }
@@ -73,12 +80,18 @@ export class ConnectionRegistry {
     return false
   }
 
-  /** A live streaming connection of `principal` that follows the turn itself (not only its session). */
+  /**
+   * A live streaming connection of `principal` that follows the turn itself (not only its
+   * session); one that can own the turn is preferred.
+   */
   follower (principal: string, turnId: string): Connection | undefined {
+    let watcher: Connection | undefined
     for (const c of this.connections.values()) {
-      if (c.kind !== 'http' && !c.closed && c.principal === principal && c.turns.has(turnId)) return c
+      if (c.kind === 'http' || c.closed || c.principal !== principal || !c.turns.has(turnId)) continue
+      if (c.canOwn) return c
+      watcher ??= c
     }
-    return undefined
+    return watcher
   }
 
   count (kind?: ConnectionKind): number {

@@ -34,6 +34,8 @@ export class RunningTurn {
   readonly done: Promise<TurnRecord>
   seq = 0
   ownerConnection: string | null
+  /** Survives its owner connection closing; set on start, or when a never-owning stream resumed it. */
+  detach: boolean
   private readonly disposers: Array<() => void> = []
   private resolveDone!: (record: TurnRecord) => void
 
@@ -41,11 +43,12 @@ export class RunningTurn {
     private readonly host: TurnHost,
     readonly record: TurnRecord,
     ownerConnection: string | null,
-    readonly detach: boolean,
+    detach: boolean,
     /** Receipt key of this turn (direct turns get a fresh key per turn). */
     readonly receipts: ReceiptKey
   ) {
     this.ownerConnection = ownerConnection
+    this.detach = detach
     this.done = new Promise((resolve) => { this.resolveDone = resolve })
   }
 
@@ -91,6 +94,12 @@ export class RunningTurn {
         const successor = connections.follower(this.record.owner, this.record.turn_id)
         if (successor === undefined) {
           cancel()
+          return
+        }
+        if (!successor.canOwn) {
+          // Resumed over a GET events stream, which never owns: the turn runs on without an owner.
+          this.ownerConnection = null
+          this.detach = true
           return
         }
         this.ownerConnection = successor.id

@@ -7,7 +7,9 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
-import type { TurnRequest } from '../../schemas/turn.js'
+import type { PendingApproval } from '../../schemas/approval.js'
+import type { SessionSummary } from '../../schemas/session.js'
+import type { TurnRequest, TurnSummary } from '../../schemas/turn.js'
 import type { Config } from '../core/config.js'
 import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
 import { SessionGrants } from '../approval/grants.js'
@@ -20,7 +22,7 @@ import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
 import { ReceiptKey } from '../receipts/keys.js'
 import { ReceiptKeyring } from '../receipts/keyring.js'
-import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
+import type { PageKey, SessionRecord, Store, TurnFilter, TurnRecord } from '../store/store.js'
 import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import type { ToolCatalog } from '../tools/catalog.js'
 import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
@@ -28,6 +30,7 @@ import type { ToolHooks } from '../turn/hooks.js'
 import { trimHistory } from '../turn/history.js'
 import { CancelReason, runToolLoop, type TurnOutcome } from '../turn/loop.js'
 import { Admission } from './admission.js'
+import { decodeCursor, newestFirst, pageOf } from './pages.js'
 import type { ConnectionRegistry } from './connections.js'
 import { applyControl } from './remote.js'
 import { RetentionQueue } from './retention.js'
@@ -49,6 +52,14 @@ export interface TurnServiceDeps {
   broker: ApprovalBroker
   /** This gateway instance, as named on the bus's control plane. */
   instanceId: string
+}
+
+/** Bound on the running turns one principal's approval listing reads (max_active_turns_per_principal per instance). */
+const MAX_RUNNING_SCAN = 1000
+
+export interface Page<T> {
+  items: T[]
+  next_cursor: string | null
 }
 
 export interface StartOptions {
@@ -149,6 +160,7 @@ export class TurnService {
       ...(request.tools === undefined ? {} : { narrowing: request.tools }),
       ...(this.deps.mcp === undefined ? {} : { mcp: this.deps.mcp }),
       message: request.message,
+      ...(request.approval_timeout_ms === undefined ? {} : { approvalTimeoutMs: request.approval_timeout_ms }),
       receiptGenerator: () => receipts,
       workspaceDir: this.deps.workspaces.dirFor(principal.tenant, sessionId)
     })
@@ -160,12 +172,14 @@ export class TurnService {
     const createdAt = new Date().toISOString()
     const record: TurnRecord = {
       turn_id: turnId, session_id: sessionId, agent: agentName, owner, status: 'running', created_at: createdAt, updated_at: createdAt,
-      iterations: 0, tool_calls: [], approvals: [], last_seq: 0
+      iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0
     }
     const running = new RunningTurn(this.host, record, options.ownerConnection, request.detach === true, receipts)
     this.active.set(turnId, running)
     this.admission.hold(turnId, sessionId, idem, now)
     session.turn_ids.push(turnId)
+    // A session is "updated" when a turn starts in it too: listings show the active one first.
+    session.updated_at = createdAt
     try {
       await this.deps.store.saveTurnAndSession(record, session)
     } catch (err) {
@@ -200,7 +214,20 @@ export class TurnService {
       interactive: request.interactive !== false,
       log,
       emit,
-      approvals: this.broker.channelFor({ turnId, owner, hasBackchannel: () => this.hasBackchannel(running), emit }),
+      approvals: this.broker.channelFor({
+        turnId,
+        sessionId,
+        owner,
+        hasBackchannel: () => this.hasBackchannel(running),
+        emit,
+        onPending: (requestId, request) => {
+          // A turn asks its calls one at a time in model order (approval makes a batch sequential): appending keeps it.
+          record.pending_approvals = request === null
+            ? record.pending_approvals.filter((p) => p.request_id !== requestId)
+            : [...record.pending_approvals, request]
+          running.checkpoint(log)
+        }
+      }),
       // Slots settle out of order (preparation fills some before others run); the record keeps model order.
       recordToolCall: (r) => {
         const at = record.tool_calls.findIndex((c) => c.iteration > r.iteration || (c.iteration === r.iteration && c.index > r.index))
@@ -312,6 +339,69 @@ export class TurnService {
     // Running elsewhere: its instance cancels it and answers once the turn has ended.
     await this.control.request({ type: 'cancel', turn_id: turnId, principal: principalKey(principal), reason })
     return await this.deps.store.getTurn(turnId) ?? turn
+  }
+
+  async pendingApprovals (
+    principal: Principal, query: { sessionId?: string, turnId?: string, limit: number, cursor?: string }
+  ): Promise<Page<PendingApproval>> {
+    const owner = principalKey(principal)
+    const before = decodeCursor(query.cursor)
+    const byTurn = new Map<string, PendingApproval[]>()
+    const filter = query.sessionId === undefined ? { status: 'running' } : { status: 'running', sessionId: query.sessionId }
+    for (const t of await this.deps.store.listTurns(owner, filter, MAX_RUNNING_SCAN)) byTurn.set(t.turn_id, t.pending_approvals)
+    for (const running of this.active.values()) {
+      const r = running.record
+      if (r.owner !== owner || (query.sessionId !== undefined && r.session_id !== query.sessionId)) continue
+      byTurn.set(r.turn_id, r.pending_approvals)
+    }
+    const keyOf = (p: PendingApproval): PageKey => ({ at: p.requested_at, id: p.request_id })
+    const all = [...byTurn.values()].flat()
+      .filter((p) => query.turnId === undefined || p.turn_id === query.turnId)
+      .filter((p) => before === undefined || newestFirst(keyOf(p), before) > 0)
+      .sort((a, b) => newestFirst(keyOf(a), keyOf(b)))
+    return pageOf(all.slice(0, query.limit + 1), query.limit, keyOf)
+  }
+
+  /** The principal's sessions, most recently updated first, each with its running turn if any. */
+  async listSessions (principal: Principal, query: { limit: number, cursor?: string }): Promise<Page<SessionSummary>> {
+    const fetched = await this.deps.store.listSessions(principalKey(principal), query.limit + 1, decodeCursor(query.cursor))
+    const page = pageOf(fetched, query.limit, (s) => ({ at: s.updated_at, id: s.session_id }))
+    const items = await Promise.all(page.items.map(async (s): Promise<SessionSummary> => ({
+      session_id: s.session_id,
+      agent: s.agent,
+      created_at: s.created_at,
+      updated_at: s.updated_at,
+      active_turn_id: await this.activeTurnOf(s)
+    })))
+    return { items, next_cursor: page.next_cursor }
+  }
+
+  private async activeTurnOf (session: SessionRecord): Promise<string | null> {
+    for (const running of this.active.values()) if (running.record.session_id === session.session_id) return running.record.turn_id
+    // Only a session's latest turn can be running (one at a time), maybe on another instance.
+    const latest = session.turn_ids.at(-1)
+    if (latest === undefined) return null
+    return (await this.deps.store.getTurn(latest))?.status === 'running' ? latest : null
+  }
+
+  /** The principal's turns, newest first, optionally of one session and/or in one status. */
+  async listTurns (
+    principal: Principal, query: { sessionId?: string, status?: string, limit: number, cursor?: string }
+  ): Promise<Page<TurnSummary>> {
+    const filter: TurnFilter = {}
+    if (query.sessionId !== undefined) filter.sessionId = query.sessionId
+    if (query.status !== undefined) filter.status = query.status
+    const fetched = await this.deps.store.listTurns(principalKey(principal), filter, query.limit + 1, decodeCursor(query.cursor))
+    const page = pageOf(fetched, query.limit, (t) => ({ at: t.created_at, id: t.turn_id }))
+    return {
+      // A running turn's own record here is fresher than its last checkpoint.
+      items: page.items.map((stored) => {
+        const t = this.active.get(stored.turn_id)?.record ?? stored
+        const { turn_id: turnId, session_id: sessionId, agent, status, created_at: createdAt, updated_at: updatedAt } = t
+        return { turn_id: turnId, session_id: sessionId, agent, status, created_at: createdAt, updated_at: updatedAt }
+      }),
+      next_cursor: page.next_cursor
+    }
   }
 
   /** Operator answer from any front door (WS frame or REST), for a turn on any instance. */

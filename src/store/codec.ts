@@ -17,7 +17,10 @@ export function decodeSession (doc: string): SessionRecord {
 }
 
 export function decodeTurn (doc: string): TurnRecord {
-  return JSON.parse(doc) as TurnRecord
+  const turn = JSON.parse(doc) as TurnRecord
+  // Records written before pending approvals were tracked have none.
+  turn.pending_approvals ??= []
+  return turn
 }
 
 export function decodeEnvelope (doc: string): BusEnvelope {

@@ -5,7 +5,18 @@
  */
 import type { BusEnvelope } from '../bus/bus.js'
 import { finishedMs } from './codec.js'
-import { TERMINAL_TURN_STATUSES, type RunningTurn, type SessionRecord, type Store, type TurnRecord } from './store.js'
+import {
+  newestFirst, TERMINAL_TURN_STATUSES, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord
+} from './store.js'
+
+/** One page of a listing in the SQL stores' order (time, then id, descending), copied. */
+function page<T> (items: Array<{ key: PageKey, x: T }>, limit: number, before?: PageKey): T[] {
+  return items
+    .filter((i) => before === undefined || newestFirst(i.key, before) > 0)
+    .sort((a, b) => newestFirst(a.key, b.key))
+    .slice(0, limit)
+    .map((i) => structuredClone(i.x))
+}
 
 interface StoredTurn {
   turn: TurnRecord
@@ -57,6 +68,20 @@ export class MemoryStore implements Store {
     const copy = structuredClone(session)
     this.putTurn(turn)
     this.sessions.set(session.session_id, copy)
+  }
+
+  async listSessions (owner: string, limit: number, before?: PageKey): Promise<SessionRecord[]> {
+    const mine = [...this.sessions.values()].filter((x) => x.owner === owner)
+      .map((x) => ({ key: { at: x.updated_at, id: x.session_id }, x }))
+    return page(mine, limit, before)
+  }
+
+  async listTurns (owner: string, filter: TurnFilter, limit: number, before?: PageKey): Promise<TurnRecord[]> {
+    const mine = [...this.turns.values()].map((t) => t.turn)
+      .filter((t) => t.owner === owner && (filter.sessionId === undefined || t.session_id === filter.sessionId) &&
+        (filter.status === undefined || t.status === filter.status))
+      .map((x) => ({ key: { at: x.created_at, id: x.turn_id }, x }))
+    return page(mine, limit, before)
   }
 
   async appendEvents (events: readonly BusEnvelope[]): Promise<void> {

@@ -9,7 +9,9 @@
 import pg from 'pg'
 import type { BusEnvelope } from '../bus/bus.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
-import type { RunningTurn, SessionRecord, Store, TurnRecord } from './store.js'
+import {
+  FIRST_PAGE, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord
+} from './store.js'
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
@@ -51,20 +53,41 @@ CREATE TABLE IF NOT EXISTS ${s}.tollgate_events (
 CREATE TABLE IF NOT EXISTS ${s}.tollgate_instances (
   instance_id text PRIMARY KEY,
   expires_at timestamptz NOT NULL
-);`
+);
+ALTER TABLE ${s}.tollgate_sessions ADD COLUMN IF NOT EXISTS updated_at text COLLATE "C";
+ALTER TABLE ${s}.tollgate_turns ADD COLUMN IF NOT EXISTS created_at text COLLATE "C";
+UPDATE ${s}.tollgate_sessions SET updated_at = substring(doc from '"updated_at":"([^"]+)"') WHERE updated_at IS NULL;
+UPDATE ${s}.tollgate_turns SET created_at = substring(doc from '"created_at":"([^"]+)"') WHERE created_at IS NULL;
+CREATE INDEX IF NOT EXISTS tollgate_sessions_by_owner ON ${s}.tollgate_sessions (owner, updated_at DESC, session_id COLLATE "C" DESC);
+CREATE INDEX IF NOT EXISTS tollgate_turns_by_owner ON ${s}.tollgate_turns (owner, created_at DESC, turn_id COLLATE "C" DESC);`
 }
 
 function statements (s: string) {
-  const upsertTurn = `INSERT INTO ${s}.tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc)
-    VALUES ($1, $2, $3, $4, $5, $6, $7)
+  const upsertTurn = `INSERT INTO ${s}.tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
     ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
     WHERE ${s}.tollgate_turns.status = 'running'`
-  const upsertSession = (a: number, b: number, c: number): string => `INSERT INTO ${s}.tollgate_sessions (session_id, owner, doc)
-    VALUES ($${a}, $${b}, $${c}) ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc`
+  const upsertSession = (a: number): string => `INSERT INTO ${s}.tollgate_sessions (session_id, owner, doc, updated_at)
+    VALUES ($${a}, $${a + 1}, $${a + 2}, $${a + 3})
+    ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc, updated_at = excluded.updated_at`
   return {
     saveTurn: { name: 'tollgate_save_turn', text: upsertTurn },
-    saveSession: { name: 'tollgate_save_session', text: upsertSession(1, 2, 3) },
-    saveTurnAndSession: { name: 'tollgate_save_turn_and_session', text: `WITH saved_turn AS (${upsertTurn}) ${upsertSession(8, 9, 10)}` },
+    saveSession: { name: 'tollgate_save_session', text: upsertSession(1) },
+    saveTurnAndSession: { name: 'tollgate_save_turn_and_session', text: `WITH saved_turn AS (${upsertTurn}) ${upsertSession(9)}` },
+    // Keyset pages: strictly after the previous page's last (time, id); the first page passes FIRST_PAGE.
+    listSessions: {
+      name: 'tollgate_list_sessions',
+      text: `SELECT doc FROM ${s}.tollgate_sessions WHERE owner = $1
+        AND (updated_at, session_id COLLATE "C") < ($2, $3 COLLATE "C")
+        ORDER BY updated_at DESC, session_id COLLATE "C" DESC LIMIT $4`
+    },
+    listTurns: {
+      name: 'tollgate_list_turns',
+      text: `SELECT doc FROM ${s}.tollgate_turns WHERE owner = $1
+        AND ($2::text IS NULL OR session_id = $2) AND ($3::text IS NULL OR status = $3)
+        AND (created_at, turn_id COLLATE "C") < ($4, $5 COLLATE "C")
+        ORDER BY created_at DESC, turn_id COLLATE "C" DESC LIMIT $6`
+    },
     appendEvents: {
       name: 'tollgate_append_events',
       text: `INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
@@ -143,8 +166,19 @@ export class PostgresStore implements Store {
     return rows[0] === undefined ? null : decodeSession(rows[0].doc)
   }
 
+  async listSessions (owner: string, limit: number, before: PageKey = FIRST_PAGE): Promise<SessionRecord[]> {
+    const { rows } = await this.pool.query<{ doc: string }>({ ...this.sql.listSessions, values: [owner, before.at, before.id, limit] })
+    return rows.map((r) => decodeSession(r.doc))
+  }
+
+  async listTurns (owner: string, filter: TurnFilter, limit: number, before: PageKey = FIRST_PAGE): Promise<TurnRecord[]> {
+    const values = [owner, filter.sessionId ?? null, filter.status ?? null, before.at, before.id, limit]
+    const { rows } = await this.pool.query<{ doc: string }>({ ...this.sql.listTurns, values })
+    return rows.map((r) => decodeTurn(r.doc))
+  }
+
   async saveSession (session: SessionRecord): Promise<void> {
-    const values = [session.session_id, session.owner, encodeDoc(session)]
+    const values = [session.session_id, session.owner, encodeDoc(session), session.updated_at]
     await this.serial([`s:${session.session_id}`], async () => {
       await this.pool.query({ ...this.sql.saveSession, values })
     })
@@ -164,14 +198,14 @@ export class PostgresStore implements Store {
   }
 
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void> {
-    const values = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session)]
+    const values = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session), session.updated_at]
     await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
       await this.pool.query({ ...this.sql.saveTurnAndSession, values })
     })
   }
 
   private turnRow (turn: TurnRecord): unknown[] {
-    return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn)]
+    return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn), turn.created_at]
   }
 
   async appendEvents (events: readonly BusEnvelope[]): Promise<void> {

@@ -15,9 +15,11 @@ import Database from 'better-sqlite3'
 import type { BusEnvelope } from '../bus/bus.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import type { SqlProbe } from './sql-probe.js'
-import type { RunningTurn, SessionRecord, Store, TurnRecord } from './store.js'
+import {
+  FIRST_PAGE, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord
+} from './store.js'
 
-const SCHEMA_VERSION = 1
+const SCHEMA_VERSION = 2
 /** Between two checkpoints the WAL grows by what was written meanwhile; a second keeps it small. */
 const CHECKPOINT_MS = 1000
 /** A WAL file that grew past this under a burst is truncated back when it restarts. */
@@ -27,7 +29,8 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS tollgate_sessions (
   session_id TEXT PRIMARY KEY,
   owner TEXT NOT NULL,
-  doc TEXT NOT NULL
+  doc TEXT NOT NULL,
+  updated_at TEXT
 );
 CREATE TABLE IF NOT EXISTS tollgate_turns (
   turn_id TEXT PRIMARY KEY,
@@ -36,7 +39,8 @@ CREATE TABLE IF NOT EXISTS tollgate_turns (
   status TEXT NOT NULL,
   instance_id TEXT,
   finished_ms INTEGER,
-  doc TEXT NOT NULL
+  doc TEXT NOT NULL,
+  created_at TEXT
 );
 CREATE INDEX IF NOT EXISTS tollgate_turns_running ON tollgate_turns (status) WHERE status = 'running';
 CREATE INDEX IF NOT EXISTS tollgate_turns_finished ON tollgate_turns (finished_ms) WHERE finished_ms IS NOT NULL;
@@ -51,6 +55,26 @@ CREATE TABLE IF NOT EXISTS tollgate_instances (
   expires_ms INTEGER NOT NULL
 );
 `
+
+/** After the schema-1 upgrade: the listing columns exist. */
+const LIST_INDEXES = `
+CREATE INDEX IF NOT EXISTS tollgate_sessions_by_owner ON tollgate_sessions (owner, updated_at DESC, session_id DESC);
+CREATE INDEX IF NOT EXISTS tollgate_turns_by_owner ON tollgate_turns (owner, created_at DESC, turn_id DESC);
+`
+
+/** Schema 1 had no listing columns: add them, filled from each row's document. */
+function upgradeFrom1 (db: Database.Database): void {
+  const has = (table: string, column: string): boolean =>
+    (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).some((c) => c.name === column)
+  if (!has('tollgate_sessions', 'updated_at')) {
+    db.exec('ALTER TABLE tollgate_sessions ADD COLUMN updated_at TEXT')
+    db.exec('UPDATE tollgate_sessions SET updated_at = json_extract(doc, \'$.updated_at\')')
+  }
+  if (!has('tollgate_turns', 'created_at')) {
+    db.exec('ALTER TABLE tollgate_turns ADD COLUMN created_at TEXT')
+    db.exec('UPDATE tollgate_turns SET created_at = json_extract(doc, \'$.created_at\')')
+  }
+}
 
 export interface SqliteStoreOptions {
   path: string
@@ -79,6 +103,8 @@ function open (path: string, probe: SqlProbe | undefined): Database.Database {
     const version = db.pragma('user_version', { simple: true }) as number
     if (version > SCHEMA_VERSION) throw new Error(`the SQLite database ${path} was written by a newer Tollgate (schema ${version})`)
     db.exec(SCHEMA)
+    upgradeFrom1(db)
+    db.exec(LIST_INDEXES)
     db.pragma(`user_version = ${SCHEMA_VERSION}`)
   } catch (err) {
     db.close()
@@ -91,12 +117,12 @@ function open (path: string, probe: SqlProbe | undefined): Database.Database {
 }
 
 function prepare (db: Database.Database) {
-  const saveTurn = db.prepare(`INSERT INTO tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc)
-      VALUES (?, ?, ?, ?, ?, ?, ?)
+  const saveTurn = db.prepare(`INSERT INTO tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
       WHERE tollgate_turns.status = 'running'`)
-  const saveSession = db.prepare(`INSERT INTO tollgate_sessions (session_id, owner, doc) VALUES (?, ?, ?)
-      ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc`)
+  const saveSession = db.prepare(`INSERT INTO tollgate_sessions (session_id, owner, doc, updated_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc, updated_at = excluded.updated_at`)
   const appendEvent = db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, doc) VALUES (?, ?, ?)')
   return {
     saveTurn,
@@ -112,6 +138,13 @@ function prepare (db: Database.Database) {
     checkpoint: db.prepare<[], { busy: number, log: number, checkpointed: number }>('PRAGMA wal_checkpoint(PASSIVE)'),
     getSession: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_sessions WHERE session_id = ?'),
     getTurn: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_turns WHERE turn_id = ?'),
+    // Keyset pages: strictly after the previous page's last (time, id); the first page passes FIRST_PAGE.
+    listSessions: db.prepare<[string, string, string, string, number], { doc: string }>(`SELECT doc FROM tollgate_sessions
+      WHERE owner = ? AND (updated_at < ? OR (updated_at = ? AND session_id < ?)) ORDER BY updated_at DESC, session_id DESC LIMIT ?`),
+    listTurns: db.prepare<[string, string | null, string | null, string, string, string, number], { doc: string }>(`SELECT doc
+      FROM tollgate_turns
+      WHERE owner = ? AND session_id = coalesce(?, session_id) AND status = coalesce(?, status)
+        AND (created_at < ? OR (created_at = ? AND turn_id < ?)) ORDER BY created_at DESC, turn_id DESC LIMIT ?`),
     readEvents: db.prepare<[string, number, number], { doc: string }>('SELECT doc FROM tollgate_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
     lastEventSeq: db.prepare<[string], { seq: number | null }>('SELECT max(seq) AS seq FROM tollgate_events WHERE turn_id = ?'),
     pruneEvents: db.prepare('DELETE FROM tollgate_events WHERE turn_id IN (SELECT turn_id FROM tollgate_turns WHERE finished_ms IS NOT NULL AND finished_ms < ?)'),
@@ -125,6 +158,10 @@ function prepare (db: Database.Database) {
 }
 
 type Statements = ReturnType<typeof prepare>
+
+function sessionRow (session: SessionRecord): unknown[] {
+  return [session.session_id, session.owner, encodeDoc(session), session.updated_at]
+}
 
 export class SqliteStore implements Store {
   readonly instanceId: string
@@ -166,7 +203,16 @@ export class SqliteStore implements Store {
   }
 
   async saveSession (session: SessionRecord): Promise<void> {
-    this.stmt.saveSession.run(session.session_id, session.owner, encodeDoc(session))
+    this.stmt.saveSession.run(...sessionRow(session))
+  }
+
+  async listSessions (owner: string, limit: number, before: PageKey = FIRST_PAGE): Promise<SessionRecord[]> {
+    return this.stmt.listSessions.all(owner, before.at, before.at, before.id, limit).map((r) => decodeSession(r.doc))
+  }
+
+  async listTurns (owner: string, filter: TurnFilter, limit: number, before: PageKey = FIRST_PAGE): Promise<TurnRecord[]> {
+    return this.stmt.listTurns.all(owner, filter.sessionId ?? null, filter.status ?? null, before.at, before.at, before.id, limit)
+      .map((r) => decodeTurn(r.doc))
   }
 
   async getTurn (turnId: string): Promise<TurnRecord | null> {
@@ -179,11 +225,11 @@ export class SqliteStore implements Store {
   }
 
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void> {
-    this.stmt.saveTurnAndSession(this.turnRow(turn), [session.session_id, session.owner, encodeDoc(session)])
+    this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session))
   }
 
   private turnRow (turn: TurnRecord): unknown[] {
-    return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn)]
+    return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn), turn.created_at]
   }
 
   async appendEvents (events: readonly BusEnvelope[]): Promise<void> {

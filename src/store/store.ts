@@ -25,6 +25,26 @@ export interface TurnRecord extends Turn {
   owner: string
 }
 
+/** Keyset position of a listing: the sort time and id of the last item of the previous page. */
+export interface PageKey {
+  at: string
+  id: string
+}
+
+/** Descending by time, then id: the order of every listing. */
+export function newestFirst (a: PageKey, b: PageKey): number {
+  if (a.at !== b.at) return a.at < b.at ? 1 : -1
+  return a.id === b.id ? 0 : a.id < b.id ? 1 : -1
+}
+
+/** Sorts after every stored item: the SQL stores' "before" for a first page. */
+export const FIRST_PAGE: PageKey = { at: '\uffff', id: '\uffff' }
+
+export interface TurnFilter {
+  sessionId?: string
+  status?: string
+}
+
 export interface RunningTurn {
   turnId: string
   /** Instance that saved the turn while it ran; null for records written before leases existed. */
@@ -52,6 +72,10 @@ export interface Store {
    * Ordered with the other saves of the same turn and of the same session.
    */
   saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void>
+  /** The owner's sessions, most recently updated first (then by id, descending), after `before`. */
+  listSessions (owner: string, limit: number, before?: PageKey): Promise<SessionRecord[]>
+  /** The owner's turns matching `filter`, newest first (created_at, then id, descending), after `before`. */
+  listTurns (owner: string, filter: TurnFilter, limit: number, before?: PageKey): Promise<TurnRecord[]>
   /** Appends events (any turns, each turn's in seq order); an event already stored is kept. */
   appendEvents (events: readonly BusEnvelope[]): Promise<void>
   /**

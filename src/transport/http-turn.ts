@@ -10,6 +10,7 @@ import { principalOf } from '../auth/http.js'
 import { hasScope, principalKey } from '../auth/principal.js'
 import { TollgateError } from '../core/errors.js'
 import type { TurnRecord } from '../store/store.js'
+import { wantsEventStream } from './http-events.js'
 import { streamTurnEvents } from './sse.js'
 
 /** A client that goes away before the response finished: `request.signal` is unreliable here. */
@@ -27,7 +28,7 @@ export async function startTurnOverHttp (gateway: Gateway, request: FastifyReque
   const principal = principalOf(request)
   const body = request.body as TurnRequest
   const { wait } = request.query as { wait?: boolean }
-  const sse = String(request.headers.accept ?? '').includes('text/event-stream')
+  const sse = wantsEventStream(request)
   if ((sse || wait === true) && body.owner_connection !== undefined) {
     throw new TollgateError('INVALID_REQUEST', 'owner_connection cannot be combined with an SSE stream or ?wait=true: the request itself owns the turn')
   }
@@ -55,5 +56,6 @@ export async function startTurnOverHttp (gateway: Gateway, request: FastifyReque
     connections.close(connection.id)
     return await reply.code(200).send(publicTurn(done))
   }
-  await streamTurnEvents(gateway, reply, turn.turn_id, () => { connections.close(connection.id) })
+  const onClose = (): void => { connections.close(connection.id) }
+  await streamTurnEvents(gateway, reply, { turnId: turn.turn_id, afterSeq: 0, knownLastSeq: 0, onClose })
 }

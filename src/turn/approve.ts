@@ -4,16 +4,22 @@
  * and through which channel; runtime fail-closed denials are never blamed on the user.
  */
 import type { ApprovalDecision } from '../../schemas/events.js'
+import type { Tool } from '../tools/contract.js'
+import { classifyRisk } from '../approval/risk.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { scrubValue } from '../core/security/redact.js'
 import { displayArguments } from '../approval/display.js'
 import { sanitizeReplacement, summarizeArgs } from '../approval/summary.js'
 import { NO_BACKCHANNEL, RUNTIME_DECIDER, USER_DENIED_TEXT, runtimeDeniedText, type ApprovalReply } from '../approval/decision.js'
 
+/** Result text of a call whose approval wait ended because the turn was cancelled (worded like dispatch's NOT_RUN_TEXT). */
+export const CANCELLED_WAITING_TEXT = '[not executed: the turn was cancelled while this call waited for approval]'
+
 export type GateOutcome =
   | { kind: 'proceed', approved: boolean }
   | { kind: 'deny', text: string }
   | { kind: 'replace', text: string }
+  | { kind: 'cancel', text: string }
 
 function auditDecision (reply: ApprovalReply): ApprovalDecision {
   if (reply.source === 'unavailable') return 'auto-deny'
@@ -25,7 +31,8 @@ function auditDecision (reply: ApprovalReply): ApprovalDecision {
 export async function gateToolApproval (
   exec: ResolvedAgentExecution,
   state: TurnState,
-  call: { callId: string, name: string, arguments: Record<string, unknown> }
+  call: { callId: string, name: string, arguments: Record<string, unknown> },
+  tool: Tool
 ): Promise<GateOutcome> {
   const requirement = exec.approval.requirement(call.name, call.arguments)
   if (requirement !== 'prompt') return { kind: 'proceed', approved: requirement === 'approved' }
@@ -39,9 +46,15 @@ export async function gateToolApproval (
       arguments: scrubValue(call.arguments) as Record<string, unknown>,
       summary,
       display: displayArguments(call.arguments),
-      timeoutMs: exec.knobs.approvalTimeoutMs
+      risk: classifyRisk(tool, call.arguments),
+      reason: exec.approval.promptReason(call.name),
+      timeoutMs: exec.knobs.approvalTimeoutMs,
+      whenUnwatched: exec.knobs.onNoBackchannel
     }, state.signal)
-    : await NO_BACKCHANNEL.ask({ callId: call.callId, tool: call.name, arguments: {}, summary, display: [], timeoutMs: 0 }, state.signal)
+    : await NO_BACKCHANNEL.ask({
+      callId: call.callId, tool: call.name, arguments: {}, summary, display: [], risk: 'medium', reason: '', timeoutMs: 0,
+      whenUnwatched: 'deny'
+    }, state.signal)
 
   const decision = auditDecision(reply)
   const principal = reply.principal ?? RUNTIME_DECIDER
@@ -75,6 +88,8 @@ export async function gateToolApproval (
     channel: exec.channel
   })
 
+  // A cancellation is nobody's denial: the call reports `cancelled`, like the batch's unstarted calls.
+  if (reply.source === 'cancelled') return { kind: 'cancel', text: CANCELLED_WAITING_TEXT }
   if (reply.source !== 'operator') return { kind: 'deny', text: runtimeDeniedText(call.name) }
   switch (reply.decision) {
     case 'no':

@@ -41,6 +41,8 @@ export interface RuntimeKnobs {
   maxIterationBehavior: 'graceful_summary' | 'error'
   loopDetection: RuntimeProfileConfig['loop_detection']
   approvalTimeoutMs: number
+  /** No operator connected: `wait` for one (REST, a later subscriber) or `deny` at once. */
+  onNoBackchannel: 'wait' | 'deny'
 }
 
 export interface ReceiptInput {
@@ -167,6 +169,8 @@ export interface ResolveOptions {
   message?: string
   /** The workspace folder of the turn's principal (and session), already created. */
   workspaceDir: string
+  /** The turn request's `approval_timeout_ms`, if it gave one. */
+  approvalTimeoutMs?: number
 }
 
 export function resolveAgent (
@@ -194,7 +198,17 @@ export function resolveModelBinding (config: Config, agent: AgentConfig, provide
   return model
 }
 
-export function resolveKnobs (config: Config, runtime: RuntimeProfileConfig): RuntimeKnobs {
+/**
+ * The approval wait of a turn: its own request, else its agent's, else the gateway default; never
+ * beyond `turns.max_approval_timeout_ms` (a client cannot hold a call open for longer).
+ */
+export function approvalTimeout (config: Config, agent: AgentConfig, requestedMs?: number): number {
+  return Math.min(requestedMs ?? agent.approval_timeout_ms ?? config.turns.approval_timeout_ms, config.turns.max_approval_timeout_ms)
+}
+
+export function resolveKnobs (
+  config: Config, runtime: RuntimeProfileConfig, agent: AgentConfig, requestedApprovalMs?: number
+): RuntimeKnobs {
   return {
     maxIterations: runtime.max_tool_iterations === 0 ? 10 : runtime.max_tool_iterations,
     parallelTools: runtime.parallel_tools,
@@ -207,7 +221,8 @@ export function resolveKnobs (config: Config, runtime: RuntimeProfileConfig): Ru
     strictToolParsing: runtime.strict_tool_parsing,
     maxIterationBehavior: runtime.max_iteration_behavior,
     loopDetection: runtime.loop_detection,
-    approvalTimeoutMs: config.turns.approval_timeout_ms
+    approvalTimeoutMs: approvalTimeout(config, agent, requestedApprovalMs),
+    onNoBackchannel: agent.on_no_backchannel
   }
 }
 
@@ -233,7 +248,7 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
     approval: new ApprovalManager(risk, options.grants),
     observer: options.observer,
     hooks: options.hooks,
-    knobs: resolveKnobs(config, runtime),
+    knobs: resolveKnobs(config, runtime, agent, options.approvalTimeoutMs),
     systemPrompt: agent.system_prompt,
     activated: scoped.activated,
     deferred: scoped.deferred,

@@ -155,9 +155,12 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
       roundShellSignatures.add(signature)
     }
 
-    const gate = await gateToolApproval(
-      exec, state, { callId: slot.callId, name: slot.name, arguments: withoutMarker(tool.name, slot.arguments) }
-    )
+    const gateCall = { callId: slot.callId, name: slot.name, arguments: withoutMarker(tool.name, slot.arguments) }
+    const gate = await gateToolApproval(exec, state, gateCall, tool)
+    if (gate.kind === 'cancel') {
+      slot.prefill = unexecuted('cancelled', gate.text, { error: null })
+      continue
+    }
     if (gate.kind === 'deny') {
       slot.prefill = unexecuted('denied', gate.text)
       continue

@@ -99,7 +99,14 @@ export function deriveSubTurn (
     approval: parent.approval,
     observer: parent.observer,
     hooks: parent.hooks,
-    knobs: sameAgent ? parent.knobs : resolveKnobs(config, runtime),
+    // Approvals of a sub-turn go to the parent turn's operators under its policy, so they wait as its own do.
+    knobs: sameAgent
+      ? parent.knobs
+      : {
+          ...resolveKnobs(config, runtime, target),
+          approvalTimeoutMs: parent.knobs.approvalTimeoutMs,
+          onNoBackchannel: parent.knobs.onNoBackchannel
+        },
     systemPrompt: target.system_prompt,
     activated,
     deferred,

@@ -180,6 +180,15 @@ test('every route answers its success as documented', async (t) => {
   conforms('GET', '/v1/turns/{id}/events', await call(g, 'GET', `/v1/turns/${turn.turnId}/events?after_seq=1`, { headers: auth }))
   conforms('DELETE', '/v1/turns/{id}', await call(g, 'DELETE', `/v1/turns/${turn.turnId}`, { headers: auth }))
   conforms('GET', '/v1/sessions/{id}', await call(g, 'GET', `/v1/sessions/${turn.sessionId}`, { headers: auth }))
+  conforms('GET', '/v1/sessions', await call(g, 'GET', '/v1/sessions?limit=5', { headers: auth }))
+  conforms('GET', '/v1/turns', await call(g, 'GET', `/v1/turns?session_id=${turn.sessionId}&status=cancelled`, { headers: auth }))
+  conforms('GET', '/v1/approvals', await call(g, 'GET', '/v1/approvals?status=pending', { headers: auth }))
+  const replayed = await call(g, 'GET', `/v1/turns/${turn.turnId}/events`, { headers: { ...auth, accept: 'text/event-stream' } })
+  assert.match(replayed.body, /^id: 1\nevent: turn\.started\n/)
+  conforms('GET', '/v1/turns/{id}/events', replayed, 200)
+  const lastSeq = JSON.parse((await call(g, 'GET', `/v1/turns/${turn.turnId}`, { headers: auth })).body).last_seq as number
+  const over = await call(g, 'GET', `/v1/turns/${turn.turnId}/events`, { headers: { ...auth, accept: 'text/event-stream', 'last-event-id': String(lastSeq) } })
+  conforms('GET', '/v1/turns/{id}/events', over, 204)
   conforms('GET', '/v1/tools', await call(g, 'GET', '/v1/tools?agent=default', { headers: auth }))
   const verify = {
     receipt: turn.result.receipt,

@@ -158,13 +158,16 @@ test('a non-interactive turn auto-denies prompt-required calls without asking an
   assert.deepEqual([turn.body.approvals[0].decision, turn.body.approvals[0].decided_by], ['auto-deny', 'runtime'])
 })
 
-test('a turn started over HTTP with nobody watching auto-denies prompt-required calls', async (t) => {
-  const { g, probes } = await startProbeGateway(t)
+test('an agent with on_no_backchannel = "deny" auto-denies at once when nobody who could answer is connected', async (t) => {
+  const { g, probes } = await startProbeGateway(t, { agents: { default: { on_no_backchannel: 'deny' } } })
   g.provider.enqueue({ toolCalls: [risky('c1', 'x')] }, { text: 'ok' })
+  const startedAt = Date.now()
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   assert.equal(res.status, 200)
+  assert.ok(Date.now() - startedAt < 5000, 'denied at once, not after approval_timeout_ms')
   assert.deepEqual(res.body.tool_calls.map((c: { status: string }) => c.status), ['denied'])
   assert.equal(res.body.tool_calls[0].output, RUNTIME_DENIAL)
+  assert.deepEqual([res.body.approvals[0].decision, res.body.approvals[0].decided_by], ['auto-deny', 'runtime'])
   assert.equal(probes.runs.length, 0)
 })
 
@@ -237,8 +240,11 @@ test('cancelling a turn while it waits for approval resolves the request as canc
   const events = await ws.waitForTerminal(turnId)
   assert.deepEqual(shape(events), [
     'turn.started', 'iteration', 'approval.requested:risky', 'approval.resolved:cancelled',
-    'tool_call:risky', 'tool_result:risky:denied', 'turn.cancelled'
+    'tool_call:risky', 'tool_result:risky:cancelled', 'turn.cancelled'
   ])
+  const result = events.find((e) => e.event.kind === 'tool_result')?.event
+  assert.ok(result?.kind === 'tool_result')
+  assert.equal(result.output, '[not executed: the turn was cancelled while this call waited for approval]')
   assert.equal(probes.runs.length, 0)
 })
 

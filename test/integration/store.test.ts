@@ -39,7 +39,7 @@ function turn (over: Partial<TurnRecord> = {}): TurnRecord {
   const now = new Date().toISOString()
   return {
     turn_id: 'turn_1', session_id: 'ses_1', agent: 'default', owner: 'local/local', status: 'running', created_at: now, updated_at: now,
-    iterations: 0, tool_calls: [], approvals: [], last_seq: 0, ...over
+    iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0, ...over
   }
 }
 
@@ -131,6 +131,33 @@ for (const kind of KINDS) {
     await store.prune(Date.now() - 30_000)
     assert.deepEqual(await store.readEvents('turn_old', 0, 10), [])
     assert.equal((await store.readEvents('turn_live', 0, 10)).length, 1)
+  })
+
+  test(`${kind}: sessions and turns list per owner, newest first, in keyset pages that neither skip nor repeat`, async (t) => {
+    const store = await openStore(kind, deferrer(t))
+    const at = (n: number): string => new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString()
+    for (let n = 1; n <= 5; n++) {
+      await store.saveTurnAndSession(
+        turn({ turn_id: `turn_${n}`, session_id: `ses_${n % 2}`, created_at: at(n), status: n === 5 ? 'running' : 'completed' }),
+        session({ session_id: `ses_${n}`, updated_at: at(10 - n), turn_ids: [`turn_${n}`] })
+      )
+    }
+    // Same time, ids break the tie; another owner's records never show.
+    await store.saveSession(session({ session_id: 'ses_9', updated_at: at(9) }))
+    await store.saveTurnAndSession(turn({ turn_id: 'turn_x', owner: 'other/x', created_at: at(30) }), session({ session_id: 'ses_x', owner: 'other/x', updated_at: at(30) }))
+
+    const first = await store.listSessions('local/local', 3)
+    assert.deepEqual(first.map((x) => x.session_id), ['ses_9', 'ses_1', 'ses_2'])
+    const last = first.at(-1) as SessionRecord
+    const second = await store.listSessions('local/local', 3, { at: last.updated_at, id: last.session_id })
+    assert.deepEqual(second.map((x) => x.session_id), ['ses_3', 'ses_4', 'ses_5'])
+    assert.deepEqual(await store.listSessions('nobody/none', 3), [])
+
+    assert.deepEqual((await store.listTurns('local/local', {}, 10)).map((x) => x.turn_id), ['turn_5', 'turn_4', 'turn_3', 'turn_2', 'turn_1'])
+    assert.deepEqual((await store.listTurns('local/local', {}, 2, { at: at(4), id: 'turn_4' })).map((x) => x.turn_id), ['turn_3', 'turn_2'])
+    assert.deepEqual((await store.listTurns('local/local', { sessionId: 'ses_1' }, 10)).map((x) => x.turn_id), ['turn_5', 'turn_3', 'turn_1'])
+    assert.deepEqual((await store.listTurns('local/local', { status: 'running' }, 10)).map((x) => x.turn_id), ['turn_5'])
+    assert.deepEqual((await store.listTurns('local/local', { sessionId: 'ses_0', status: 'running' }, 10)).map((x) => x.turn_id), [])
   })
 
   test(`${kind}: a renewed lease is live until it is released`, async (t) => {
@@ -227,4 +254,29 @@ test('sqlite: records and events survive closing and reopening the file', async 
   assert.deepEqual(await second.getSession('ses_1'), saved)
   assert.equal((await second.getTurn('turn_1'))?.final_text, 'done')
   assert.deepEqual((await second.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1, 2])
+})
+
+test('sqlite: a schema-1 database is upgraded in place and its existing records are listed', async (t) => {
+  const defer = deferrer(t)
+  const path = await sqlitePath(defer)
+  const { mkdirSync } = await import('node:fs')
+  const { dirname } = await import('node:path')
+  const { default: Database } = await import('better-sqlite3')
+  mkdirSync(dirname(path), { recursive: true })
+  const old = new Database(path)
+  old.exec(`CREATE TABLE tollgate_sessions (session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, doc TEXT NOT NULL);
+    CREATE TABLE tollgate_turns (turn_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, owner TEXT NOT NULL, status TEXT NOT NULL,
+      instance_id TEXT, finished_ms INTEGER, doc TEXT NOT NULL);`)
+  const s = session()
+  const { pending_approvals: _p, ...legacyTurn } = turn()
+  old.prepare('INSERT INTO tollgate_sessions VALUES (?, ?, ?)').run(s.session_id, s.owner, JSON.stringify(s))
+  old.prepare('INSERT INTO tollgate_turns VALUES (?, ?, ?, ?, ?, ?, ?)').run('turn_1', 'ses_1', 'local/local', 'running', 'inst-a', null, JSON.stringify(legacyTurn))
+  old.pragma('user_version = 1')
+  old.close()
+
+  const store = new SqliteStore({ path, instanceId: 'inst-a' })
+  defer(async () => { await store.close() })
+  assert.deepEqual((await store.listSessions('local/local', 10)).map((x) => x.session_id), ['ses_1'])
+  const listed = await store.listTurns('local/local', { status: 'running' }, 10)
+  assert.deepEqual(listed.map((x) => [x.turn_id, x.pending_approvals]), [['turn_1', []]])
 })

@@ -187,10 +187,28 @@ test('events and approval requests of a turn reach no socket of another principa
   assert.equal(intruder.frames.filter((f) => f.type === 'event').length, 0)
 })
 
-test('a socket whose token lacks approvals:answer is no backchannel: its prompt-required calls are auto-denied at once', async (t) => {
+test('a socket whose token lacks approvals:answer cannot answer: its turn waits for a principal who can', async (t) => {
   const c = await setup(t)
   c.g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'risky', arguments: { label: 'x' } }] }, { text: 'ok' })
   const watcher = await socketOf(c.g, await mintToken({ tenant: 'acme', sub: 'alice', scopes: ['turns:read', 'turns:write'] }))
+  const accepted = await watcher.request({ type: 'turn.start', message: 'go' })
+  const asked = await watcher.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested')
+  const refused = await watcher.request({ type: 'approval.respond', request_id: requestIdOf(asked), decision: 'yes' })
+  assert.deepEqual([refused.type, refused.code], ['error', 'FORBIDDEN'])
+  const answer = await c.g.http('POST', `/v1/approvals/${requestIdOf(asked)}`, { decision: 'yes' }, bearer(c.owner))
+  assert.equal(answer.status, 200)
+  const events = await watcher.waitForTerminal(accepted.turn_id)
+  const result = events.find((e) => e.event.kind === 'tool_result')?.event
+  assert.ok(result?.kind === 'tool_result' && result.status === 'ok')
+})
+
+test('with on_no_backchannel = "deny", a turn watched only by a socket lacking approvals:answer is auto-denied at once', async (t) => {
+  const logs = captureLogs('info')
+  const probes = createProbes()
+  const g = await startGateway({ overrides: probeOverrides({ ...jwtAuth(), agents: { default: { on_no_backchannel: 'deny' } } }), tools: probes.tools, logger: logs.logger })
+  t.after(() => g.close())
+  g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'risky', arguments: { label: 'x' } }] }, { text: 'ok' })
+  const watcher = await socketOf(g, await mintToken({ tenant: 'acme', sub: 'alice', scopes: ['turns:read', 'turns:write'] }))
   const accepted = await watcher.request({ type: 'turn.start', message: 'go' })
   const events = await watcher.waitForTerminal(accepted.turn_id)
   assert.equal(events.some((e) => e.event.kind === 'approval.requested'), false)

@@ -2,6 +2,8 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { SessionGrants, normalizeCommand } from '../../src/approval/grants.js'
 import { ApprovalManager } from '../../src/approval/policy.js'
+import { classifyRisk } from '../../src/approval/risk.js'
+import { defineTool, ok, type Tool } from '../../src/tools/contract.js'
 import type { RiskProfileConfig } from '../../schemas/config.js'
 
 function manager (profile: Partial<RiskProfileConfig> = {}, grants = new SessionGrants()): ApprovalManager {
@@ -82,4 +84,22 @@ test('a shell call without a command string grants nothing', () => {
   const grants = new SessionGrants()
   grants.grant('shell', { cmd: 'ls' })
   assert.deepEqual(grants.list(), [])
+})
+
+test('the reason of a prompt names the rule that asked', () => {
+  assert.equal(manager({ always_ask: ['*'] }).promptReason('file_read'), 'The risk profile asks about every tool call (always_ask = ["*"]).')
+  assert.equal(manager({ always_ask: ['shell'] }).promptReason('shell'), 'The risk profile always asks about \'shell\' (listed in always_ask).')
+  assert.match(manager().promptReason('file_write'), /^'file_write' is not auto-approved by the risk profile .* no "always" grant in this session\.$/)
+})
+
+test('the risk label: shell by its command, other tools low for a read and medium otherwise', () => {
+  const tool = (name: string, effects?: 'read' | 'write'): Tool => defineTool({
+    name, description: 'test', parameters: { type: 'object' }, ...(effects === undefined ? {} : { effects }), execute: async () => ok('')
+  })
+  assert.equal(classifyRisk(tool('shell'), { command: 'ls -la | grep x' }), 'low')
+  assert.equal(classifyRisk(tool('shell'), { command: 'touch a.txt' }), 'medium')
+  assert.equal(classifyRisk(tool('shell'), { command: 'rm -rf /' }), 'high')
+  assert.equal(classifyRisk(tool('reader', 'read'), {}), 'low')
+  assert.equal(classifyRisk(tool('writer', 'write'), {}), 'medium')
+  assert.equal(classifyRisk(tool('unclassified'), {}), 'medium')
 })

@@ -64,6 +64,12 @@ export type ApprovalRequestedEvent = {
     /** Exact and whole; invisible characters as ‹U+XXXX›, line breaks as ⏎ plus the break; only plain-token secrets masked */
     value: string
   }>
+  /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
+  risk: 'low' | 'medium' | 'high'
+  /** The policy rule that asked for approval, in words */
+  reason: string
+  /** RFC 3339 */
+  requested_at: string
   /** RFC 3339 */
   expires_at: string
 }
@@ -129,8 +135,10 @@ export type TurnRequest = {
   agent?: string
   message: string
   tools?: ToolNarrowing
-  /** false: prompt-required tools are auto-denied */
+  /** true: prompt-required calls wait for an answer, also while nobody is connected; false: they are auto-denied */
   interactive?: boolean
+  /** Approval wait of this turn (default: the agent's), capped at turns.max_approval_timeout_ms */
+  approval_timeout_ms?: number
   /** true: the turn survives its owner connection closing */
   detach?: boolean
   /** WebSocket connection_id that owns the turn and answers its approvals */
@@ -199,6 +207,30 @@ export type Turn = {
   iterations: number
   tool_calls: ToolCallRecord[]
   approvals: ApprovalAuditEntry[]
+  /** Approval requests waiting for an answer now, in model order */
+  pending_approvals: Array<{
+    request_id: string
+    turn_id: string
+    session_id: string
+    call_id: string
+    tool: string
+    /** One-line record of the scrubbed arguments (the audit's arguments_summary); not for deciding */
+    summary: string
+    /** What to show the person deciding, as in the approval.requested event */
+    display: Array<{
+      name: string
+      /** Exact and whole; invisible characters as ‹U+XXXX›, line breaks as ⏎ plus the break; only plain-token secrets masked */
+      value: string
+    }>
+    /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
+    risk: 'low' | 'medium' | 'high'
+    /** The policy rule that asked for approval, in words */
+    reason: string
+    /** RFC 3339 */
+    requested_at: string
+    /** RFC 3339 */
+    expires_at: string
+  }>
   last_seq: number
 }
 
@@ -250,8 +282,10 @@ export type TurnStartFrame = {
   agent?: string
   message: string
   tools?: ToolNarrowing
-  /** false: prompt-required tools are auto-denied */
+  /** true: prompt-required calls wait for an answer, also while nobody is connected; false: they are auto-denied */
   interactive?: boolean
+  /** Approval wait of this turn (default: the agent's), capped at turns.max_approval_timeout_ms */
+  approval_timeout_ms?: number
   /** true: the turn survives its owner connection closing */
   detach?: boolean
   /** WebSocket connection_id that owns the turn and answers its approvals */

@@ -1,0 +1,228 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { EventSource, type FetchLike } from 'eventsource'
+import { TurnEvent } from '../../schemas/events.js'
+import type { TestGateway } from '../helpers/gateway.js'
+import { startProbeGateway } from '../helpers/tools.js'
+import { finishedTurn, startTurn, until } from '../helpers/turns.js'
+
+const risky = { id: 'c1', name: 'risky', arguments: { label: 'x' } }
+/** Every event kind, from the schema (an EventSource dispatches each `event:` name to its own listeners). */
+const TURN_EVENT_KINDS = TurnEvent.anyOf.map((s) => s.properties.kind.const as string)
+
+interface SseFrame {
+  id?: string
+  event?: string
+  data?: string
+  comment?: string
+}
+
+/** Reads a text/event-stream body frame by frame (the parts of the format the gateway writes). */
+class SseReader {
+  readonly frames: SseFrame[] = []
+  private buffer = ''
+  private done = false
+  private readonly pump: Promise<void>
+
+  constructor (readonly response: Response, private readonly controller: AbortController) {
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader()
+    const decoder = new TextDecoder()
+    this.pump = (async () => {
+      try {
+        for (;;) {
+          const { done, value } = await reader.read()
+          if (done) break
+          this.buffer += decoder.decode(value, { stream: true })
+          let end: number
+          while ((end = this.buffer.indexOf('\n\n')) !== -1) {
+            const block = this.buffer.slice(0, end)
+            this.buffer = this.buffer.slice(end + 2)
+            const frame: SseFrame = {}
+            for (const line of block.split('\n')) {
+              if (line.startsWith(':')) frame.comment = line.slice(1).trim()
+              else if (line.startsWith('id: ')) frame.id = line.slice(4)
+              else if (line.startsWith('event: ')) frame.event = line.slice(7)
+              else if (line.startsWith('data: ')) frame.data = line.slice(6)
+            }
+            this.frames.push(frame)
+          }
+        }
+      } catch {}
+      this.done = true
+    })()
+  }
+
+  events (): SseFrame[] {
+    return this.frames.filter((f) => f.id !== undefined)
+  }
+
+  async waitFor (match: (f: SseFrame) => boolean, what: string): Promise<SseFrame> {
+    await until(() => this.frames.some(match), what)
+    return this.frames.find(match) as SseFrame
+  }
+
+  async ended (): Promise<void> {
+    await until(() => this.done, 'the stream to end')
+  }
+
+  drop (): void {
+    this.controller.abort()
+  }
+
+  async closed (): Promise<void> {
+    await this.pump
+  }
+}
+
+async function openStream (g: TestGateway, method: 'GET' | 'POST', path: string, options: { body?: unknown, lastEventId?: string } = {}): Promise<SseReader> {
+  const controller = new AbortController()
+  const headers: Record<string, string> = { accept: 'text/event-stream' }
+  if (options.body !== undefined) headers['content-type'] = 'application/json'
+  if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId
+  const response = await fetch(`${g.url}${path}`, {
+    method,
+    headers,
+    signal: controller.signal,
+    ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) })
+  })
+  assert.equal(response.status, 200, `${method} ${path} answered ${response.status}`)
+  assert.match(response.headers.get('content-type') ?? '', /^text\/event-stream/)
+  return new SseReader(response, controller)
+}
+
+/**
+ * An EventSource (the real `eventsource` package) whose connections the test can cut like a
+ * network failure; it records the Last-Event-ID each connection sent and the raw text received.
+ */
+function droppableEventSource (url: string): { source: EventSource, lastEventIds: Array<string | null>, raw: string[], cut: () => void } {
+  const lastEventIds: Array<string | null> = []
+  const raw: string[] = []
+  const cuts: Array<() => void> = []
+  const fetchLike: FetchLike = async (input, init) => {
+    lastEventIds.push(new Headers(init.headers).get('last-event-id'))
+    const response = await fetch(input, init)
+    if (response.body === null) return response
+    const reader = response.body.getReader()
+    const decoder = new TextDecoder()
+    let cutController!: ReadableStreamDefaultController<Uint8Array>
+    const body = new ReadableStream<Uint8Array>({
+      start (c) { cutController = c },
+      async pull (c) {
+        try {
+          const { done, value } = await reader.read()
+          if (done) c.close()
+          else {
+            raw.push(decoder.decode(value, { stream: true }))
+            c.enqueue(value)
+          }
+        } catch (err) {
+          c.error(err)
+        }
+      },
+      async cancel () { await reader.cancel() }
+    })
+    cuts.push(() => {
+      // Not an AbortError: EventSource treats it as a network failure and reconnects.
+      cutController.error(new TypeError('network connection lost'))
+      reader.cancel().catch(() => {})
+    })
+    return new Response(body, { status: response.status, headers: response.headers })
+  }
+  const source = new EventSource(url, { fetch: fetchLike })
+  return { source, lastEventIds, raw, cut: () => { cuts.at(-1)?.() } }
+}
+
+test('an EventSource client resumes with Last-Event-ID after a drop with no gap and no duplicate; the drop cancels nothing', async (t) => {
+  const { g, probes } = await startProbeGateway(t, { server: { sse_keepalive_ms: 100 } })
+  g.provider.enqueue({ toolCalls: [risky] }, { text: 'all done' })
+  const started = await startTurn(g, { message: 'go' })
+  const es = droppableEventSource(`${g.url}/v1/turns/${started.turn_id}/events`)
+  t.after(() => { es.source.close() })
+  const received: Array<{ seq: number, kind: string, lastEventId: string }> = []
+  for (const kind of TURN_EVENT_KINDS) {
+    es.source.addEventListener(kind, (message) => {
+      const envelope = JSON.parse(message.data) as { seq: number, event: { kind: string } }
+      assert.equal(envelope.event.kind, kind)
+      received.push({ seq: envelope.seq, kind, lastEventId: message.lastEventId })
+    })
+  }
+  await until(() => received.some((r) => r.kind === 'approval.requested'), 'approval.requested over the EventSource')
+  // Keep-alive comments flow while the turn waits for its approval.
+  await until(() => es.raw.join('').split(': keep-alive\n\n').length > 3, 'keep-alive comments while waiting')
+  const seenBeforeDrop = received.length
+  es.cut()
+  await sleep(300)
+  assert.equal((await g.http('GET', `/v1/turns/${started.turn_id}`)).body.status, 'running', 'dropping the GET stream cancels nothing')
+
+  const requestId = (await g.http('GET', '/v1/approvals?status=pending')).body.items[0].request_id
+  assert.equal((await g.http('POST', `/v1/approvals/${requestId as string}`, { decision: 'yes' })).status, 200)
+  const turn = await finishedTurn(g, started.turn_id)
+  assert.equal(turn.status, 'completed')
+  await until(() => received.some((r) => r.kind === 'turn.completed'), 'the rest of the events after the reconnect', 15_000)
+  // After the terminal event the stream ends; the next reconnect hears 204 and the client stops.
+  await until(() => es.source.readyState === es.source.CLOSED, 'the EventSource to stop after 204', 15_000)
+
+  assert.deepEqual(received.map((r) => r.seq), Array.from({ length: turn.last_seq }, (_, i) => i + 1))
+  assert.deepEqual(received.map((r) => r.lastEventId), received.map((r) => String(r.seq)))
+  assert.deepEqual(es.lastEventIds.slice(0, 2), [null, String(seenBeforeDrop)])
+  assert.equal(probes.runs.length, 1)
+})
+
+test('the GET stream of an ended turn replays it and ends, resuming after its last event is 204, and a malformed Last-Event-ID is refused', async (t) => {
+  const { g } = await startProbeGateway(t)
+  g.provider.enqueue({ text: 'hello' })
+  const started = await startTurn(g, { message: 'go' })
+  const turn = await finishedTurn(g, started.turn_id)
+  const stream = await openStream(g, 'GET', `/v1/turns/${started.turn_id}/events`)
+  await stream.ended()
+  assert.deepEqual(stream.events().map((f) => Number(f.id)), Array.from({ length: turn.last_seq }, (_, i) => i + 1))
+  assert.equal(stream.events().at(-1)?.event, 'turn.completed')
+
+  const tail = await openStream(g, 'GET', `/v1/turns/${started.turn_id}/events?after_seq=0`, { lastEventId: String(turn.last_seq - 1) })
+  await tail.ended()
+  assert.deepEqual(tail.events().map((f) => f.event), ['turn.completed'], 'Last-Event-ID wins over after_seq')
+
+  const finished = await fetch(`${g.url}/v1/turns/${started.turn_id}/events`, { headers: { accept: 'text/event-stream', 'last-event-id': String(turn.last_seq) } })
+  assert.equal(finished.status, 204)
+  const bad = await fetch(`${g.url}/v1/turns/${started.turn_id}/events`, { headers: { accept: 'text/event-stream', 'last-event-id': 'seven' } })
+  assert.deepEqual([bad.status, ((await bad.json()) as { code: string }).code], [400, 'INVALID_REQUEST'])
+  const json = await g.http('GET', `/v1/turns/${started.turn_id}/events`)
+  assert.equal(json.body.events.length, turn.last_seq, 'without the Accept header the answer is still the JSON page')
+})
+
+test('a POST stream owner that reconnects with Last-Event-ID within disconnect_grace_ms keeps its turn', async (t) => {
+  const { g, probes } = await startProbeGateway(t, { turns: { disconnect_grace_ms: 1000 } })
+  g.provider.enqueue({ toolCalls: [risky] }, { text: 'kept' })
+  const owner = await openStream(g, 'POST', '/v1/turns', { body: { message: 'go' } })
+  const asked = await owner.waitFor((f) => f.event === 'approval.requested', 'approval.requested on the POST stream')
+  const turnId = owner.response.headers.get('x-turn-id') as string
+  owner.drop()
+  await owner.closed()
+  await sleep(200)
+  const resumed = await openStream(g, 'GET', `/v1/turns/${turnId}/events`, { lastEventId: asked.id as string })
+  await sleep(1500)
+  assert.equal((await g.http('GET', `/v1/turns/${turnId}`)).body.status, 'running', 'kept past the grace')
+
+  const requestId = (JSON.parse(asked.data as string) as { event: { request_id: string } }).event.request_id
+  assert.equal((await g.http('POST', `/v1/approvals/${requestId}`, { decision: 'yes' })).status, 200)
+  await resumed.ended()
+  const turn = await finishedTurn(g, turnId)
+  assert.equal(turn.status, 'completed')
+  const from = Number(asked.id)
+  assert.deepEqual(resumed.events().map((f) => Number(f.id)), Array.from({ length: turn.last_seq - from }, (_, i) => from + 1 + i))
+  assert.equal(probes.runs.length, 1)
+})
+
+test('a POST stream owner that does not come back within disconnect_grace_ms has its turn cancelled, the wait audited as cancelled', async (t) => {
+  const { g, probes } = await startProbeGateway(t, { turns: { disconnect_grace_ms: 300 } })
+  g.provider.enqueue({ toolCalls: [risky] })
+  const owner = await openStream(g, 'POST', '/v1/turns', { body: { message: 'go' } })
+  await owner.waitFor((f) => f.event === 'approval.requested', 'approval.requested on the POST stream')
+  const turnId = owner.response.headers.get('x-turn-id') as string
+  owner.drop()
+  const turn = await finishedTurn(g, turnId)
+  assert.equal(turn.status, 'cancelled')
+  assert.deepEqual([turn.tool_calls[0].status, turn.approvals[0].decision], ['cancelled', 'cancelled'])
+  assert.equal(probes.runs.length, 0)
+})
