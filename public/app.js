@@ -148,7 +148,7 @@ var TollgateClient = class {
     this.url = options.url.replace(/\/+$/, "");
     this.token = checkToken(options.token);
     const ws = options.WebSocket ?? globalThis.WebSocket;
-    const fetchImpl = options.fetch ?? globalThis.fetch;
+    const fetchImpl = options.fetch ?? globalThis.fetch?.bind(globalThis);
     if (ws === void 0) throw new TollgateClientError("PROTOCOL", "no WebSocket implementation: pass options.WebSocket");
     if (fetchImpl === void 0) throw new TollgateClientError("PROTOCOL", "no fetch implementation: pass options.fetch");
     this.WebSocketImpl = ws;

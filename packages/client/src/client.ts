@@ -106,7 +106,8 @@ export class TollgateClient {
     this.url = options.url.replace(/\/+$/, '')
     this.token = checkToken(options.token)
     const ws = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketFactory }).WebSocket
-    const fetchImpl = options.fetch ?? (globalThis as { fetch?: FetchLike }).fetch
+    // A browser's fetch must be called on window: unbound it throws "Illegal invocation".
+    const fetchImpl = options.fetch ?? (globalThis as { fetch?: FetchLike }).fetch?.bind(globalThis)
     if (ws === undefined) throw new TollgateClientError('PROTOCOL', 'no WebSocket implementation: pass options.WebSocket')
     if (fetchImpl === undefined) throw new TollgateClientError('PROTOCOL', 'no fetch implementation: pass options.fetch')
     this.WebSocketImpl = ws
