@@ -6,7 +6,7 @@
  */
 import { createInterface, type Interface } from 'node:readline'
 import {
-  resultText, TollgateClientError,
+  modelArguments, resultText, TollgateClientError,
   type EventEnvelope, type OperatorDecision, type TollgateClient, type TurnEventOf, type TurnStream
 } from '@tollgate/client'
 import { AnswerGuard, parseDecision, withdrawalText, type LineTarget, type Withdrawal } from './answer-guard.js'
@@ -308,7 +308,7 @@ class ChatSession implements Chat {
         this.line(`  → ${e.decision} (${oneLine(e.decided_by)})`)
         return undefined
       case 'tool_call':
-        this.line(`▶ ${oneLine(e.name)} ${clip(terminalSafe(JSON.stringify(e.arguments)), MAX_ARGS_CHARS)}`)
+        this.line(`▶ ${oneLine(e.name)} ${clip(terminalSafe(JSON.stringify(modelArguments(e.name, e.arguments))), MAX_ARGS_CHARS)}`)
         return undefined
       case 'tool_result':
         this.toolResult(e)

@@ -524,6 +524,12 @@ function resultText(output, error) {
   return output === "" ? error : `${output}
 ${error}`;
 }
+var MARKER_TOOLS = /* @__PURE__ */ new Set(["shell"]);
+function modelArguments(tool, args) {
+  if (!MARKER_TOOLS.has(tool) || !("approved" in args)) return args;
+  const { approved: _marker, ...rest } = args;
+  return rest;
+}
 
 // client/ui/announcer.ts
 var PromptAnnouncer = class {
@@ -565,7 +571,7 @@ function showJson(value) {
   }
 }
 
-// client/ui/countdown.ts
+// client/ui/time-left.ts
 function timeLeft(expiresAt, now) {
   const ms = Date.parse(expiresAt) - now;
   if (Number.isNaN(ms)) return { text: "expiry unknown", expired: false };
@@ -577,6 +583,8 @@ function timeLeft(expiresAt, now) {
   }
   return { text: `expires in ${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`, expired: false };
 }
+
+// client/ui/countdown.ts
 function render(node, now) {
   const { text, expired } = timeLeft(node.dataset.expiresAt ?? "", now);
   if (node.textContent !== text) node.textContent = text;
@@ -599,7 +607,6 @@ function startCountdowns(root) {
 
 // client/ui/arguments.ts
 var ESCAPE = /‹U\+[0-9A-F]{4,6}›|⏎/g;
-var MARKER_TOOLS = /* @__PURE__ */ new Set(["shell"]);
 function exactValue(value) {
   const pre = el("pre", { class: "arg-value" });
   let last = 0;
@@ -615,12 +622,7 @@ function exactArguments(display) {
   return el("dl", { class: "card-args exact" }, display.flatMap((a) => [el("dt", { text: a.name }), el("dd", {}, [exactValue(a.value)])]));
 }
 function callArguments(tool, args) {
-  let shown = args;
-  if (MARKER_TOOLS.has(tool) && "approved" in args) {
-    const { approved: _marker, ...rest } = args;
-    shown = rest;
-  }
-  return el("pre", { class: "card-args", text: showJson(shown) });
+  return el("pre", { class: "card-args", text: showJson(modelArguments(tool, args)) });
 }
 
 // client/ui/approval-prompt.ts

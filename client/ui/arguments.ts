@@ -2,13 +2,11 @@
  * The exact arguments of an approval request as the person deciding reads them: every value
  * whole, with the gateway's escapes set apart so they cannot pass for text.
  */
+import { modelArguments } from '@tollgate/client'
 import { el, showJson } from './dom.js'
 
 /** The gateway escapes every invisible character as ‹U+XXXX› and marks line breaks with ⏎ (and escapes ‹ and ⏎ themselves). */
 const ESCAPE = /‹U\+[0-9A-F]{4,6}›|⏎/g
-
-/** Tools whose calls carry the runtime's `approved` marker (src/turn/prepare.ts): the marker is not the model's argument. */
-const MARKER_TOOLS: ReadonlySet<string> = new Set(['shell'])
 
 /** One argument value, whole, with the gateway's escapes set apart. */
 export function exactValue (value: string): HTMLElement {
@@ -30,10 +28,5 @@ export function exactArguments (display: ReadonlyArray<{ name: string, value: st
 
 /** A call's structured arguments for its card, without the runtime's internal `approved` marker. */
 export function callArguments (tool: string, args: Record<string, unknown>): HTMLElement {
-  let shown = args
-  if (MARKER_TOOLS.has(tool) && 'approved' in args) {
-    const { approved: _marker, ...rest } = args
-    shown = rest
-  }
-  return el('pre', { class: 'card-args', text: showJson(shown) })
+  return el('pre', { class: 'card-args', text: showJson(modelArguments(tool, args)) })
 }
