@@ -6,7 +6,7 @@
  */
 import { createInterface, type Interface } from 'node:readline'
 import {
-  modelArguments, resultText, TollgateClientError,
+  modelArguments, resultText, timeLeft, TollgateClientError,
   type EventEnvelope, type OperatorDecision, type TollgateClient, type TurnEventOf, type TurnStream
 } from '@tollgate/client'
 import { AnswerGuard, parseDecision, withdrawalText, type LineTarget, type Withdrawal } from './answer-guard.js'
@@ -354,6 +354,7 @@ class ChatSession implements Chat {
     this.line(`? ${tool} needs approval; it runs with exactly these arguments:`)
     const columns = this.options.terminal ? (this.options.output as { columns?: number }).columns : undefined
     for (const line of exactArgumentLines(e.display, columns)) this.line(line)
+    for (const line of promptFacts(e)) this.line(line)
     const settled = new AbortController()
     void this.watchSettlement(stream, seq, e.request_id, settled)
     this.guard.questionShown()
@@ -423,6 +424,21 @@ class ChatSession implements Chat {
       if (!settled.signal.aborted) settled.abort({ kind: 'lost' } satisfies Withdrawal)
     }
   }
+}
+
+/** The approval fields a gateway with detached approvals adds to `approval.requested`. */
+interface PromptFacts { risk?: unknown, reason?: unknown }
+
+/** Why the question is asked, its risk, when it expires, and what `always` grants (for shell: this command only). */
+function promptFacts (e: TurnEventOf<'approval.requested'>): string[] {
+  const facts = e as typeof e & PromptFacts
+  const reason = typeof facts.reason === 'string' ? oneLine(facts.reason) : 'the gateway did not say which rule asked'
+  const risk = typeof facts.risk === 'string' ? oneLine(facts.risk) : 'not stated'
+  const expiry = timeLeft(e.expires_at, Date.now()).text
+  const grant = e.name === 'shell'
+    ? 'always = run it, and run exactly this command again without asking for the rest of the session'
+    : `always = run it, and run every ${oneLine(e.name)} call without asking for the rest of the session`
+  return [`  why: ${reason} · risk: ${risk} · ${expiry}`, `  ${grant}`]
 }
 
 /** Whether `event` takes the question `requestId` off the prompt, and why. */

@@ -530,6 +530,17 @@ function modelArguments(tool, args) {
   const { approved: _marker, ...rest } = args;
   return rest;
 }
+function timeLeft(expiresAt, now) {
+  const ms = Date.parse(expiresAt) - now;
+  if (Number.isNaN(ms)) return { text: "expiry unknown", expired: false };
+  if (ms <= 0) return { text: "expired", expired: true };
+  const seconds = Math.ceil(ms / 1e3);
+  if (seconds >= 3600) {
+    const minutes = Math.floor(seconds % 3600 / 60);
+    return { text: `expires in ${Math.floor(seconds / 3600)} h ${String(minutes).padStart(2, "0")} min`, expired: false };
+  }
+  return { text: `expires in ${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`, expired: false };
+}
 
 // client/ui/announcer.ts
 var PromptAnnouncer = class {
@@ -569,19 +580,6 @@ function showJson(value) {
   } catch {
     return String(value);
   }
-}
-
-// client/ui/time-left.ts
-function timeLeft(expiresAt, now) {
-  const ms = Date.parse(expiresAt) - now;
-  if (Number.isNaN(ms)) return { text: "expiry unknown", expired: false };
-  if (ms <= 0) return { text: "expired", expired: true };
-  const seconds = Math.ceil(ms / 1e3);
-  if (seconds >= 3600) {
-    const minutes = Math.floor(seconds % 3600 / 60);
-    return { text: `expires in ${Math.floor(seconds / 3600)} h ${String(minutes).padStart(2, "0")} min`, expired: false };
-  }
-  return { text: `expires in ${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`, expired: false };
 }
 
 // client/ui/countdown.ts
@@ -765,6 +763,7 @@ var Inbox = class {
       }
     } catch (err) {
       this.status.textContent = `could not list pending approvals (${describe(err)})`;
+      if (err instanceof TollgateClientError && err.status === 404) this.stop();
       return;
     }
     this.status.textContent = pending.length === 0 ? "nothing is waiting for your answer" : `${pending.length}${more ? "+" : ""} approval request(s) waiting for your answer`;

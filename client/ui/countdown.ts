@@ -2,8 +2,8 @@
  * Live countdowns to an approval's `expires_at`: each is an element carrying `data-expires-at`,
  * and one page-wide ticker rewrites them all every second (no timer per prompt to leak).
  */
+import { timeLeft } from '@tollgate/client'
 import { el } from './dom.js'
-import { timeLeft } from './time-left.js'
 
 function render (node: HTMLElement, now: number): void {
   const { text, expired } = timeLeft(node.dataset.expiresAt ?? '', now)

@@ -69,6 +69,8 @@ export class Inbox {
       }
     } catch (err) {
       this.status.textContent = `could not list pending approvals (${describe(err)})`
+      // A gateway without the route will not grow it: stop asking every few seconds (Refresh still asks).
+      if (err instanceof TollgateClientError && err.status === 404) this.stop()
       return
     }
     this.status.textContent = pending.length === 0

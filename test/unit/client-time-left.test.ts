@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { timeLeft } from '../../client/ui/time-left.js'
+import { timeLeft } from '@tollgate/client'
 
 const AT = '2026-01-01T12:00:00.000Z'
 const T = Date.parse(AT)
