@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.js'
+import { CHROMIUM, CHROMIUM_ARGS, listingRouteMissing, requireChromium } from '../helpers/chromium.js'
 import type { TestGateway } from '../helpers/gateway.js'
 import { startDropperGateway } from '../helpers/socket-drop.js'
 
@@ -38,10 +38,7 @@ async function setup (t: { after: (fn: () => Promise<void>) => void }): Promise<
   const page = await context.newPage()
   const problems: string[] = []
   page.on('pageerror', (err) => { problems.push(`pageerror: ${err.message}`) })
-  page.on('console', (msg) => {
-    // The listing routes may not exist on this gateway: the page says so in its panels, not as a failure.
-    if (msg.type() === 'error' && !/status of 404/.test(msg.text())) problems.push(`console: ${msg.text()}`)
-  })
+  page.on('console', (msg) => { if (msg.type() === 'error' && !listingRouteMissing(msg)) problems.push(`console: ${msg.text()}`) })
   t.after(async () => {
     await page.close()
     await g.close()
