@@ -1140,7 +1140,6 @@ function newView(page, turnId, message) {
   return view;
 }
 async function render2(page, view, stream) {
-  setRunning(page, 1);
   try {
     for await (const envelope of stream) {
       logEvent(page, envelope);
@@ -1152,22 +1151,26 @@ async function render2(page, view, stream) {
     view.fail(err);
     if (err instanceof TollgateClientError && err.code === "TURN_NOT_FOUND") forget(page, view.turnId);
   } finally {
-    setRunning(page, -1);
     void page.sessions.refresh();
   }
 }
 async function runTurn(page, request) {
-  let stream;
+  setRunning(page, 1);
   try {
-    stream = await page.client.startTurn(request);
-  } catch (err) {
-    page.formError.hidden = false;
-    page.formError.textContent = describe3(err);
-    return;
+    let stream;
+    try {
+      stream = await page.client.startTurn(request);
+    } catch (err) {
+      page.formError.hidden = false;
+      page.formError.textContent = describe3(err);
+      return;
+    }
+    setSession(page, stream.sessionId ?? page.state.sessionId);
+    remember(page, stream.turnId, request.message);
+    await render2(page, newView(page, stream.turnId, request.message), stream);
+  } finally {
+    setRunning(page, -1);
   }
-  setSession(page, stream.sessionId ?? page.state.sessionId);
-  remember(page, stream.turnId, request.message);
-  await render2(page, newView(page, stream.turnId, request.message), stream);
 }
 function followTurn(page, turnId, message) {
   const shown = page.views.get(turnId);

@@ -106,7 +106,6 @@ function newView (page: Page, turnId: string, message: string | null): TurnView 
 
 /** Renders a turn's stream until its terminal event; approvals asked or settled refresh the inbox. */
 async function render (page: Page, view: TurnView, stream: TurnStream): Promise<void> {
-  setRunning(page, 1)
   try {
     for await (const envelope of stream) {
       logEvent(page, envelope)
@@ -119,23 +118,28 @@ async function render (page: Page, view: TurnView, stream: TurnStream): Promise<
     // A turn this principal cannot see (gone, another token) is not kept for the next reload.
     if (err instanceof TollgateClientError && err.code === 'TURN_NOT_FOUND') forget(page, view.turnId)
   } finally {
-    setRunning(page, -1)
     void page.sessions.refresh()
   }
 }
 
+/** A turn started from the form holds the Start button until it ends; a followed turn does not. */
 async function runTurn (page: Page, request: TurnRequest): Promise<void> {
-  let stream: TurnStream
+  setRunning(page, 1)
   try {
-    stream = await page.client.startTurn(request)
-  } catch (err) {
-    page.formError.hidden = false
-    page.formError.textContent = describe(err)
-    return
+    let stream: TurnStream
+    try {
+      stream = await page.client.startTurn(request)
+    } catch (err) {
+      page.formError.hidden = false
+      page.formError.textContent = describe(err)
+      return
+    }
+    setSession(page, stream.sessionId ?? page.state.sessionId)
+    remember(page, stream.turnId, request.message)
+    await render(page, newView(page, stream.turnId, request.message), stream)
+  } finally {
+    setRunning(page, -1)
   }
-  setSession(page, stream.sessionId ?? page.state.sessionId)
-  remember(page, stream.turnId, request.message)
-  await render(page, newView(page, stream.turnId, request.message), stream)
 }
 
 /** Follows a turn this page is not showing yet (after a reload, or opened from a list) from its first event. */
