@@ -75,7 +75,8 @@ export class AnswerGuard {
     const shown = JSON.stringify(clipLine(line))
     const w = this.withdrawn
     if (w !== null && this.guardMs > 0 && at >= w.at && at < w.at + this.guardMs) {
-      return `(ignored ${shown}: the question about ${w.tool} was withdrawn a moment before, because ${withdrawalText(w.why)}; nothing was sent)`
+      const why = withdrawalText(w.why)
+      return `(ignored ${shown}: the question about ${w.tool} was withdrawn a moment before, because ${why}; nothing was sent)`
     }
     if (target.kind === 'answer') {
       if (this.guardMs > 0 && at < target.shownAt + this.guardMs) {
@@ -86,7 +87,9 @@ export class AnswerGuard {
     if (w !== null && w.armed) {
       w.armed = false
       if (parseDecision(line) !== null) {
-        return `(not sent: ${shown} looks like an answer to the question about ${w.tool}, which was withdrawn because ${withdrawalText(w.why)}; type it again to send it as a message)`
+        const why = withdrawalText(w.why)
+        return `(not sent: ${shown} looks like an answer to the question about ${w.tool}, which was withdrawn because ${why}; ` +
+          'type it again to send it as a message)'
       }
     }
     return null

@@ -257,7 +257,13 @@ var TollgateClient = class {
   }
   /** The principal's approval requests still waiting for an answer, newest first. */
   async listPendingApprovals(query = {}) {
-    const qs = queryString({ status: "pending", session_id: query.sessionId, turn_id: query.turnId, limit: query.limit, cursor: query.cursor });
+    const qs = queryString({
+      status: "pending",
+      session_id: query.sessionId,
+      turn_id: query.turnId,
+      limit: query.limit,
+      cursor: query.cursor
+    });
     return await this.http("GET", `/v1/approvals${qs}`);
   }
   /** Answers an approval over HTTP (`POST /v1/approvals/:id`): needs no socket and no subscription. */
@@ -678,11 +684,18 @@ function approvalPrompt(input, answer) {
   });
   const risk = input.risk ?? "not stated";
   const reason = input.reason ?? "the gateway did not say which rule asked";
+  const where = input.showArguments ? "below" : "above";
   return el("div", {
     class: "approval",
-    attrs: { "data-request-id": input.requestId, "data-risk": risk, role: "group", tabindex: "-1", "aria-label": `Approval request: allow ${input.tool}?` }
+    attrs: {
+      "data-request-id": input.requestId,
+      "data-risk": risk,
+      role: "group",
+      tabindex: "-1",
+      "aria-label": `Approval request: allow ${input.tool}?`
+    }
   }, [
-    el("p", { class: "approval-question", text: `Allow ${input.tool}? It runs with exactly the arguments shown${input.showArguments ? " below" : " above"}.` }),
+    el("p", { class: "approval-question", text: `Allow ${input.tool}? It runs with exactly the arguments shown ${where}.` }),
     ...input.showArguments ? [exactArguments(input.display)] : [],
     el("dl", { class: "approval-facts" }, [
       ...fact("Why", document.createTextNode(reason), "reason"),
@@ -784,7 +797,8 @@ var Inbox = class {
       return item;
     });
     ordered.forEach((item, index) => {
-      if (this.list.children[index] !== item) this.list.insertBefore(item, this.list.children[index] ?? null);
+      const here = this.list.children[index] ?? null;
+      if (here !== item) this.list.insertBefore(item, here);
     });
     for (const { p, prompt } of fresh) this.promptShown(p.request_id, prompt, `Approval needed: ${p.tool} in turn ${p.turn_id}`);
   }

@@ -35,12 +35,14 @@ function alwaysGrant (input: PromptInput): HTMLElement {
   if (input.tool === 'shell') {
     const command = input.display.find((a) => a.name === 'command')?.value ?? ''
     return el('div', { class: 'always-grant', attrs: { 'data-grant': 'command' } }, [
-      el('p', {}, [lead, document.createTextNode(' runs it now and, for the rest of this session, runs exactly this command again without asking (any other command is still asked about):')]),
+      el('p', {}, [lead, document.createTextNode(' runs it now and, for the rest of this session, runs exactly this command again ' +
+        'without asking (any other command is still asked about):')]),
       exactValue(command)
     ])
   }
   return el('div', { class: 'always-grant', attrs: { 'data-grant': 'tool' } }, [
-    el('p', {}, [lead, document.createTextNode(` runs it now and, for the rest of this session, runs every ${input.tool} call without asking, whatever its arguments.`)])
+    el('p', {}, [lead, document.createTextNode(` runs it now and, for the rest of this session, runs every ${input.tool} call ` +
+      'without asking, whatever its arguments.')])
   ])
 }
 
@@ -53,7 +55,8 @@ export function approvalPrompt (input: PromptInput, answer: AnswerFn): HTMLEleme
   const replacement = el('textarea', { class: 'replacement', attrs: { rows: '3', maxlength: '65536', 'aria-label': 'Replacement result' } })
   const submitEdit = el('button', { class: 'submit-edit', text: 'Send edited result', attrs: { type: 'button' } })
   const editor = el('div', { class: 'editor', attrs: { hidden: '' } }, [replacement, submitEdit])
-  const buttons = DECISIONS.map(({ decision, label }) => el('button', { text: label, attrs: { type: 'button', 'data-decision': decision } }))
+  const buttons = DECISIONS.map(({ decision, label }) =>
+    el('button', { text: label, attrs: { type: 'button', 'data-decision': decision } }))
   const all = [...buttons, submitEdit]
   const send = (decision: OperatorDecision, text?: string): void => {
     for (const b of all) b.disabled = true
@@ -79,11 +82,18 @@ export function approvalPrompt (input: PromptInput, answer: AnswerFn): HTMLEleme
 
   const risk = input.risk ?? 'not stated'
   const reason = input.reason ?? 'the gateway did not say which rule asked'
+  const where = input.showArguments ? 'below' : 'above'
   return el('div', {
     class: 'approval',
-    attrs: { 'data-request-id': input.requestId, 'data-risk': risk, role: 'group', tabindex: '-1', 'aria-label': `Approval request: allow ${input.tool}?` }
+    attrs: {
+      'data-request-id': input.requestId,
+      'data-risk': risk,
+      role: 'group',
+      tabindex: '-1',
+      'aria-label': `Approval request: allow ${input.tool}?`
+    }
   }, [
-    el('p', { class: 'approval-question', text: `Allow ${input.tool}? It runs with exactly the arguments shown${input.showArguments ? ' below' : ' above'}.` }),
+    el('p', { class: 'approval-question', text: `Allow ${input.tool}? It runs with exactly the arguments shown ${where}.` }),
     ...(input.showArguments ? [exactArguments(input.display)] : []),
     el('dl', { class: 'approval-facts' }, [
       ...fact('Why', document.createTextNode(reason), 'reason'),

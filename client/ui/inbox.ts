@@ -93,7 +93,10 @@ export class Inbox {
       return item
     })
     // Newest first, as listed; existing items move without being rebuilt (a half-written edit survives).
-    ordered.forEach((item, index) => { if (this.list.children[index] !== item) this.list.insertBefore(item, this.list.children[index] ?? null) })
+    ordered.forEach((item, index) => {
+      const here = this.list.children[index] ?? null
+      if (here !== item) this.list.insertBefore(item, here)
+    })
     for (const { p, prompt } of fresh) this.promptShown(p.request_id, prompt, `Approval needed: ${p.tool} in turn ${p.turn_id}`)
   }
 

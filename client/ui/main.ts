@@ -5,7 +5,9 @@
  * reloads (the tab's sessionStorage keeps the session and turn ids; the reloaded page follows
  * those turns again from their first event, so pending prompts come back with their cards).
  */
-import { TollgateClient, TollgateClientError, type ClientNotice, type EventEnvelope, type TurnRequest, type TurnStream } from '@tollgate/client'
+import {
+  TollgateClient, TollgateClientError, type ClientNotice, type EventEnvelope, type TurnRequest, type TurnStream
+} from '@tollgate/client'
 import { PromptAnnouncer } from './announcer.js'
 import { startCountdowns } from './countdown.js'
 import { byId, el } from './dom.js'

@@ -32,7 +32,12 @@ export class TurnView {
   private text: HTMLElement | null = null
 
   /** `message` is null when the page did not keep it (a turn found in the lists after a reload). */
-  constructor (private readonly client: TollgateClient, readonly turnId: string, message: string | null, private readonly promptShown: PromptShown) {
+  constructor (
+    private readonly client: TollgateClient,
+    readonly turnId: string,
+    message: string | null,
+    private readonly promptShown: PromptShown
+  ) {
     this.statusBadge = el('span', { class: 'turn-status', text: 'running' })
     this.cancelButton = el('button', { class: 'cancel', text: 'Cancel', attrs: { type: 'button' } })
     this.cancelButton.addEventListener('click', () => { this.cancel() })

@@ -24,7 +24,9 @@ let userDataDir = ''
 before(async () => {
   requireChromium()
   userDataDir = await mkdtemp(join(tmpdir(), 'tollgate-chromium-'))
-  context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: PHONE })
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: PHONE
+  })
 })
 
 after(async () => {
@@ -83,7 +85,8 @@ test('in Chromium, a turn waiting on an approval survives a reload and is answer
 
   await page.reload()
   await page.locator('#connection[data-state="open"]').waitFor(WAIT)
-  assert.equal(await page.locator('#session-id').textContent(), (await g.http('GET', `/v1/turns/${turnId}`)).body.session_id, 'the session is kept')
+  const sessionId = (await g.http('GET', `/v1/turns/${turnId}`)).body.session_id
+  assert.equal(await page.locator('#session-id').textContent(), sessionId, 'the session is kept')
   const again = page.locator(`.turn[data-turn-id="${turnId}"] .approval[data-request-id="${requestId}"]`)
   await again.waitFor(WAIT)
   assert.equal(await page.locator(`.turn[data-turn-id="${turnId}"] .user-message`).textContent(), 'run risky, I will reload')
@@ -107,7 +110,8 @@ test('in Chromium, a turn waiting on an approval survives a reload and is answer
   }
   const always = again.locator('.always-grant')
   assert.ok(await always.isVisible(), 'what Always grants is visible text, not a tooltip')
-  assert.equal(await always.textContent(), 'Always runs it now and, for the rest of this session, runs every risky call without asking, whatever its arguments.')
+  assert.equal(await always.textContent(),
+    'Always runs it now and, for the rest of this session, runs every risky call without asking, whatever its arguments.')
 
   await again.locator('button[data-decision="yes"]').click()
   await page.locator(`.turn[data-turn-id="${turnId}"][data-status="completed"]`).waitFor(WAIT)
@@ -166,7 +170,7 @@ test('in Chromium, prompts of one model response appear as cards in the model\'s
   assert.deepEqual(labels, ['first', 'second', 'third'])
 })
 
-test('in Chromium, a turn POSTed by another program shows in the inbox and the running-turn list, and is answered from the inbox', async (t) => {
+test('in Chromium, a turn POSTed by another program is in the inbox and the running-turn list and is answered from the inbox', async (t) => {
   const { g, page, problems } = await setup(t)
   const listing = await g.http('GET', '/v1/approvals?status=pending')
   if (listing.status === 404) {

@@ -7,8 +7,8 @@ const MESSAGE = { kind: 'message' } as const
 test('a line entered inside the guard window after a withdrawal is swallowed, saying why, at any prompt', () => {
   const guard = new AnswerGuard(1000)
   guard.withdraw('risky', { kind: 'expired' }, 10_000)
-  assert.equal(guard.check('n', 10_400, MESSAGE),
-    '(ignored "n": the question about risky was withdrawn a moment before, because it expired unanswered (the call was denied); nothing was sent)')
+  assert.equal(guard.check('n', 10_400, MESSAGE), '(ignored "n": the question about risky was withdrawn a moment before, ' +
+    'because it expired unanswered (the call was denied); nothing was sent)')
   assert.match(guard.check('hello there', 10_999, { kind: 'answer', shownAt: 0 }) ?? '', /^\(ignored "hello there": .*expired/)
 })
 
@@ -16,7 +16,8 @@ test('after the window the first answer-shaped line at the message prompt is hel
   const guard = new AnswerGuard(1000)
   guard.withdraw('shell', { kind: 'answered', decision: 'yes', by: 'rest:acme/alice' }, 0)
   assert.equal(guard.check('Always', 5000, MESSAGE),
-    '(not sent: "Always" looks like an answer to the question about shell, which was withdrawn because it was answered yes by rest:acme/alice; type it again to send it as a message)')
+    '(not sent: "Always" looks like an answer to the question about shell, which was withdrawn because it was answered yes by ' +
+    'rest:acme/alice; type it again to send it as a message)')
   assert.equal(guard.check('Always', 6000, MESSAGE), null)
 })
 
@@ -32,7 +33,8 @@ test('a new question takes answers only once it has been on screen for the guard
   guard.withdraw('risky', { kind: 'expired' }, 0)
   guard.questionShown()
   const target = { kind: 'answer', shownAt: 10_000 } as const
-  assert.equal(guard.check('y', 9_000, target), '(ignored "y": it was typed before this question had been on screen for 1500 ms; read it, then answer)')
+  assert.equal(guard.check('y', 9_000, target),
+    '(ignored "y": it was typed before this question had been on screen for 1500 ms; read it, then answer)')
   assert.match(guard.check('y', 11_499, target) ?? '', /before this question had been on screen/)
   assert.equal(guard.check('y', 11_500, target), null)
   assert.equal(guard.check('n', 20_000, MESSAGE), null, 'the question shown since took the hold-back away')

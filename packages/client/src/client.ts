@@ -226,7 +226,9 @@ export class TollgateClient {
 
   /** The principal's approval requests still waiting for an answer, newest first. */
   async listPendingApprovals (query: ListQuery & { sessionId?: string, turnId?: string } = {}): Promise<ListPage<PendingApproval>> {
-    const qs = queryString({ status: 'pending', session_id: query.sessionId, turn_id: query.turnId, limit: query.limit, cursor: query.cursor })
+    const qs = queryString({
+      status: 'pending', session_id: query.sessionId, turn_id: query.turnId, limit: query.limit, cursor: query.cursor
+    })
     return await this.http('GET', `/v1/approvals${qs}`) as ListPage<PendingApproval>
   }
 
