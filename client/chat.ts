@@ -6,9 +6,12 @@
  */
 import { createInterface, type Interface } from 'node:readline'
 import {
-  isTerminal, resultText, TollgateClientError,
+  modelArguments, resultText, timeLeft, TollgateClientError,
   type EventEnvelope, type OperatorDecision, type TollgateClient, type TurnEventOf, type TurnStream
 } from '@tollgate/client'
+import { AnswerGuard, parseDecision, withdrawalText, type LineTarget, type Withdrawal } from './answer-guard.js'
+
+export { parseDecision } from './answer-guard.js'
 
 export interface ChatOptions {
   client: TollgateClient
@@ -23,7 +26,12 @@ export interface ChatOptions {
   message?: string | undefined
   /** How long to keep trying the first connection before giving up. */
   connectTimeoutMs?: number
+  /** The stray-key guard window (client/answer-guard.ts); 0 turns its timing rules off. */
+  answerGuardMs?: number
 }
+
+/** A terminal gets the stray-key guard by default; piped input (a script) does not. */
+export const DEFAULT_ANSWER_GUARD_MS = 1000
 
 export interface Chat {
   /** Resolves with the process exit code. */
@@ -73,20 +81,15 @@ function clip (text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more chars)`
 }
 
-export function parseDecision (line: string): OperatorDecision | null {
-  switch (line.trim().toLowerCase()) {
-    case 'y': case 'yes': return 'yes'
-    case 'n': case 'no': return 'no'
-    case 'a': case 'always': return 'always'
-    case 'e': case 'edit': return 'edit'
-    default: return null
-  }
-}
-
 /** Lines of input in arrival order; piped input may arrive long before it is asked for. */
+interface Entry { text: string, at: number }
+
+/** Decides whether a line entered at `at` may be used; prints the reason itself when not. */
+type Admit = (text: string, at: number) => boolean
+
 class LineQueue {
-  private readonly lines: string[] = []
-  private waiter: ((line: string | null) => void) | null = null
+  private readonly lines: Entry[] = []
+  private waiter: ((line: Entry | null) => void) | null = null
   private ended = false
   /** A TTY prompt is on screen waiting for input: other output must start on a fresh line. */
   prompting = false
@@ -98,10 +101,11 @@ class LineQueue {
     // In a TTY readline takes Ctrl-C itself instead of the process getting SIGINT.
     rl.on('SIGINT', onInterrupt)
     rl.on('line', (line) => {
+      const entry = { text: line, at: Date.now() }
       const waiter = this.waiter
       this.waiter = null
-      if (waiter !== null) waiter(line)
-      else this.lines.push(line)
+      if (waiter !== null) waiter(entry)
+      else this.lines.push(entry)
     })
     rl.on('close', () => {
       this.ended = true
@@ -111,8 +115,30 @@ class LineQueue {
     })
   }
 
-  /** The next line, or null once input has ended or `signal` aborted the question. */
-  async next (prompt: string, signal?: AbortSignal): Promise<string | null> {
+  /** The next line `admit` accepts, or null once input has ended or `signal` aborted the question. */
+  async next (prompt: string, signal?: AbortSignal, admit?: Admit): Promise<string | null> {
+    for (;;) {
+      const entry = await this.nextEntry(prompt, signal)
+      if (entry === null) return null
+      if (signal?.aborted === true) return null
+      if (admit === undefined || admit(entry.text, entry.at)) return entry.text
+    }
+  }
+
+  /**
+   * Throws away a half-typed line (TTY only): typed for a question that has just been withdrawn,
+   * it must not be completed into an answer to something else. Returns what was discarded.
+   */
+  discardPartial (): string {
+    const partial = this.terminal ? this.rl.line : ''
+    if (partial !== '') {
+      this.rl.write(null, { ctrl: true, name: 'e' })
+      this.rl.write(null, { ctrl: true, name: 'u' })
+    }
+    return partial
+  }
+
+  private async nextEntry (prompt: string, signal?: AbortSignal): Promise<Entry | null> {
     const queued = this.lines.shift()
     if (queued === undefined && this.ended) return null
     if (this.terminal) {
@@ -129,11 +155,11 @@ class LineQueue {
     // Piped input is not echoed by anyone: write prompt and answer so the transcript reads as a dialogue.
     this.output.write(prompt)
     const line = queued ?? await this.wait(signal)
-    this.output.write(line === null ? '\n' : `${line}\n`)
+    this.output.write(line === null ? '\n' : `${line.text}\n`)
     return line
   }
 
-  private async wait (signal: AbortSignal | undefined): Promise<string | null> {
+  private async wait (signal: AbortSignal | undefined): Promise<Entry | null> {
     if (signal?.aborted === true) return null
     return await new Promise((resolve) => {
       const abandon = (): void => {
@@ -141,7 +167,7 @@ class LineQueue {
         this.waiter = null
         resolve(null)
       }
-      const waiter = (line: string | null): void => {
+      const waiter = (line: Entry | null): void => {
         signal?.removeEventListener('abort', abandon)
         resolve(line)
       }
@@ -158,6 +184,7 @@ class LineQueue {
 class ChatSession implements Chat {
   readonly done: Promise<number>
   private readonly lines: LineQueue
+  private readonly guard: AnswerGuard
   private sessionId: string | undefined
   private running: string | null = null
   private midLine = false
@@ -167,6 +194,7 @@ class ChatSession implements Chat {
 
   constructor (private readonly options: ChatOptions) {
     this.sessionId = options.sessionId
+    this.guard = new AnswerGuard(options.answerGuardMs ?? (options.terminal ? DEFAULT_ANSWER_GUARD_MS : 0))
     this.lines = new LineQueue(
       createInterface({ input: options.input, output: options.output, terminal: options.terminal }), options.output,
       options.terminal, () => { this.interrupt() }
@@ -224,7 +252,7 @@ class ChatSession implements Chat {
     }
     this.line(`connected to ${this.options.client.url}. Type a message; /new starts a new session, /quit or Ctrl-D ends.`)
     for (;;) {
-      const input = await this.lines.next('you> ')
+      const input = await this.lines.next('you> ', undefined, (text, at) => this.admit(text, at, { kind: 'message' }))
       if (input === null || this.stopping) return 0
       const message = input.trim()
       if (message === '') continue
@@ -287,7 +315,7 @@ class ChatSession implements Chat {
         this.line(`  → ${e.decision} (${oneLine(e.decided_by)})`)
         return undefined
       case 'tool_call':
-        this.line(`▶ ${oneLine(e.name)} ${clip(terminalSafe(JSON.stringify(e.arguments)), MAX_ARGS_CHARS)}`)
+        this.line(`▶ ${oneLine(e.name)} ${clip(terminalSafe(JSON.stringify(modelArguments(e.name, e.arguments))), MAX_ARGS_CHARS)}`)
         return undefined
       case 'tool_result':
         this.toolResult(e)
@@ -314,21 +342,36 @@ class ChatSession implements Chat {
     if (lines.length > MAX_OUTPUT_LINES) this.line(`  │ … ${lines.length - MAX_OUTPUT_LINES} more lines`)
   }
 
+  /** Applies the stray-key guard to one entered line; prints why when it swallows it. */
+  private admit (text: string, at: number, target: LineTarget): boolean {
+    const refusal = this.guard.check(text, at, target)
+    if (refusal === null) return true
+    this.midLine = false
+    this.line(`  ${terminalSafe(refusal).replace(/\n/g, '↵')}`)
+    return false
+  }
+
   /**
    * Asks at the prompt until answered, unless the request is settled first elsewhere (another
-   * client answered, it expired, the turn was cancelled): then the question is withdrawn.
+   * client answered, it expired, the turn was cancelled): then the question is withdrawn, with
+   * the reason, and the stray-key guard (client/answer-guard.ts) keeps a late key from counting.
    */
   private async askApproval (e: TurnEventOf<'approval.requested'>, seq: number, stream: TurnStream): Promise<void> {
-    this.line(`? ${oneLine(e.name)} needs approval; it runs with exactly these arguments:`)
+    const tool = oneLine(e.name)
+    this.line(`? ${tool} needs approval; it runs with exactly these arguments:`)
     const columns = this.options.terminal ? (this.options.output as { columns?: number }).columns : undefined
     for (const line of exactArgumentLines(e.display, columns)) this.line(line)
+    for (const line of promptFacts(e)) this.line(line)
     const settled = new AbortController()
     void this.watchSettlement(stream, seq, e.request_id, settled)
+    this.guard.questionShown()
+    const shownAt = Date.now()
+    const target: LineTarget = { kind: 'answer', shownAt }
     // `always` on shell allows the exact command for the session, not the tool.
     const always = e.name === 'shell' ? '[a]lways (this exact command)' : '[a]lways'
     let decision: OperatorDecision | null = null
     while (decision === null) {
-      const answer = await this.askLine(`  allow? [y]es / [n]o / ${always} / [e]dit: `, settled.signal)
+      const answer = await this.askLine(`  allow? [y]es / [n]o / ${always} / [e]dit: `, settled.signal, tool, target)
       if (answer.kind === 'settled') return
       if (answer.kind === 'closed') {
         decision = 'no'
@@ -339,7 +382,7 @@ class ChatSession implements Chat {
     }
     let replacement: string | undefined
     if (decision === 'edit') {
-      const text = await this.askLine('  replacement result: ', settled.signal)
+      const text = await this.askLine('  replacement result: ', settled.signal, tool, null)
       if (text.kind === 'settled') return
       if (text.kind === 'closed') decision = 'no'
       else replacement = text.text
@@ -352,12 +395,18 @@ class ChatSession implements Chat {
     }
   }
 
-  /** One line of an approval question; says so when it was settled elsewhere or input ended. */
-  private async askLine (prompt: string, settled: AbortSignal): Promise<{ kind: 'settled' } | { kind: 'closed' } | { kind: 'line', text: string }> {
-    const text = await this.lines.next(prompt, settled)
+  /** One line of an approval question; says so when it was withdrawn or input ended. */
+  private async askLine (
+    prompt: string, settled: AbortSignal, tool: string, target: LineTarget | null
+  ): Promise<{ kind: 'settled' } | { kind: 'closed' } | { kind: 'line', text: string }> {
+    const text = await this.lines.next(prompt, settled, target === null ? undefined : (line, at) => this.admit(line, at, target))
     this.midLine = false
     if (settled.aborted) {
-      this.line('  (settled elsewhere; not asking any more)')
+      const why = settled.reason as Withdrawal
+      const discarded = this.lines.discardPartial()
+      this.guard.withdraw(tool, why, Date.now())
+      const dropped = discarded === '' ? '' : `; discarded the half-typed ${JSON.stringify(terminalSafe(discarded))}`
+      this.line(`  (withdrawn: ${withdrawalText(why)}; not asking any more${dropped})`)
       return { kind: 'settled' }
     }
     if (text === null) {
@@ -367,19 +416,51 @@ class ChatSession implements Chat {
     return { kind: 'line', text }
   }
 
+  /** Aborts `settled` with the reason the question left the prompt, unless this client answered first. */
   private async watchSettlement (stream: TurnStream, afterSeq: number, requestId: string, settled: AbortController): Promise<void> {
     try {
       for await (const envelope of stream.from(afterSeq)) {
         if (settled.signal.aborted) return
-        const e = envelope.event
-        if ((e.kind === 'approval.resolved' && e.request_id === requestId) || isTerminal(envelope)) {
-          settled.abort()
+        const why = withdrawalBy(envelope.event, requestId)
+        if (why !== null) {
+          settled.abort(why)
           return
         }
       }
     } catch {
-      settled.abort()
+      if (!settled.signal.aborted) settled.abort({ kind: 'lost' } satisfies Withdrawal)
     }
+  }
+}
+
+/** The approval fields a gateway with detached approvals adds to `approval.requested`. */
+interface PromptFacts { risk?: unknown, reason?: unknown }
+
+/** Why the question is asked, its risk, when it expires, and what `always` grants (for shell: this command only). */
+function promptFacts (e: TurnEventOf<'approval.requested'>): string[] {
+  const facts = e as typeof e & PromptFacts
+  const reason = typeof facts.reason === 'string' ? oneLine(facts.reason) : 'the gateway did not say which rule asked'
+  const risk = typeof facts.risk === 'string' ? oneLine(facts.risk) : 'not stated'
+  const expiry = timeLeft(e.expires_at, Date.now()).text
+  const grant = e.name === 'shell'
+    ? 'always = run it, and run exactly this command again without asking for the rest of the session'
+    : `always = run it, and run every ${oneLine(e.name)} call without asking for the rest of the session`
+  return [`  why: ${reason} · risk: ${risk} · ${expiry}`, `  ${grant}`]
+}
+
+/** Whether `event` takes the question `requestId` off the prompt, and why. */
+function withdrawalBy (event: EventEnvelope['event'], requestId: string): Withdrawal | null {
+  switch (event.kind) {
+    case 'approval.resolved':
+      if (event.request_id !== requestId) return null
+      if (event.decision === 'expired') return { kind: 'expired' }
+      if (event.decision === 'cancelled') return { kind: 'turn-cancelled' }
+      if (event.decision === 'auto-deny') return { kind: 'auto-denied' }
+      return { kind: 'answered', decision: event.decision, by: oneLine(event.decided_by) }
+    case 'turn.cancelled': return { kind: 'turn-cancelled' }
+    case 'turn.completed': return { kind: 'turn-ended', outcome: 'completed' }
+    case 'turn.failed': return { kind: 'turn-ended', outcome: 'failed' }
+    default: return null
   }
 }
 

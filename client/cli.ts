@@ -4,7 +4,7 @@
  * a --token argument is visible to other local users in the process list).
  */
 import { parseArgs } from 'node:util'
-import { startChat } from './chat.js'
+import { DEFAULT_ANSWER_GUARD_MS, startChat } from './chat.js'
 import { TollgateClientError } from '@tollgate/client'
 import { createNodeClient } from '@tollgate/client/node'
 
@@ -21,6 +21,11 @@ options:
   --agent NAME     agent to run (default: the gateway's default agent)
   --session ID     continue this session
   --detach         keep turns running if this client disconnects
+  --answer-guard-ms MS
+                   stray-key guard (default ${DEFAULT_ANSWER_GUARD_MS} in a terminal, 0 for piped input):
+                   a line entered within MS after a question was withdrawn (expired, answered
+                   elsewhere, turn cancelled) is ignored, and a new question takes answers only
+                   after it has been on screen for MS; 0 turns the timing off (max 60000)
   -h, --help       show this help
 `
 
@@ -45,6 +50,7 @@ async function main (argv: string[]): Promise<number> {
         agent: { type: 'string' },
         session: { type: 'string' },
         detach: { type: 'boolean' },
+        'answer-guard-ms': { type: 'string' },
         help: { type: 'boolean', short: 'h' }
       }
     })
@@ -56,6 +62,15 @@ async function main (argv: string[]): Promise<number> {
   if (values.help === true) {
     process.stdout.write(HELP)
     return 0
+  }
+  let answerGuardMs: number | undefined
+  const guard = values['answer-guard-ms']
+  if (guard !== undefined) {
+    if (!/^\d{1,5}$/.test(guard) || Number(guard) > 60_000) {
+      process.stderr.write(`tollgate: --answer-guard-ms takes a whole number of milliseconds from 0 to 60000\n\n${HELP}`)
+      return 2
+    }
+    answerGuardMs = Number(guard)
   }
   let client
   try {
@@ -77,6 +92,7 @@ async function main (argv: string[]): Promise<number> {
     agent: values.agent,
     sessionId: values.session,
     detach: values.detach,
+    ...(answerGuardMs === undefined ? {} : { answerGuardMs }),
     message: message === '' ? undefined : message
   })
   let interrupts = 0

@@ -94,6 +94,15 @@ var TurnStream = class {
   }
 };
 
+// packages/client/src/listing.ts
+function queryString(params) {
+  const parts = [];
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== void 0) parts.push(`${encodeURIComponent(name)}=${encodeURIComponent(String(value))}`);
+  }
+  return parts.length === 0 ? "" : `?${parts.join("&")}`;
+}
+
 // packages/client/src/types.ts
 var WS_OPEN = 1;
 var WS_PROTOCOL = "tollgate.v1";
@@ -139,7 +148,7 @@ var TollgateClient = class {
     this.url = options.url.replace(/\/+$/, "");
     this.token = checkToken(options.token);
     const ws = options.WebSocket ?? globalThis.WebSocket;
-    const fetchImpl = options.fetch ?? globalThis.fetch;
+    const fetchImpl = options.fetch ?? globalThis.fetch?.bind(globalThis);
     if (ws === void 0) throw new TollgateClientError("PROTOCOL", "no WebSocket implementation: pass options.WebSocket");
     if (fetchImpl === void 0) throw new TollgateClientError("PROTOCOL", "no fetch implementation: pass options.fetch");
     this.WebSocketImpl = ws;
@@ -236,6 +245,34 @@ var TollgateClient = class {
   }
   async turnEvents(turnId, afterSeq = 0) {
     return await this.http("GET", `/v1/turns/${encodeURIComponent(turnId)}/events?after_seq=${afterSeq}`);
+  }
+  /** The principal's sessions, most recently updated first. */
+  async listSessions(query = {}) {
+    return await this.http("GET", `/v1/sessions${queryString({ limit: query.limit, cursor: query.cursor })}`);
+  }
+  /** The principal's turns, newest first; narrowed to one session and/or one status. */
+  async listTurns(query = {}) {
+    const qs = queryString({ session_id: query.sessionId, status: query.status, limit: query.limit, cursor: query.cursor });
+    return await this.http("GET", `/v1/turns${qs}`);
+  }
+  /** The principal's approval requests still waiting for an answer, newest first. */
+  async listPendingApprovals(query = {}) {
+    const qs = queryString({
+      status: "pending",
+      session_id: query.sessionId,
+      turn_id: query.turnId,
+      limit: query.limit,
+      cursor: query.cursor
+    });
+    return await this.http("GET", `/v1/approvals${qs}`);
+  }
+  /** Answers an approval over HTTP (`POST /v1/approvals/:id`): needs no socket and no subscription. */
+  async answerApproval(requestId, decision, replacement) {
+    if (decision === "edit" && replacement === void 0) throw new TollgateClientError("INVALID_DECISION", "edit needs a replacement text");
+    return await this.http("POST", `/v1/approvals/${encodeURIComponent(requestId)}`, {
+      decision,
+      ...replacement === void 0 ? {} : { replacement }
+    });
   }
   close() {
     if (this.stateValue === "closed") return;
@@ -493,6 +530,41 @@ function resultText(output, error) {
   return output === "" ? error : `${output}
 ${error}`;
 }
+var MARKER_TOOLS = /* @__PURE__ */ new Set(["shell"]);
+function modelArguments(tool, args) {
+  if (!MARKER_TOOLS.has(tool) || !("approved" in args)) return args;
+  const { approved: _marker, ...rest } = args;
+  return rest;
+}
+function timeLeft(expiresAt, now) {
+  const ms = Date.parse(expiresAt) - now;
+  if (Number.isNaN(ms)) return { text: "expiry unknown", expired: false };
+  if (ms <= 0) return { text: "expired", expired: true };
+  const seconds = Math.ceil(ms / 1e3);
+  if (seconds >= 3600) {
+    const minutes = Math.floor(seconds % 3600 / 60);
+    return { text: `expires in ${Math.floor(seconds / 3600)} h ${String(minutes).padStart(2, "0")} min`, expired: false };
+  }
+  return { text: `expires in ${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`, expired: false };
+}
+
+// client/ui/announcer.ts
+var PromptAnnouncer = class {
+  constructor(region) {
+    this.region = region;
+  }
+  region;
+  announced = /* @__PURE__ */ new Set();
+  /** Announces a prompt that is on the page; false if this request was announced already. */
+  announce(requestId, prompt, text) {
+    if (this.announced.has(requestId) || !prompt.isConnected) return false;
+    this.announced.add(requestId);
+    this.region.textContent = "";
+    this.region.textContent = text;
+    prompt.focus();
+    return true;
+  }
+};
 
 // client/ui/dom.ts
 function el(tag, props = {}, children = []) {
@@ -516,14 +588,28 @@ function showJson(value) {
   }
 }
 
-// client/ui/turn-view.ts
-var DECISIONS = [
-  { decision: "yes", label: "Yes", title: "Run this call once" },
-  { decision: "no", label: "No", title: "Deny this call" },
-  { decision: "always", label: "Always", title: "Run it, and allow this tool for the rest of the session" },
-  { decision: "edit", label: "Edit", title: "Do not run it; give the model this text as its result instead" }
-];
-var ALWAYS_COMMAND_TITLE = "Run it, and allow this exact command for the rest of the session";
+// client/ui/countdown.ts
+function render(node, now) {
+  const { text, expired } = timeLeft(node.dataset.expiresAt ?? "", now);
+  if (node.textContent !== text) node.textContent = text;
+  if (expired) node.dataset.expired = "true";
+}
+function countdown(expiresAt) {
+  const node = el("span", { class: "countdown", attrs: { "data-expires-at": expiresAt } });
+  render(node, Date.now());
+  return node;
+}
+function startCountdowns(root) {
+  const timer = setInterval(() => {
+    const now = Date.now();
+    for (const node of root.querySelectorAll("[data-expires-at]")) render(node, now);
+  }, 1e3);
+  return () => {
+    clearInterval(timer);
+  };
+}
+
+// client/ui/arguments.ts
 var ESCAPE = /‹U\+[0-9A-F]{4,6}›|⏎/g;
 function exactValue(value) {
   const pre = el("pre", { class: "arg-value" });
@@ -539,10 +625,318 @@ function exactArguments(display) {
   if (display.length === 0) return el("p", { class: "card-args exact", text: "(no arguments)" });
   return el("dl", { class: "card-args exact" }, display.flatMap((a) => [el("dt", { text: a.name }), el("dd", {}, [exactValue(a.value)])]));
 }
+function callArguments(tool, args) {
+  return el("pre", { class: "card-args", text: showJson(modelArguments(tool, args)) });
+}
+
+// client/ui/approval-prompt.ts
+var DECISIONS = [
+  { decision: "yes", label: "Yes" },
+  { decision: "no", label: "No" },
+  { decision: "always", label: "Always" },
+  { decision: "edit", label: "Edit" }
+];
+function alwaysGrant(input) {
+  const lead = el("strong", { text: "Always" });
+  if (input.tool === "shell") {
+    const command = input.display.find((a) => a.name === "command")?.value ?? "";
+    return el("div", { class: "always-grant", attrs: { "data-grant": "command" } }, [
+      el("p", {}, [lead, document.createTextNode(" runs it now and, for the rest of this session, runs exactly this command again without asking (any other command is still asked about):")]),
+      exactValue(command)
+    ]);
+  }
+  return el("div", { class: "always-grant", attrs: { "data-grant": "tool" } }, [
+    el("p", {}, [lead, document.createTextNode(` runs it now and, for the rest of this session, runs every ${input.tool} call without asking, whatever its arguments.`)])
+  ]);
+}
+function fact(name, value, key) {
+  return [el("dt", { text: name }), el("dd", { attrs: { "data-fact": key } }, [value])];
+}
+function approvalPrompt(input, answer) {
+  const problem = el("p", { class: "approval-error", attrs: { hidden: "", role: "alert" } });
+  const replacement = el("textarea", { class: "replacement", attrs: { rows: "3", maxlength: "65536", "aria-label": "Replacement result" } });
+  const submitEdit = el("button", { class: "submit-edit", text: "Send edited result", attrs: { type: "button" } });
+  const editor = el("div", { class: "editor", attrs: { hidden: "" } }, [replacement, submitEdit]);
+  const buttons = DECISIONS.map(({ decision, label }) => el("button", { text: label, attrs: { type: "button", "data-decision": decision } }));
+  const all = [...buttons, submitEdit];
+  const send = (decision, text) => {
+    for (const b of all) b.disabled = true;
+    problem.hidden = true;
+    answer(decision, text).catch((err) => {
+      problem.hidden = false;
+      problem.textContent = err instanceof TollgateClientError ? `${err.code}: ${err.message}` : String(err);
+      if (!(err instanceof TollgateClientError && err.code === "APPROVAL_ALREADY_RESOLVED")) for (const b of all) b.disabled = false;
+    });
+  };
+  for (const button of buttons) {
+    const decision = button.dataset.decision;
+    button.addEventListener("click", () => {
+      if (decision !== "edit") {
+        send(decision);
+        return;
+      }
+      editor.hidden = false;
+      replacement.focus();
+    });
+  }
+  submitEdit.addEventListener("click", () => {
+    send("edit", replacement.value);
+  });
+  const risk = input.risk ?? "not stated";
+  const reason = input.reason ?? "the gateway did not say which rule asked";
+  const where = input.showArguments ? "below" : "above";
+  return el("div", {
+    class: "approval",
+    attrs: {
+      "data-request-id": input.requestId,
+      "data-risk": risk,
+      role: "group",
+      tabindex: "-1",
+      "aria-label": `Approval request: allow ${input.tool}?`
+    }
+  }, [
+    el("p", { class: "approval-question", text: `Allow ${input.tool}? It runs with exactly the arguments shown ${where}.` }),
+    ...input.showArguments ? [exactArguments(input.display)] : [],
+    el("dl", { class: "approval-facts" }, [
+      ...fact("Why", document.createTextNode(reason), "reason"),
+      ...fact("Risk", el("span", { class: "risk", text: risk, attrs: { "data-risk": risk } }), "risk"),
+      ...fact("Time left", countdown(input.expiresAt), "expires")
+    ]),
+    el("ul", { class: "answer-meanings" }, [
+      el("li", {}, [el("strong", { text: "Yes" }), document.createTextNode(" runs this one call.")]),
+      el("li", {}, [el("strong", { text: "No" }), document.createTextNode(" does not run it; the model is told you denied it.")]),
+      el("li", {}, [alwaysGrant(input)]),
+      el("li", {}, [el("strong", { text: "Edit" }), document.createTextNode(" does not run it; the text you write becomes its result.")])
+    ]),
+    el("div", { class: "approval-buttons" }, buttons),
+    editor,
+    problem
+  ]);
+}
+
+// client/ui/inbox.ts
+var POLL_MS = 5e3;
+var MAX_PAGES = 4;
+function describe(err) {
+  return err instanceof TollgateClientError ? `${err.code}: ${err.message}` : String(err);
+}
+var Inbox = class {
+  constructor(client, list, status, openTurn, promptShown) {
+    this.client = client;
+    this.list = list;
+    this.status = status;
+    this.openTurn = openTurn;
+    this.promptShown = promptShown;
+  }
+  client;
+  list;
+  status;
+  openTurn;
+  promptShown;
+  items = /* @__PURE__ */ new Map();
+  timer = null;
+  refreshing = null;
+  again = false;
+  start() {
+    this.timer = setInterval(() => {
+      if (document.visibilityState === "visible") void this.refresh();
+    }, POLL_MS);
+    void this.refresh();
+  }
+  stop() {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+  /** Fetches the pending list; a refresh asked for while one runs runs once more after it. */
+  async refresh() {
+    if (this.refreshing !== null) {
+      this.again = true;
+      return await this.refreshing;
+    }
+    this.refreshing = this.load().finally(() => {
+      this.refreshing = null;
+    });
+    await this.refreshing;
+    if (this.again) {
+      this.again = false;
+      await this.refresh();
+    }
+  }
+  async load() {
+    let pending = [];
+    let more = false;
+    try {
+      let cursor;
+      for (let page = 0; page < MAX_PAGES; page++) {
+        const answer = await this.client.listPendingApprovals({ limit: 50, ...cursor === void 0 ? {} : { cursor } });
+        pending = pending.concat(answer.items);
+        if (answer.next_cursor === null) break;
+        cursor = answer.next_cursor;
+        more = page === MAX_PAGES - 1;
+      }
+    } catch (err) {
+      this.status.textContent = `could not list pending approvals (${describe(err)})`;
+      if (err instanceof TollgateClientError && err.status === 404) this.stop();
+      return;
+    }
+    this.status.textContent = pending.length === 0 ? "nothing is waiting for your answer" : `${pending.length}${more ? "+" : ""} approval request(s) waiting for your answer`;
+    const wanted = new Set(pending.map((p) => p.request_id));
+    for (const [id, item] of this.items) {
+      if (!wanted.has(id)) {
+        item.remove();
+        this.items.delete(id);
+      }
+    }
+    const fresh = [];
+    const ordered = pending.map((p) => {
+      const existing = this.items.get(p.request_id);
+      if (existing !== void 0) return existing;
+      const { item, prompt } = this.render(p);
+      this.items.set(p.request_id, item);
+      fresh.push({ p, prompt });
+      return item;
+    });
+    ordered.forEach((item, index) => {
+      const here = this.list.children[index] ?? null;
+      if (here !== item) this.list.insertBefore(item, here);
+    });
+    for (const { p, prompt } of fresh) this.promptShown(p.request_id, prompt, `Approval needed: ${p.tool} in turn ${p.turn_id}`);
+  }
+  render(p) {
+    const prompt = approvalPrompt({
+      requestId: p.request_id,
+      tool: p.tool,
+      display: p.display,
+      risk: p.risk,
+      reason: p.reason,
+      expiresAt: p.expires_at,
+      showArguments: true
+    }, async (decision, text) => {
+      await this.client.answerApproval(p.request_id, decision, text);
+      void this.refresh();
+    });
+    const open = el("button", { text: "Show the turn", attrs: { type: "button", "data-open-turn": p.turn_id } });
+    open.addEventListener("click", () => {
+      this.openTurn(p.turn_id);
+    });
+    const item = el("li", { class: "inbox-item", attrs: { "data-request-id": p.request_id, "data-turn-id": p.turn_id } }, [
+      el("div", { class: "inbox-head" }, [
+        el("span", { class: "tool-name", text: p.tool }),
+        el("code", { class: "turn-id", text: p.turn_id }),
+        open
+      ]),
+      prompt
+    ]);
+    return { item, prompt };
+  }
+};
+
+// client/ui/page-state.ts
+var KEY = "tollgate.page";
+var MAX_TURNS = 20;
+var MAX_MESSAGE_CHARS = 4e3;
+var ID = /^[A-Za-z0-9_-]{1,128}$/;
+function isId(value) {
+  return typeof value === "string" && ID.test(value);
+}
+function loadPageState(storage) {
+  const empty = { sessionId: void 0, turns: [], detach: false };
+  let raw;
+  try {
+    raw = JSON.parse(storage.getItem(KEY) ?? "null");
+  } catch {
+    return empty;
+  }
+  if (typeof raw !== "object" || raw === null) return empty;
+  const data = raw;
+  const turns = Array.isArray(data.turns) ? data.turns : [];
+  return {
+    sessionId: isId(data.sessionId) ? data.sessionId : void 0,
+    turns: turns.flatMap((t) => {
+      const turn = t;
+      if (turn === null || typeof turn !== "object" || !isId(turn.turnId)) return [];
+      return [{ turnId: turn.turnId, message: typeof turn.message === "string" ? turn.message.slice(0, MAX_MESSAGE_CHARS) : null }];
+    }).slice(-MAX_TURNS),
+    detach: data.detach === true
+  };
+}
+function savePageState(storage, state) {
+  const turns = state.turns.slice(-MAX_TURNS).map((t) => ({ turnId: t.turnId, message: t.message?.slice(0, MAX_MESSAGE_CHARS) ?? null }));
+  try {
+    storage.setItem(KEY, JSON.stringify({ sessionId: state.sessionId, turns, detach: state.detach }));
+  } catch {
+  }
+}
+
+// client/ui/sessions-view.ts
+function describe2(err) {
+  return err instanceof TollgateClientError ? `${err.code}: ${err.message}` : String(err);
+}
+function when(iso) {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? iso : new Date(t).toLocaleString();
+}
+var SessionsView = class {
+  constructor(client, sessions, turns, status, actions) {
+    this.client = client;
+    this.sessions = sessions;
+    this.turns = turns;
+    this.status = status;
+    this.actions = actions;
+  }
+  client;
+  sessions;
+  turns;
+  status;
+  actions;
+  refreshing = false;
+  async refresh() {
+    if (this.refreshing) return;
+    this.refreshing = true;
+    try {
+      const [sessions, running] = await Promise.all([
+        this.client.listSessions({ limit: 20 }),
+        this.client.listTurns({ status: "running", limit: 20 })
+      ]);
+      this.status.textContent = `${sessions.items.length} session(s), ${running.items.length} running turn(s)`;
+      this.sessions.replaceChildren(...sessions.items.map((s) => el("li", { attrs: { "data-session-id": s.session_id } }, [
+        el("code", { text: s.session_id }),
+        document.createTextNode(` ${s.agent} · updated ${when(s.updated_at)} `),
+        ...s.active_turn_id === null ? [] : [this.openButton(s.active_turn_id, "Show its running turn")],
+        this.button("Continue this session", () => {
+          this.actions.continueSession(s.session_id);
+        })
+      ])));
+      this.turns.replaceChildren(...running.items.map((t) => el("li", { attrs: { "data-turn-id": t.turn_id } }, [
+        el("code", { text: t.turn_id }),
+        document.createTextNode(` session ${t.session_id} · ${t.agent} · started ${when(t.created_at)} `),
+        this.openButton(t.turn_id, "Show")
+      ])));
+    } catch (err) {
+      this.status.textContent = `could not list sessions and turns (${describe2(err)})`;
+    } finally {
+      this.refreshing = false;
+    }
+  }
+  openButton(turnId, label) {
+    return this.button(label, () => {
+      this.actions.openTurn(turnId);
+    }, { "data-open-turn": turnId });
+  }
+  button(label, onClick, attrs = {}) {
+    const button = el("button", { text: label, attrs: { type: "button", ...attrs } });
+    button.addEventListener("click", onClick);
+    return button;
+  }
+};
+
+// client/ui/turn-view.ts
 var TurnView = class {
-  constructor(client, turnId, message) {
+  /** `message` is null when the page did not keep it (a turn found in the lists after a reload). */
+  constructor(client, turnId, message, promptShown) {
     this.client = client;
     this.turnId = turnId;
+    this.promptShown = promptShown;
     this.statusBadge = el("span", { class: "turn-status", text: "running" });
     this.cancelButton = el("button", { class: "cancel", text: "Cancel", attrs: { type: "button" } });
     this.cancelButton.addEventListener("click", () => {
@@ -552,13 +946,14 @@ var TurnView = class {
     this.errorLine = el("p", { class: "turn-error", attrs: { hidden: "" } });
     this.root = el("article", { class: "turn", attrs: { "data-turn-id": turnId, "data-status": "running" } }, [
       el("header", { class: "turn-head" }, [el("code", { class: "turn-id", text: turnId }), this.statusBadge, this.cancelButton]),
-      el("p", { class: "user-message", text: message }),
+      message === null ? el("p", { class: "user-message unknown", text: "(message not kept by this tab)" }) : el("p", { class: "user-message", text: message }),
       this.body,
       this.errorLine
     ]);
   }
   client;
   turnId;
+  promptShown;
   root;
   body;
   statusBadge;
@@ -641,7 +1036,7 @@ var TurnView = class {
     if (existing !== void 0) return existing;
     const status = el("span", { class: "card-status" });
     const output = el("pre", { class: "card-output", attrs: { hidden: "" } });
-    const argsView = el("pre", { class: "card-args", text: showJson(args) });
+    const argsView = callArguments(name, args);
     const root = el("section", { class: "card", attrs: { "data-call-id": callId, "data-tool": name } }, [
       el("div", { class: "card-head" }, [el("span", { class: "tool-name", text: name }), status]),
       argsView,
@@ -663,51 +1058,20 @@ var TurnView = class {
     const exact = exactArguments(e.display);
     card.args.replaceWith(exact);
     card.args = exact;
-    const problem = el("p", { class: "approval-error", attrs: { hidden: "" } });
-    const replacement = el("textarea", { class: "replacement", attrs: { rows: "3", maxlength: "65536", "aria-label": "Replacement result" } });
-    const submitEdit = el("button", { class: "submit-edit", text: "Send edited result", attrs: { type: "button" } });
-    const editor = el("div", { class: "editor", attrs: { hidden: "" } }, [replacement, submitEdit]);
-    const buttons = DECISIONS.map(({ decision, label, title }) => el("button", {
-      text: label,
-      attrs: {
-        type: "button",
-        "data-decision": decision,
-        title: decision === "always" && e.name === "shell" ? ALWAYS_COMMAND_TITLE : title
-      }
-    }));
-    const all = [...buttons, submitEdit];
-    const answer = (decision, text) => {
-      for (const b of all) b.disabled = true;
-      problem.hidden = true;
-      this.client.respond(e.request_id, decision, text).catch((err) => {
-        problem.hidden = false;
-        problem.textContent = err instanceof TollgateClientError ? `${err.code}: ${err.message}` : String(err);
-        if (!(err instanceof TollgateClientError && err.code === "APPROVAL_ALREADY_RESOLVED")) for (const b of all) b.disabled = false;
-      });
-    };
-    for (const button of buttons) {
-      const decision = button.dataset.decision;
-      button.addEventListener("click", () => {
-        if (decision !== "edit") {
-          answer(decision);
-          return;
-        }
-        editor.hidden = false;
-        replacement.focus();
-      });
-    }
-    submitEdit.addEventListener("click", () => {
-      answer("edit", replacement.value);
-    });
-    const approval = el("div", { class: "approval", attrs: { "data-request-id": e.request_id } }, [
-      el("p", { class: "approval-question", text: `Allow ${e.name}? It runs with exactly the arguments shown above.` }),
-      el("div", { class: "approval-buttons" }, buttons),
-      editor,
-      problem
-    ]);
+    const facts = e;
+    const approval = approvalPrompt({
+      requestId: e.request_id,
+      tool: e.name,
+      display: e.display,
+      risk: facts.risk,
+      reason: facts.reason,
+      expiresAt: e.expires_at,
+      showArguments: false
+    }, async (decision, text) => await this.client.respond(e.request_id, decision, text));
     card.approval?.remove();
     card.approval = approval;
     card.root.append(approval);
+    this.promptShown(e.request_id, approval, `Approval needed: ${e.name} in turn ${this.turnId}`);
   }
   resolved(e) {
     const card = this.cards.get(e.call_id);
@@ -729,7 +1093,8 @@ var TurnView = class {
 };
 
 // client/ui/main.ts
-function describe(error) {
+var ANNOUNCE_DELAY_MS = 150;
+function describe3(error) {
   return error instanceof TollgateClientError ? `${error.code}: ${error.message}` : String(error);
 }
 function note(page, text, kind) {
@@ -748,7 +1113,7 @@ function showNotice(page, notice) {
     if (notice.resumed) note(page, `resumed ${notice.turnId} after seq ${notice.afterSeq} (gateway at seq ${notice.serverLastSeq})`, "resume");
     return;
   }
-  note(page, `${notice.turnId === void 0 ? "" : `${notice.turnId}: `}${describe(notice.error)}`, "error");
+  note(page, `${notice.turnId === void 0 ? "" : `${notice.turnId}: `}${describe3(notice.error)}`, "error");
 }
 function logEvent(page, envelope) {
   const e = envelope.event;
@@ -763,33 +1128,81 @@ function setRunning(page, delta) {
   page.running += delta;
   page.send.disabled = page.running > 0;
 }
+function setSession(page, sessionId) {
+  if (page.state.sessionId !== sessionId) page.state.turns = [];
+  page.state.sessionId = sessionId;
+  page.session.textContent = sessionId ?? "new";
+  savePageState(sessionStorage, page.state);
+}
+function remember(page, turnId, message) {
+  if (page.state.turns.some((t) => t.turnId === turnId)) return;
+  page.state.turns.push({ turnId, message });
+  savePageState(sessionStorage, page.state);
+}
+function forget(page, turnId) {
+  page.state.turns = page.state.turns.filter((t) => t.turnId !== turnId);
+  savePageState(sessionStorage, page.state);
+}
+function newView(page, turnId, message) {
+  const view = new TurnView(page.client, turnId, message, (requestId, prompt, text) => {
+    setTimeout(() => {
+      page.announcer.announce(requestId, prompt, text);
+    }, ANNOUNCE_DELAY_MS);
+  });
+  page.views.set(turnId, view);
+  page.turns.prepend(view.root);
+  return view;
+}
+async function render2(page, view, stream) {
+  try {
+    for await (const envelope of stream) {
+      logEvent(page, envelope);
+      view.apply(envelope);
+      const kind = envelope.event.kind;
+      if (kind === "approval.requested" || kind === "approval.resolved") void page.inbox.refresh();
+    }
+  } catch (err) {
+    view.fail(err);
+    if (err instanceof TollgateClientError && err.code === "TURN_NOT_FOUND") forget(page, view.turnId);
+  } finally {
+    void page.sessions.refresh();
+  }
+}
 async function runTurn(page, request) {
   setRunning(page, 1);
   try {
-    const stream = await page.client.startTurn(request);
-    page.sessionId = stream.sessionId;
-    page.session.textContent = stream.sessionId ?? "";
-    const view = new TurnView(page.client, stream.turnId, request.message);
-    page.turns.prepend(view.root);
+    let stream;
     try {
-      for await (const envelope of stream) {
-        logEvent(page, envelope);
-        view.apply(envelope);
-      }
+      stream = await page.client.startTurn(request);
     } catch (err) {
-      view.fail(err);
+      page.formError.hidden = false;
+      page.formError.textContent = describe3(err);
+      return;
     }
-  } catch (err) {
-    page.formError.hidden = false;
-    page.formError.textContent = describe(err);
+    setSession(page, stream.sessionId ?? page.state.sessionId);
+    remember(page, stream.turnId, request.message);
+    await render2(page, newView(page, stream.turnId, request.message), stream);
   } finally {
     setRunning(page, -1);
   }
 }
+function followTurn(page, turnId, message) {
+  const shown = page.views.get(turnId);
+  if (shown !== void 0) {
+    shown.root.scrollIntoView({ block: "nearest" });
+    return;
+  }
+  remember(page, turnId, message);
+  const view = newView(page, turnId, message);
+  void render2(page, view, page.client.subscribe(turnId, { afterSeq: 0 }));
+}
 function start() {
   const client = new TollgateClient({ url: window.location.origin, clientName: "tollgate-web" });
-  const page = {
+  const partial = {
     client,
+    state: loadPageState(sessionStorage),
+    views: /* @__PURE__ */ new Map(),
+    announcer: new PromptAnnouncer(byId("announcer")),
     connection: byId("connection"),
     notices: byId("notices"),
     log: byId("event-log"),
@@ -801,12 +1214,29 @@ function start() {
     send: byId("send"),
     formError: byId("form-error"),
     session: byId("session-id"),
-    sessionId: void 0,
     running: 0
+  };
+  const openTurn = (turnId) => {
+    followTurn(page, turnId, null);
+  };
+  const page = {
+    ...partial,
+    inbox: new Inbox(client, byId("inbox-list"), byId("inbox-status"), openTurn, (requestId, prompt, text) => {
+      partial.announcer.announce(requestId, prompt, text);
+    }),
+    sessions: new SessionsView(client, byId("session-list"), byId("running-list"), byId("sessions-status"), {
+      openTurn,
+      continueSession: (sessionId) => {
+        setSession(page, sessionId);
+      }
+    })
   };
   client.on((notice) => {
     showNotice(page, notice);
   });
+  page.session.textContent = page.state.sessionId ?? "new";
+  page.detach.checked = page.state.detach;
+  startCountdowns(document.body);
   page.form.addEventListener("submit", (event) => {
     event.preventDefault();
     const message = page.message.value.trim();
@@ -815,16 +1245,23 @@ function start() {
     const agent = page.agent.value.trim();
     const request = {
       message,
-      ...page.sessionId === void 0 ? {} : { session_id: page.sessionId },
+      ...page.state.sessionId === void 0 ? {} : { session_id: page.state.sessionId },
       ...agent === "" ? {} : { agent },
       ...page.detach.checked ? { detach: true } : {}
     };
     page.message.value = "";
     void runTurn(page, request);
   });
+  page.detach.addEventListener("change", () => {
+    page.state.detach = page.detach.checked;
+    savePageState(sessionStorage, page.state);
+  });
   byId("new-session").addEventListener("click", () => {
-    page.sessionId = void 0;
-    page.session.textContent = "new";
+    setSession(page, void 0);
+  });
+  byId("refresh-lists").addEventListener("click", () => {
+    void page.sessions.refresh();
+    void page.inbox.refresh();
   });
   byId("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
@@ -832,12 +1269,17 @@ function start() {
     try {
       client.setToken(field.value.trim());
       note(page, field.value.trim() === "" ? "token cleared; reconnecting" : "token set; reconnecting", "state");
+      void page.sessions.refresh();
+      void page.inbox.refresh();
     } catch (err) {
-      note(page, describe(err), "error");
+      note(page, describe3(err), "error");
     }
   });
+  for (const { turnId, message } of page.state.turns) followTurn(page, turnId, message);
   client.connect().catch((err) => {
-    note(page, describe(err), "error");
+    note(page, describe3(err), "error");
   });
+  page.inbox.start();
+  void page.sessions.refresh();
 }
 start();

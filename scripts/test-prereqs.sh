@@ -3,6 +3,7 @@
 # only what is missing, so the README's test command works on a fresh machine and in CI alike.
 #   - Redis on 127.0.0.1:6379 and PostgreSQL on 127.0.0.1:5432 (database `test`): persistence tests
 #   - Debian's Chromium at /usr/bin/chromium: the browser end-to-end test (never a downloaded build)
+#   - tmux: the terminal client's end-to-end test drives it in a real terminal
 #   - Debian's bubblewrap at /usr/bin/bwrap: the shell sandbox (its tests say so and skip where the
 #     kernel refuses the namespaces it needs; the gateway then refuses to offer `shell`)
 set -euo pipefail
@@ -43,4 +44,8 @@ fi
 
 if [ ! -x /usr/bin/bwrap ]; then
   apt_install bubblewrap
+fi
+
+if [ ! -x /usr/bin/tmux ]; then
+  apt_install tmux
 fi

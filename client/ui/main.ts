@@ -1,14 +1,28 @@
 /**
  * The browser page served at `/`: start turns, watch them, answer approvals, cancel. It talks
  * to the gateway it was served from, with the client SDK, and survives dropped sockets (the SDK
- * resumes every turn; the page only ever renders the events the SDK hands it, once each).
+ * resumes every turn; the page only ever renders the events the SDK hands it, once each) and
+ * reloads (the tab's sessionStorage keeps the session and turn ids; the reloaded page follows
+ * those turns again from their first event, so pending prompts come back with their cards).
  */
-import { TollgateClient, TollgateClientError, type ClientNotice, type EventEnvelope, type TurnRequest } from '@tollgate/client'
+import {
+  TollgateClient, TollgateClientError, type ClientNotice, type EventEnvelope, type TurnRequest, type TurnStream
+} from '@tollgate/client'
+import { PromptAnnouncer } from './announcer.js'
+import { startCountdowns } from './countdown.js'
 import { byId, el } from './dom.js'
+import { Inbox } from './inbox.js'
+import { loadPageState, savePageState, type PageState } from './page-state.js'
+import { SessionsView } from './sessions-view.js'
 import { TurnView } from './turn-view.js'
 
 interface Page {
   client: TollgateClient
+  state: PageState
+  views: Map<string, TurnView>
+  announcer: PromptAnnouncer
+  inbox: Inbox
+  sessions: SessionsView
   connection: HTMLElement
   notices: HTMLOListElement
   log: HTMLOListElement
@@ -20,9 +34,11 @@ interface Page {
   send: HTMLButtonElement
   formError: HTMLElement
   session: HTMLElement
-  sessionId: string | undefined
   running: number
 }
+
+/** How long a prompt waits before it is announced: a replay that settles it right after shows it only briefly, silently. */
+const ANNOUNCE_DELAY_MS = 150
 
 function describe (error: unknown): string {
   return error instanceof TollgateClientError ? `${error.code}: ${error.message}` : String(error)
@@ -63,49 +79,118 @@ function setRunning (page: Page, delta: number): void {
   page.send.disabled = page.running > 0
 }
 
+function setSession (page: Page, sessionId: string | undefined): void {
+  if (page.state.sessionId !== sessionId) page.state.turns = []
+  page.state.sessionId = sessionId
+  page.session.textContent = sessionId ?? 'new'
+  savePageState(sessionStorage, page.state)
+}
+
+function remember (page: Page, turnId: string, message: string | null): void {
+  if (page.state.turns.some((t) => t.turnId === turnId)) return
+  page.state.turns.push({ turnId, message })
+  savePageState(sessionStorage, page.state)
+}
+
+function forget (page: Page, turnId: string): void {
+  page.state.turns = page.state.turns.filter((t) => t.turnId !== turnId)
+  savePageState(sessionStorage, page.state)
+}
+
+function newView (page: Page, turnId: string, message: string | null): TurnView {
+  const view = new TurnView(page.client, turnId, message, (requestId, prompt, text) => {
+    setTimeout(() => { page.announcer.announce(requestId, prompt, text) }, ANNOUNCE_DELAY_MS)
+  })
+  page.views.set(turnId, view)
+  page.turns.prepend(view.root)
+  return view
+}
+
+/** Renders a turn's stream until its terminal event; approvals asked or settled refresh the inbox. */
+async function render (page: Page, view: TurnView, stream: TurnStream): Promise<void> {
+  try {
+    for await (const envelope of stream) {
+      logEvent(page, envelope)
+      view.apply(envelope)
+      const kind = envelope.event.kind
+      if (kind === 'approval.requested' || kind === 'approval.resolved') void page.inbox.refresh()
+    }
+  } catch (err) {
+    view.fail(err)
+    // A turn this principal cannot see (gone, another token) is not kept for the next reload.
+    if (err instanceof TollgateClientError && err.code === 'TURN_NOT_FOUND') forget(page, view.turnId)
+  } finally {
+    void page.sessions.refresh()
+  }
+}
+
+/** A turn started from the form holds the Start button until it ends; a followed turn does not. */
 async function runTurn (page: Page, request: TurnRequest): Promise<void> {
   setRunning(page, 1)
   try {
-    const stream = await page.client.startTurn(request)
-    page.sessionId = stream.sessionId
-    page.session.textContent = stream.sessionId ?? ''
-    const view = new TurnView(page.client, stream.turnId, request.message)
-    page.turns.prepend(view.root)
+    let stream: TurnStream
     try {
-      for await (const envelope of stream) {
-        logEvent(page, envelope)
-        view.apply(envelope)
-      }
+      stream = await page.client.startTurn(request)
     } catch (err) {
-      view.fail(err)
+      page.formError.hidden = false
+      page.formError.textContent = describe(err)
+      return
     }
-  } catch (err) {
-    page.formError.hidden = false
-    page.formError.textContent = describe(err)
+    setSession(page, stream.sessionId ?? page.state.sessionId)
+    remember(page, stream.turnId, request.message)
+    await render(page, newView(page, stream.turnId, request.message), stream)
   } finally {
     setRunning(page, -1)
   }
 }
 
+/** Follows a turn this page is not showing yet (after a reload, or opened from a list) from its first event. */
+function followTurn (page: Page, turnId: string, message: string | null): void {
+  const shown = page.views.get(turnId)
+  if (shown !== undefined) {
+    shown.root.scrollIntoView({ block: 'nearest' })
+    return
+  }
+  remember(page, turnId, message)
+  const view = newView(page, turnId, message)
+  void render(page, view, page.client.subscribe(turnId, { afterSeq: 0 }))
+}
+
 function start (): void {
   const client = new TollgateClient({ url: window.location.origin, clientName: 'tollgate-web' })
-  const page: Page = {
+  const partial = {
     client,
+    state: loadPageState(sessionStorage),
+    views: new Map<string, TurnView>(),
+    announcer: new PromptAnnouncer(byId('announcer')),
     connection: byId('connection'),
-    notices: byId('notices'),
-    log: byId('event-log'),
+    notices: byId<HTMLOListElement>('notices'),
+    log: byId<HTMLOListElement>('event-log'),
     turns: byId('turns'),
-    form: byId('turn-form'),
-    message: byId('message'),
-    agent: byId('agent'),
-    detach: byId('detach'),
-    send: byId('send'),
+    form: byId<HTMLFormElement>('turn-form'),
+    message: byId<HTMLTextAreaElement>('message'),
+    agent: byId<HTMLInputElement>('agent'),
+    detach: byId<HTMLInputElement>('detach'),
+    send: byId<HTMLButtonElement>('send'),
     formError: byId('form-error'),
     session: byId('session-id'),
-    sessionId: undefined,
     running: 0
   }
+  const openTurn = (turnId: string): void => { followTurn(page, turnId, null) }
+  const page: Page = {
+    ...partial,
+    inbox: new Inbox(client, byId('inbox-list'), byId('inbox-status'), openTurn, (requestId, prompt, text) => {
+      partial.announcer.announce(requestId, prompt, text)
+    }),
+    sessions: new SessionsView(client, byId('session-list'), byId('running-list'), byId('sessions-status'), {
+      openTurn,
+      continueSession: (sessionId) => { setSession(page, sessionId) }
+    })
+  }
   client.on((notice) => { showNotice(page, notice) })
+  page.session.textContent = page.state.sessionId ?? 'new'
+  page.detach.checked = page.state.detach
+  startCountdowns(document.body)
 
   page.form.addEventListener('submit', (event) => {
     event.preventDefault()
@@ -115,7 +200,7 @@ function start (): void {
     const agent = page.agent.value.trim()
     const request: TurnRequest = {
       message,
-      ...(page.sessionId === undefined ? {} : { session_id: page.sessionId }),
+      ...(page.state.sessionId === undefined ? {} : { session_id: page.state.sessionId }),
       ...(agent === '' ? {} : { agent }),
       ...(page.detach.checked ? { detach: true } : {})
     }
@@ -123,9 +208,15 @@ function start (): void {
     void runTurn(page, request)
   })
 
-  byId<HTMLButtonElement>('new-session').addEventListener('click', () => {
-    page.sessionId = undefined
-    page.session.textContent = 'new'
+  page.detach.addEventListener('change', () => {
+    page.state.detach = page.detach.checked
+    savePageState(sessionStorage, page.state)
+  })
+
+  byId<HTMLButtonElement>('new-session').addEventListener('click', () => { setSession(page, undefined) })
+  byId<HTMLButtonElement>('refresh-lists').addEventListener('click', () => {
+    void page.sessions.refresh()
+    void page.inbox.refresh()
   })
 
   byId<HTMLFormElement>('token-form').addEventListener('submit', (event) => {
@@ -134,12 +225,18 @@ function start (): void {
     try {
       client.setToken(field.value.trim())
       note(page, field.value.trim() === '' ? 'token cleared; reconnecting' : 'token set; reconnecting', 'state')
+      void page.sessions.refresh()
+      void page.inbox.refresh()
     } catch (err) {
       note(page, describe(err), 'error')
     }
   })
 
+  // Oldest first, so the newest ends on top as it was before the reload.
+  for (const { turnId, message } of page.state.turns) followTurn(page, turnId, message)
   client.connect().catch((err: unknown) => { note(page, describe(err), 'error') })
+  page.inbox.start()
+  void page.sessions.refresh()
 }
 
 start()

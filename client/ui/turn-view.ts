@@ -3,8 +3,10 @@
  * result), the approval prompt inside its card, a cancel button while the turn runs. The view
  * is driven only by the turn's events, so a resumed stream rebuilds exactly the same picture.
  */
-import { resultText, TollgateClientError, type EventEnvelope, type OperatorDecision, type TollgateClient, type TurnEventOf } from '@tollgate/client'
-import { el, showJson } from './dom.js'
+import { resultText, TollgateClientError, type EventEnvelope, type TollgateClient, type TurnEventOf } from '@tollgate/client'
+import { approvalPrompt } from './approval-prompt.js'
+import { callArguments, exactArguments } from './arguments.js'
+import { el } from './dom.js'
 
 interface Card {
   root: HTMLElement
@@ -14,36 +16,11 @@ interface Card {
   output: HTMLElement
 }
 
-const DECISIONS: ReadonlyArray<{ decision: OperatorDecision, label: string, title: string }> = [
-  { decision: 'yes', label: 'Yes', title: 'Run this call once' },
-  { decision: 'no', label: 'No', title: 'Deny this call' },
-  { decision: 'always', label: 'Always', title: 'Run it, and allow this tool for the rest of the session' },
-  { decision: 'edit', label: 'Edit', title: 'Do not run it; give the model this text as its result instead' }
-]
+/** The approval fields a gateway with detached approvals adds to `approval.requested`. */
+interface PromptFacts { risk?: string, reason?: string, requested_at?: string }
 
-/** `always` on shell allows the exact command, not the tool. */
-const ALWAYS_COMMAND_TITLE = 'Run it, and allow this exact command for the rest of the session'
-
-/** The gateway escapes every invisible character as ‹U+XXXX› and marks line breaks with ⏎ (and escapes ‹ and ⏎ themselves). */
-const ESCAPE = /‹U\+[0-9A-F]{4,6}›|⏎/g
-
-/** One argument value, whole, with the gateway's escapes set apart so they cannot pass for text. */
-function exactValue (value: string): HTMLElement {
-  const pre = el('pre', { class: 'arg-value' })
-  let last = 0
-  for (const m of value.matchAll(ESCAPE)) {
-    pre.append(value.slice(last, m.index), el('span', { class: 'escape', text: m[0] }))
-    last = m.index + m[0].length
-  }
-  pre.append(value.slice(last))
-  return pre
-}
-
-/** The arguments exactly as the tool will receive them: what the person deciding reads. */
-function exactArguments (display: ReadonlyArray<{ name: string, value: string }>): HTMLElement {
-  if (display.length === 0) return el('p', { class: 'card-args exact', text: '(no arguments)' })
-  return el('dl', { class: 'card-args exact' }, display.flatMap((a) => [el('dt', { text: a.name }), el('dd', {}, [exactValue(a.value)])]))
-}
+/** Called when a prompt is on the page, so the page can announce it and move focus to it. */
+export type PromptShown = (requestId: string, prompt: HTMLElement, text: string) => void
 
 export class TurnView {
   readonly root: HTMLElement
@@ -54,7 +31,13 @@ export class TurnView {
   private readonly cards = new Map<string, Card>()
   private text: HTMLElement | null = null
 
-  constructor (private readonly client: TollgateClient, readonly turnId: string, message: string) {
+  /** `message` is null when the page did not keep it (a turn found in the lists after a reload). */
+  constructor (
+    private readonly client: TollgateClient,
+    readonly turnId: string,
+    message: string | null,
+    private readonly promptShown: PromptShown
+  ) {
     this.statusBadge = el('span', { class: 'turn-status', text: 'running' })
     this.cancelButton = el('button', { class: 'cancel', text: 'Cancel', attrs: { type: 'button' } })
     this.cancelButton.addEventListener('click', () => { this.cancel() })
@@ -62,7 +45,9 @@ export class TurnView {
     this.errorLine = el('p', { class: 'turn-error', attrs: { hidden: '' } })
     this.root = el('article', { class: 'turn', attrs: { 'data-turn-id': turnId, 'data-status': 'running' } }, [
       el('header', { class: 'turn-head' }, [el('code', { class: 'turn-id', text: turnId }), this.statusBadge, this.cancelButton]),
-      el('p', { class: 'user-message', text: message }),
+      message === null
+        ? el('p', { class: 'user-message unknown', text: '(message not kept by this tab)' })
+        : el('p', { class: 'user-message', text: message }),
       this.body,
       this.errorLine
     ])
@@ -150,7 +135,7 @@ export class TurnView {
     if (existing !== undefined) return existing
     const status = el('span', { class: 'card-status' })
     const output = el('pre', { class: 'card-output', attrs: { hidden: '' } })
-    const argsView = el('pre', { class: 'card-args', text: showJson(args) })
+    const argsView = callArguments(name, args)
     const root = el('section', { class: 'card', attrs: { 'data-call-id': callId, 'data-tool': name } }, [
       el('div', { class: 'card-head' }, [el('span', { class: 'tool-name', text: name }), status]),
       argsView,
@@ -175,49 +160,20 @@ export class TurnView {
     const exact = exactArguments(e.display)
     card.args.replaceWith(exact)
     card.args = exact
-    const problem = el('p', { class: 'approval-error', attrs: { hidden: '' } })
-    const replacement = el('textarea', { class: 'replacement', attrs: { rows: '3', maxlength: '65536', 'aria-label': 'Replacement result' } })
-    const submitEdit = el('button', { class: 'submit-edit', text: 'Send edited result', attrs: { type: 'button' } })
-    const editor = el('div', { class: 'editor', attrs: { hidden: '' } }, [replacement, submitEdit])
-    const buttons = DECISIONS.map(({ decision, label, title }) => el('button', {
-      text: label,
-      attrs: {
-        type: 'button',
-        'data-decision': decision,
-        title: decision === 'always' && e.name === 'shell' ? ALWAYS_COMMAND_TITLE : title
-      }
-    }))
-    const all = [...buttons, submitEdit]
-    const answer = (decision: OperatorDecision, text?: string): void => {
-      for (const b of all) b.disabled = true
-      problem.hidden = true
-      this.client.respond(e.request_id, decision, text).catch((err: unknown) => {
-        problem.hidden = false
-        problem.textContent = err instanceof TollgateClientError ? `${err.code}: ${err.message}` : String(err)
-        if (!(err instanceof TollgateClientError && err.code === 'APPROVAL_ALREADY_RESOLVED')) for (const b of all) b.disabled = false
-      })
-    }
-    for (const button of buttons) {
-      const decision = button.dataset.decision as OperatorDecision
-      button.addEventListener('click', () => {
-        if (decision !== 'edit') {
-          answer(decision)
-          return
-        }
-        editor.hidden = false
-        replacement.focus()
-      })
-    }
-    submitEdit.addEventListener('click', () => { answer('edit', replacement.value) })
-    const approval = el('div', { class: 'approval', attrs: { 'data-request-id': e.request_id } }, [
-      el('p', { class: 'approval-question', text: `Allow ${e.name}? It runs with exactly the arguments shown above.` }),
-      el('div', { class: 'approval-buttons' }, buttons),
-      editor,
-      problem
-    ])
+    const facts = e as typeof e & PromptFacts
+    const approval = approvalPrompt({
+      requestId: e.request_id,
+      tool: e.name,
+      display: e.display,
+      risk: facts.risk,
+      reason: facts.reason,
+      expiresAt: e.expires_at,
+      showArguments: false
+    }, async (decision, text) => await this.client.respond(e.request_id, decision, text))
     card.approval?.remove()
     card.approval = approval
     card.root.append(approval)
+    this.promptShown(e.request_id, approval, `Approval needed: ${e.name} in turn ${this.turnId}`)
   }
 
   private resolved (e: TurnEventOf<'approval.resolved'>): void {

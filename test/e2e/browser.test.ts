@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import type { EventEnvelope } from '../../schemas/events.js'
-import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.js'
+import { CHROMIUM, CHROMIUM_ARGS, listingRouteMissing, requireChromium } from '../helpers/chromium.js'
 import type { TestGateway } from '../helpers/gateway.js'
 import { startDropperGateway, type SocketDropper } from '../helpers/socket-drop.js'
 import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
@@ -40,7 +40,7 @@ async function setup (t: { after: (fn: () => Promise<void>) => void }, options: 
   // Script errors and CSP violations (reported as console errors) fail the test that caused them.
   const problems: string[] = []
   page.on('pageerror', (err) => { problems.push(`pageerror: ${err.message}`) })
-  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(`console: ${msg.text()}`) })
+  page.on('console', (msg) => { if (msg.type() === 'error' && !listingRouteMissing(msg)) problems.push(`console: ${msg.text()}`) })
   t.after(async () => {
     await page.close()
     await g.close()

@@ -153,7 +153,7 @@ test('a question answered elsewhere is withdrawn from the prompt and the turn go
   const requestId = events.find((e) => e.event.kind === 'approval.requested')?.event.request_id ?? ''
   const answered = await g.http('POST', `/v1/approvals/${requestId}`, { decision: 'yes' })
   assert.equal(answered.status, 200)
-  await chatProcess.waitFor(/\(settled elsewhere; not asking any more\)/)
+  await chatProcess.waitFor(/\(withdrawn: it was answered yes by rest:local\/local; not asking any more\)/)
   await chatProcess.waitFor(/✓ completed/)
   assert.match(chatProcess.output(), /→ yes \(rest:local\/local\)/)
   assert.match(chatProcess.output(), /■ risky ok/)

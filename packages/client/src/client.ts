@@ -9,6 +9,7 @@
  */
 import { TollgateClientError } from './errors.js'
 import { TurnStream } from './stream.js'
+import { queryString, type ListPage, type ListQuery, type PendingApproval, type SessionSummary, type TurnSummary } from './listing.js'
 import {
   BEARER_PROTOCOL_PREFIX, WS_OPEN, WS_PROTOCOL,
   type ClientFrame, type EventEnvelope, type EventsPage, type FetchLike, type OperatorDecision, type ServerFrame,
@@ -105,7 +106,8 @@ export class TollgateClient {
     this.url = options.url.replace(/\/+$/, '')
     this.token = checkToken(options.token)
     const ws = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketFactory }).WebSocket
-    const fetchImpl = options.fetch ?? (globalThis as { fetch?: FetchLike }).fetch
+    // A browser's fetch must be called on window: unbound it throws "Illegal invocation".
+    const fetchImpl = options.fetch ?? (globalThis as { fetch?: FetchLike }).fetch?.bind(globalThis)
     if (ws === undefined) throw new TollgateClientError('PROTOCOL', 'no WebSocket implementation: pass options.WebSocket')
     if (fetchImpl === undefined) throw new TollgateClientError('PROTOCOL', 'no fetch implementation: pass options.fetch')
     this.WebSocketImpl = ws
@@ -209,6 +211,33 @@ export class TollgateClient {
 
   async turnEvents (turnId: string, afterSeq = 0): Promise<EventsPage> {
     return await this.http('GET', `/v1/turns/${encodeURIComponent(turnId)}/events?after_seq=${afterSeq}`) as EventsPage
+  }
+
+  /** The principal's sessions, most recently updated first. */
+  async listSessions (query: ListQuery = {}): Promise<ListPage<SessionSummary>> {
+    return await this.http('GET', `/v1/sessions${queryString({ limit: query.limit, cursor: query.cursor })}`) as ListPage<SessionSummary>
+  }
+
+  /** The principal's turns, newest first; narrowed to one session and/or one status. */
+  async listTurns (query: ListQuery & { sessionId?: string, status?: string } = {}): Promise<ListPage<TurnSummary>> {
+    const qs = queryString({ session_id: query.sessionId, status: query.status, limit: query.limit, cursor: query.cursor })
+    return await this.http('GET', `/v1/turns${qs}`) as ListPage<TurnSummary>
+  }
+
+  /** The principal's approval requests still waiting for an answer, newest first. */
+  async listPendingApprovals (query: ListQuery & { sessionId?: string, turnId?: string } = {}): Promise<ListPage<PendingApproval>> {
+    const qs = queryString({
+      status: 'pending', session_id: query.sessionId, turn_id: query.turnId, limit: query.limit, cursor: query.cursor
+    })
+    return await this.http('GET', `/v1/approvals${qs}`) as ListPage<PendingApproval>
+  }
+
+  /** Answers an approval over HTTP (`POST /v1/approvals/:id`): needs no socket and no subscription. */
+  async answerApproval (requestId: string, decision: OperatorDecision, replacement?: string): Promise<unknown> {
+    if (decision === 'edit' && replacement === undefined) throw new TollgateClientError('INVALID_DECISION', 'edit needs a replacement text')
+    return await this.http('POST', `/v1/approvals/${encodeURIComponent(requestId)}`, {
+      decision, ...(replacement === undefined ? {} : { replacement })
+    })
   }
 
   close (): void {

@@ -4,5 +4,6 @@ export type { ClientNotice, ClientOptions, ConnectionState, ReconnectPolicy } fr
 export { TollgateClientError } from './errors.js'
 export type { ClientErrorCode } from './errors.js'
 export { TurnStream, isTerminal } from './stream.js'
-export { resultText } from './format.js'
+export { modelArguments, resultText, timeLeft } from './format.js'
 export type * from './types.js'
+export type { ArgumentLine, ListPage, ListQuery, PendingApproval, SessionSummary, TurnSummary } from './listing.js'
