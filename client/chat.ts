@@ -433,14 +433,10 @@ class ChatSession implements Chat {
   }
 }
 
-/** The approval fields a gateway with detached approvals adds to `approval.requested`. */
-interface PromptFacts { risk?: unknown, reason?: unknown }
-
 /** Why the question is asked, its risk, when it expires, and what `always` grants (for shell: this command only). */
 function promptFacts (e: TurnEventOf<'approval.requested'>): string[] {
-  const facts = e as typeof e & PromptFacts
-  const reason = typeof facts.reason === 'string' ? oneLine(facts.reason) : 'the gateway did not say which rule asked'
-  const risk = typeof facts.risk === 'string' ? oneLine(facts.risk) : 'not stated'
+  const reason = oneLine(e.reason)
+  const risk = e.risk
   const expiry = timeLeft(e.expires_at, Date.now()).text
   const grant = e.name === 'shell'
     ? 'always = run it, and run exactly this command again without asking for the rest of the session'

@@ -1058,13 +1058,12 @@ var TurnView = class {
     const exact = exactArguments(e.display);
     card.args.replaceWith(exact);
     card.args = exact;
-    const facts = e;
     const approval = approvalPrompt({
       requestId: e.request_id,
       tool: e.name,
       display: e.display,
-      risk: facts.risk,
-      reason: facts.reason,
+      risk: e.risk,
+      reason: e.reason,
       expiresAt: e.expires_at,
       showArguments: false
     }, async (decision, text) => await this.client.respond(e.request_id, decision, text));

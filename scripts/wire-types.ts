@@ -6,13 +6,15 @@
  */
 import { fileURLToPath } from 'node:url'
 import { Problem } from '../schemas/common.js'
-import { OperatorDecision } from '../schemas/approval.js'
+import { ApprovalRisk, ApprovalsPage, ArgumentDisplay, OperatorDecision, PendingApproval } from '../schemas/approval.js'
+import { SessionSummary, SessionsPage } from '../schemas/session.js'
 import {
   ApprovalDecision, ApprovalRequestedEvent, ApprovalResolvedEvent, EventEnvelope, IterationEvent, TextDeltaEvent, ToolCallEvent,
   ToolCallStatus, ToolResultEvent, TurnCancelledEvent, TurnCompletedEvent, TurnEvent, TurnFailedEvent, TurnStartedEvent
 } from '../schemas/events.js'
 import {
-  ApprovalAuditEntry, CancelResult, EventsPage, ToolCallRecord, ToolNarrowing, Turn, TurnAccepted, TurnError, TurnRequest, TurnStatus
+  ApprovalAuditEntry, CancelResult, EventsPage, ToolCallRecord, ToolNarrowing, Turn, TurnAccepted, TurnError, TurnRequest, TurnStatus,
+  TurnSummary, TurnsPage
 } from '../schemas/turn.js'
 import {
   ApprovalAckFrame, ApprovalRespondFrame, CancelAckFrame, CancelFrame, ClientFrame, ErrorFrame, EventFrame, HelloFrame, PingFrame,
@@ -28,6 +30,8 @@ export const WIRE_SCHEMAS: ReadonlyArray<readonly [string, unknown]> = [
   ['ApprovalDecision', ApprovalDecision],
   ['OperatorDecision', OperatorDecision],
   ['TurnStatus', TurnStatus],
+  ['ApprovalRisk', ApprovalRisk],
+  ['ArgumentDisplay', ArgumentDisplay],
   ['TurnStartedEvent', TurnStartedEvent],
   ['TextDeltaEvent', TextDeltaEvent],
   ['ToolCallEvent', ToolCallEvent],
@@ -45,9 +49,15 @@ export const WIRE_SCHEMAS: ReadonlyArray<readonly [string, unknown]> = [
   ['TurnAccepted', TurnAccepted],
   ['ToolCallRecord', ToolCallRecord],
   ['ApprovalAuditEntry', ApprovalAuditEntry],
+  ['PendingApproval', PendingApproval],
   ['TurnError', TurnError],
   ['Turn', Turn],
   ['EventsPage', EventsPage],
+  ['TurnSummary', TurnSummary],
+  ['TurnsPage', TurnsPage],
+  ['SessionSummary', SessionSummary],
+  ['SessionsPage', SessionsPage],
+  ['ApprovalsPage', ApprovalsPage],
   ['CancelResult', CancelResult],
   ['Problem', Problem],
   ['HelloFrame', HelloFrame],

@@ -16,9 +16,6 @@ interface Card {
   output: HTMLElement
 }
 
-/** The approval fields a gateway with detached approvals adds to `approval.requested`. */
-interface PromptFacts { risk?: string, reason?: string, requested_at?: string }
-
 /** Called when a prompt is on the page, so the page can announce it and move focus to it. */
 export type PromptShown = (requestId: string, prompt: HTMLElement, text: string) => void
 
@@ -160,13 +157,12 @@ export class TurnView {
     const exact = exactArguments(e.display)
     card.args.replaceWith(exact)
     card.args = exact
-    const facts = e as typeof e & PromptFacts
     const approval = approvalPrompt({
       requestId: e.request_id,
       tool: e.name,
       display: e.display,
-      risk: facts.risk,
-      reason: facts.reason,
+      risk: e.risk,
+      reason: e.reason,
       expiresAt: e.expires_at,
       showArguments: false
     }, async (decision, text) => await this.client.respond(e.request_id, decision, text))

@@ -9,11 +9,12 @@
  */
 import { TollgateClientError } from './errors.js'
 import { TurnStream } from './stream.js'
-import { queryString, type ListPage, type ListQuery, type PendingApproval, type SessionSummary, type TurnSummary } from './listing.js'
+import { queryString, type ListQuery } from './listing.js'
 import {
   BEARER_PROTOCOL_PREFIX, WS_OPEN, WS_PROTOCOL,
-  type ClientFrame, type EventEnvelope, type EventsPage, type FetchLike, type OperatorDecision, type ServerFrame,
-  type ServerFrameOf, type Turn, type TurnRequest, type WebSocketFactory, type WebSocketLike
+  type ApprovalsPage, type ClientFrame, type EventEnvelope, type EventsPage, type FetchLike, type OperatorDecision, type ServerFrame,
+  type ServerFrameOf, type SessionsPage, type Turn, type TurnRequest, type TurnStatus, type TurnsPage, type WebSocketFactory,
+  type WebSocketLike
 } from './types.js'
 
 export interface ReconnectPolicy {
@@ -214,22 +215,22 @@ export class TollgateClient {
   }
 
   /** The principal's sessions, most recently updated first. */
-  async listSessions (query: ListQuery = {}): Promise<ListPage<SessionSummary>> {
-    return await this.http('GET', `/v1/sessions${queryString({ limit: query.limit, cursor: query.cursor })}`) as ListPage<SessionSummary>
+  async listSessions (query: ListQuery = {}): Promise<SessionsPage> {
+    return await this.http('GET', `/v1/sessions${queryString({ limit: query.limit, cursor: query.cursor })}`) as SessionsPage
   }
 
   /** The principal's turns, newest first; narrowed to one session and/or one status. */
-  async listTurns (query: ListQuery & { sessionId?: string, status?: string } = {}): Promise<ListPage<TurnSummary>> {
+  async listTurns (query: ListQuery & { sessionId?: string, status?: TurnStatus } = {}): Promise<TurnsPage> {
     const qs = queryString({ session_id: query.sessionId, status: query.status, limit: query.limit, cursor: query.cursor })
-    return await this.http('GET', `/v1/turns${qs}`) as ListPage<TurnSummary>
+    return await this.http('GET', `/v1/turns${qs}`) as TurnsPage
   }
 
   /** The principal's approval requests still waiting for an answer, newest first. */
-  async listPendingApprovals (query: ListQuery & { sessionId?: string, turnId?: string } = {}): Promise<ListPage<PendingApproval>> {
+  async listPendingApprovals (query: ListQuery & { sessionId?: string, turnId?: string } = {}): Promise<ApprovalsPage> {
     const qs = queryString({
       status: 'pending', session_id: query.sessionId, turn_id: query.turnId, limit: query.limit, cursor: query.cursor
     })
-    return await this.http('GET', `/v1/approvals${qs}`) as ListPage<PendingApproval>
+    return await this.http('GET', `/v1/approvals${qs}`) as ApprovalsPage
   }
 
   /** Answers an approval over HTTP (`POST /v1/approvals/:id`): needs no socket and no subscription. */

@@ -11,6 +11,15 @@ export type OperatorDecision = 'yes' | 'no' | 'always' | 'edit'
 
 export type TurnStatus = 'running' | 'completed' | 'cancelled' | 'failed' | 'interrupted'
 
+/** How much harm the call could do, as the policy classifies it (see README, Approvals) */
+export type ApprovalRisk = 'low' | 'medium' | 'high'
+
+export type ArgumentDisplay = {
+  name: string
+  /** Exact and whole; invisible characters as ‹U+XXXX›, line breaks as ⏎ plus the break; only plain-token secrets masked */
+  value: string
+}
+
 export type TurnStartedEvent = {
   kind: 'turn.started'
   session_id: string
@@ -59,13 +68,9 @@ export type ApprovalRequestedEvent = {
   /** One-line record of the scrubbed arguments, as kept in the approval audit; not for deciding */
   summary: string
   /** What to show the person deciding: every argument exactly as the tool will receive it (path first, then by name) */
-  display: Array<{
-    name: string
-    /** Exact and whole; invisible characters as ‹U+XXXX›, line breaks as ⏎ plus the break; only plain-token secrets masked */
-    value: string
-  }>
+  display: ArgumentDisplay[]
   /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
-  risk: 'low' | 'medium' | 'high'
+  risk: ApprovalRisk
   /** The policy rule that asked for approval, in words */
   reason: string
   /** RFC 3339 */
@@ -188,6 +193,26 @@ export type ApprovalAuditEntry = {
   timestamp: string
 }
 
+export type PendingApproval = {
+  request_id: string
+  turn_id: string
+  session_id: string
+  call_id: string
+  tool: string
+  /** One-line record of the scrubbed arguments (the audit's arguments_summary); not for deciding */
+  summary: string
+  /** What to show the person deciding, as in the approval.requested event */
+  display: ArgumentDisplay[]
+  /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
+  risk: ApprovalRisk
+  /** The policy rule that asked for approval, in words */
+  reason: string
+  /** RFC 3339 */
+  requested_at: string
+  /** RFC 3339 */
+  expires_at: string
+}
+
 export type TurnError = {
   code: string
   message: string
@@ -208,29 +233,7 @@ export type Turn = {
   tool_calls: ToolCallRecord[]
   approvals: ApprovalAuditEntry[]
   /** Approval requests waiting for an answer now, in model order */
-  pending_approvals: Array<{
-    request_id: string
-    turn_id: string
-    session_id: string
-    call_id: string
-    tool: string
-    /** One-line record of the scrubbed arguments (the audit's arguments_summary); not for deciding */
-    summary: string
-    /** What to show the person deciding, as in the approval.requested event */
-    display: Array<{
-      name: string
-      /** Exact and whole; invisible characters as ‹U+XXXX›, line breaks as ⏎ plus the break; only plain-token secrets masked */
-      value: string
-    }>
-    /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
-    risk: 'low' | 'medium' | 'high'
-    /** The policy rule that asked for approval, in words */
-    reason: string
-    /** RFC 3339 */
-    requested_at: string
-    /** RFC 3339 */
-    expires_at: string
-  }>
+  pending_approvals: PendingApproval[]
   last_seq: number
 }
 
@@ -238,6 +241,49 @@ export type EventsPage = {
   turn_id: string
   status: TurnStatus
   events: EventEnvelope[]
+}
+
+export type TurnSummary = {
+  turn_id: string
+  session_id: string
+  agent: string
+  status: TurnStatus
+  /** RFC 3339 */
+  created_at: string
+  /** RFC 3339 */
+  updated_at: string
+}
+
+export type TurnsPage = {
+  /** Newest turn first */
+  items: TurnSummary[]
+  /** Pass as cursor for the next page; null on the last page */
+  next_cursor: string | null
+}
+
+export type SessionSummary = {
+  session_id: string
+  agent: string
+  /** RFC 3339 */
+  created_at: string
+  /** RFC 3339 */
+  updated_at: string
+  /** The session's running turn, if any */
+  active_turn_id: string | null
+}
+
+export type SessionsPage = {
+  /** Most recently updated session first */
+  items: SessionSummary[]
+  /** Pass as cursor for the next page; null on the last page */
+  next_cursor: string | null
+}
+
+export type ApprovalsPage = {
+  /** Newest request first */
+  items: PendingApproval[]
+  /** Pass as cursor for the next page; null on the last page */
+  next_cursor: string | null
 }
 
 export type CancelResult = {
