@@ -51,6 +51,8 @@ import toolRoutes from '../routes/tools.js'
 import wsRoutes from '../routes/ws.js'
 import uiRoutes from '../routes/ui.js'
 import openapiRoutes from '../routes/openapi.js'
+import agUiRoutes from '../routes/ag-ui.js'
+import aiSdkRoutes from '../routes/ai-sdk.js'
 import { collectRoutes } from './openapi/routes.js'
 
 type AddFormats = (ajv: Ajv) => Ajv
@@ -360,6 +362,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(receiptRoutes)
     await app.register(sessionRoutes)
     await app.register(toolRoutes)
+    await app.register(agUiRoutes)
+    await app.register(aiSdkRoutes)
     await app.register(wsRoutes)
     await app.register(uiRoutes)
     await app.register(openapiRoutes)

@@ -315,7 +315,8 @@ export class TurnService {
     if (id === null) return
     const { config } = this.deps
     const dispose = this.deps.connections.onClose(id, () => {
-      if (active.detach || TERMINAL_STATUS.has(active.record.status)) return
+      // A connection that handed the turn over (setOwner) no longer cancels it.
+      if (active.ownerConnection !== id || active.detach || TERMINAL_STATUS.has(active.record.status)) return
       const cancel = (): void => { active.controller.abort(new CancelReason('owner connection closed')) }
       if (config.turns.disconnect_grace_ms === 0) {
         cancel()
@@ -336,6 +337,22 @@ export class TurnService {
       active.disposers.push(() => { clearTimeout(timer); this.timers.delete(timer) })
     })
     active.disposers.push(dispose)
+  }
+
+  /**
+   * Hands a running turn of `principal` to another of its live connections, or to none: an
+   * unowned turn runs on as if detached (the AG-UI and AI SDK adapters end their stream on an
+   * approval request and the turn keeps waiting for the answer). A turn that already ended, or
+   * runs on another instance, is left as it is.
+   */
+  setOwner (principal: Principal, turnId: string, connectionId: string | null): void {
+    const active = this.active.get(turnId)
+    if (active === undefined || active.record.owner !== principalKey(principal)) return
+    if (connectionId !== null && this.deps.connections.get(connectionId)?.principal !== active.record.owner) {
+      throw new TollgateError('CONNECTION_NOT_FOUND', 'the new owner is not a live connection of this principal')
+    }
+    active.ownerConnection = connectionId
+    this.bindOwner(active)
   }
 
   /** Saves a running turn's progress, so a crash keeps its tool calls and approval audit. */
