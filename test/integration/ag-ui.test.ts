@@ -61,12 +61,17 @@ test('an approval interrupts the AG-UI run; the next run resumes the same turn w
   const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [risky('y')] }, { text: 'Finished.' })
   const { agent: a, events } = agent(g.url, 'thread-int', 'do y')
-  await a.runAgent({ runId: 'run-a' }, { onEvent: ({ event }) => { events.push(event) } })
+  let seenByClient: string | undefined
+  await a.runAgent({ runId: 'run-a' }, {
+    onEvent: ({ event }) => { events.push(event) },
+    onRunFinishedEvent: (finished) => { if (finished.outcome === 'interrupt') seenByClient = finished.interrupts[0]?.id }
+  })
   assert.deepEqual(types(events), ['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'RUN_FINISHED'])
   const interrupted = events.at(-1) as unknown as { outcome: { type: string, interrupts: Array<{ id: string, reason: string, toolCallId: string, expiresAt: string }> } }
   assert.equal(interrupted.outcome.type, 'interrupt')
   const [interrupt] = interrupted.outcome.interrupts
   assert.ok(interrupt !== undefined)
+  assert.equal(seenByClient, interrupt.id)
   assert.deepEqual([interrupt.reason, interrupt.toolCallId], ['tool_approval', (events[1] as unknown as { toolCallId: string }).toolCallId])
   // The run ended; the Tollgate turn did not: it waits for the answer with the request pending.
   const turnId = (events[0] as unknown as { metadata: { tollgate: { turn_id: string } } }).metadata.tollgate.turn_id
