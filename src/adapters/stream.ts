@@ -101,9 +101,12 @@ export interface WaitingApprovals {
 
 /**
  * Finds the approval requests `requestIds` in the latest turn of the principal's session. Another
- * principal's session answers like a missing one; an id that turn never asked is APPROVAL_NOT_FOUND.
+ * principal's session answers like a missing one; an id that turn never asked is APPROVAL_NOT_FOUND;
+ * a principal without `approvals:answer` is FORBIDDEN, as on every other door.
  */
 export async function findApprovals (deps: AdapterDeps, principal: Principal, sessionId: string, requestIds: readonly string[]): Promise<WaitingApprovals> {
+  // The route needs `turns:write`; answering is what POST /v1/approvals/:id guards with its own scope.
+  if (!hasScope(principal, 'approvals:answer')) throw new TollgateError('FORBIDDEN', 'answering approvals needs the approvals:answer scope')
   const session = await deps.turns.session(principal, sessionId)
   const turnId = session.turn_ids.at(-1)
   if (turnId === undefined) throw new TollgateError('APPROVAL_NOT_FOUND', 'this session has no turn waiting for an approval')

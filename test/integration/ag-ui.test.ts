@@ -177,3 +177,69 @@ test('an AG-UI client that aborts its run cancels the turn like an SSE owner goi
   const last = log.at(-1)?.event
   assert.deepEqual(last, { kind: 'turn.cancelled', reason: 'owner connection closed' })
 })
+
+/** Runs until the approval interrupt; returns the interrupt id and the turn id. */
+async function untilInterrupt (a: HttpAgent, runId: string): Promise<{ interruptId: string, turnId: string }> {
+  const events: BaseEvent[] = []
+  await a.runAgent({ runId }, { onEvent: ({ event }) => { events.push(event) } })
+  const finished = events.at(-1) as unknown as { outcome: { type: string, interrupts: Array<{ id: string }> } }
+  assert.equal(finished.outcome.type, 'interrupt')
+  return {
+    interruptId: finished.outcome.interrupts[0]?.id ?? '',
+    turnId: (events[0] as unknown as { metadata: { tollgate: { turn_id: string } } }).metadata.tollgate.turn_id
+  }
+}
+
+test('resuming needs approvals:answer, and the resuming request owns the turn again: aborting it cancels the turn', async (t) => {
+  const { g, probes } = await startProbeGateway(t, jwtAuth())
+  const full = await mintToken({ sub: 'carol' })
+  const writer = await mintToken({ sub: 'carol', scopes: ['turns:write', 'turns:read'] })
+  g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'risky', arguments: { label: 'slow', ms: 10_000 } }] })
+  const a = new HttpAgent({ url: `${g.url}/v1/ag-ui`, threadId: 'thread-own', headers: { authorization: `Bearer ${full}` } })
+  a.addMessage({ id: 'u1', role: 'user', content: 'run slow' })
+  const { interruptId, turnId } = await untilInterrupt(a, 'run-1')
+
+  const resume = { threadId: 'thread-own', runId: 'run-2', messages: [], tools: [], context: [], state: {}, resume: [{ interruptId, status: 'resolved', payload: { decision: 'yes' } }] }
+  const refused = await g.http('POST', '/v1/ag-ui', resume, { authorization: `Bearer ${writer}` })
+  assert.deepEqual([refused.status, refused.body.code], [403, 'FORBIDDEN'])
+  const pending = await g.http('GET', `/v1/turns/${turnId}`, undefined, { authorization: `Bearer ${full}` })
+  assert.deepEqual([pending.body.status, pending.body.approvals.length], ['running', 0])
+
+  const events: BaseEvent[] = []
+  const run = a.runAgent({ runId: 'run-3', resume: [{ interruptId, status: 'resolved', payload: { decision: 'yes' } }] }, {
+    onEvent: ({ event }) => { events.push(event) }
+  })
+  await until(() => probes.runs.length === 1, 'the approved tool to start')
+  a.abortRun()
+  await run.catch(() => {})
+  let turn: any
+  await until(async () => {
+    turn = (await g.http('GET', `/v1/turns/${turnId}`, undefined, { authorization: `Bearer ${full}` })).body
+    return turn.status !== 'running'
+  }, 'the turn to end')
+  assert.equal(turn.status, 'cancelled')
+  assert.equal(turn.tool_calls[0].status, 'interrupted')
+  assert.equal(probes.runs[0]?.aborted, true)
+})
+
+test('an interrupt that expired is cancelled by the client (as @ag-ui/client demands): the resumed run shows the expiry and the rest of the turn', async (t) => {
+  const { g, probes } = await startProbeGateway(t, { turns: { approval_timeout_ms: 200 } })
+  g.provider.enqueue({ toolCalls: [risky('late')] }, { text: 'It was not approved in time.' })
+  const a = new HttpAgent({ url: `${g.url}/v1/ag-ui`, threadId: 'thread-late' })
+  a.addMessage({ id: 'u1', role: 'user', content: 'do late' })
+  const { interruptId, turnId } = await untilInterrupt(a, 'run-1')
+  const expired = await finishedTurn(g, turnId)
+  assert.equal(expired.approvals[0].decision, 'expired')
+  const events: BaseEvent[] = []
+  const result = await a.runAgent({ runId: 'run-2', resume: [{ interruptId, status: 'cancelled' }] }, {
+    onEvent: ({ event }) => { events.push(event) }
+  })
+  assert.deepEqual(types(events), [
+    'RUN_STARTED', 'CUSTOM:tollgate.approval.resolved', 'TOOL_CALL_RESULT',
+    'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED'
+  ])
+  assert.equal((events[1] as unknown as { value: { decision: string } }).value.decision, 'expired')
+  assert.equal((events[2] as unknown as { metadata: { tollgate: { status: string } } }).metadata.tollgate.status, 'denied')
+  assert.equal(result.result, 'It was not approved in time.')
+  assert.equal(probes.runs.length, 0)
+})

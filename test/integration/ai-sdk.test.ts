@@ -202,3 +202,35 @@ test('an AI SDK client that aborts its request cancels the turn after the discon
   assert.equal(turn.status, 'cancelled')
   assert.deepEqual((await turnEvents(g, turnId)).at(-1)?.event, { kind: 'turn.cancelled', reason: 'owner connection closed' })
 })
+
+test('two approvals in one turn: each ends a stream, each answer resumes the same assistant message, both tools run', async (t) => {
+  const { g, probes } = await startProbeGateway(t)
+  g.provider.enqueue({ toolCalls: [risky('one')] }, { toolCalls: [{ id: 'c2', name: 'risky', arguments: { label: 'two' } }] }, { text: 'Both done.' })
+  const chat = new Chat({
+    id: 'chat-5',
+    transport: transport(g.url),
+    state: new MemoryState(),
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses
+  })
+  const waitingApproval = (): { approval: { id: string } } | undefined => {
+    const part = chat.memory.messages.at(-1)?.parts.find((p) => p.type === 'dynamic-tool' && p.state === 'approval-requested')
+    return part as { approval: { id: string } } | undefined
+  }
+  await chat.sendMessage({ text: 'do both' })
+  const first = waitingApproval()
+  assert.ok(first !== undefined)
+  await chat.addToolApprovalResponse({ id: first.approval.id, approved: true })
+  await until(() => chat.status === 'ready' && waitingApproval() !== undefined, 'the second approval request')
+  const second = waitingApproval()
+  assert.ok(second !== undefined && second.approval.id !== first.approval.id)
+  await chat.addToolApprovalResponse({ id: second.approval.id, approved: true })
+  await until(() => chat.status === 'ready' && chat.memory.messages.at(-1)?.parts.some((p) => p.type === 'text') === true, 'the final text')
+  const final = chat.memory.messages.at(-1)
+  assert.ok(final !== undefined)
+  assert.equal(chat.memory.messages.length, 2)
+  const tools = final.parts.filter((p) => p.type === 'dynamic-tool')
+  assert.deepEqual(tools.map((p) => p.type === 'dynamic-tool' && p.state === 'output-available' ? p.output : null), ['done one', 'done two'])
+  assert.deepEqual(probes.runs.map((r) => r.label), ['one', 'two'])
+  const turn = await finishedTurn(g, final.id)
+  assert.deepEqual([turn.status, turn.approvals.map((a: { decision: string }) => a.decision)], ['completed', ['yes', 'yes']])
+})
