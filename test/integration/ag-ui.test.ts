@@ -243,3 +243,21 @@ test('an interrupt that expired is cancelled by the client (as @ag-ui/client dem
   assert.equal(result.result, 'It was not approved in time.')
   assert.equal(probes.runs.length, 0)
 })
+
+test('a turn that fails after the run started ends the AG-UI stream with RUN_ERROR carrying the Tollgate code', async (t) => {
+  const { g } = await startProbeGateway(t)
+  g.provider.enqueue({ status: 500 })
+  const a = new HttpAgent({ url: `${g.url}/v1/ag-ui`, threadId: 'thread-fail' })
+  a.addMessage({ id: 'u1', role: 'user', content: 'hi' })
+  const events: BaseEvent[] = []
+  let runError: { code?: string, message: string } | undefined
+  await a.runAgent({ runId: 'run-1' }, {
+    onEvent: ({ event }) => { events.push(event) },
+    onRunErrorEvent: ({ event }) => { runError = event }
+  }).catch(() => {})
+  assert.deepEqual(types(events), ['RUN_STARTED', 'RUN_ERROR'])
+  assert.match(runError?.code ?? '', /^PROVIDER_/)
+  const turnId = (events[0] as unknown as { metadata: { tollgate: { turn_id: string } } }).metadata.tollgate.turn_id
+  const turn = await finishedTurn(g, turnId)
+  assert.deepEqual([turn.status, turn.error.code], ['failed', runError?.code])
+})
