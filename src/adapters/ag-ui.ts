@@ -16,7 +16,7 @@ import { MAX_REPLACEMENT_CHARS } from '../../schemas/approval.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { BusEnvelope } from '../bus/bus.js'
 import { TollgateError } from '../errors.js'
-import { turnMessage, type AdapterAnswer, type EventTranslator, type Translation } from './stream.js'
+import { approvalRequest, turnMessage, type AdapterAnswer, type EventTranslator, type Translation } from './stream.js'
 
 export type AgUiApprovalMode = 'interrupt' | 'custom'
 
@@ -140,7 +140,9 @@ export class AgUiTranslator implements EventTranslator {
     if (this.announced.has(callId)) return
     this.announced.add(callId)
     out.push(this.frame({ type: EventType.TOOL_CALL_START, toolCallId: callId, toolCallName: name } as BaseEvent))
-    if (args !== null) out.push(this.frame({ type: EventType.TOOL_CALL_ARGS, toolCallId: callId, delta: JSON.stringify(args) } as BaseEvent))
+    if (args !== null) {
+      out.push(this.frame({ type: EventType.TOOL_CALL_ARGS, toolCallId: callId, delta: JSON.stringify(args) } as BaseEvent))
+    }
     out.push(this.frame({ type: EventType.TOOL_CALL_END, toolCallId: callId } as BaseEvent))
   }
 
@@ -164,7 +166,7 @@ export class AgUiTranslator implements EventTranslator {
       case 'approval.requested': {
         this.closeText(out)
         this.announce(out, e.call_id, e.name, e.arguments)
-        const request = { request_id: e.request_id, call_id: e.call_id, tool: e.name, summary: e.summary, display: e.display, expires_at: e.expires_at }
+        const request = approvalRequest(e)
         if (this.mode === 'custom') {
           out.push(this.frame({
             type: EventType.CUSTOM,

@@ -12,7 +12,7 @@ import type { AiSdkChatRequest } from '../../schemas/adapters.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { BusEnvelope } from '../bus/bus.js'
 import { TollgateError } from '../errors.js'
-import { turnMessage, type AdapterAnswer, type EventTranslator, type Translation } from './stream.js'
+import { approvalRequest, turnMessage, type AdapterAnswer, type EventTranslator, type Translation } from './stream.js'
 
 export const UI_MESSAGE_STREAM_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -134,7 +134,7 @@ export class AiSdkTranslator implements EventTranslator {
         out.push({
           type: 'data-tollgate-approval',
           id: e.request_id,
-          data: { request_id: e.request_id, call_id: e.call_id, tool: e.name, summary: e.summary, display: e.display, expires_at: e.expires_at }
+          data: approvalRequest(e)
         })
         return { frames: this.finish(out, 'tool-calls'), park: true }
       case 'tool_call':

@@ -8,6 +8,7 @@
  */
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyReply } from 'fastify'
+import type { TurnEvent } from '../../schemas/events.js'
 import { MAX_MESSAGE_CHARS, type TurnRequest } from '../../schemas/turn.js'
 import { hasScope, principalKey, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, EventBus } from '../bus/bus.js'
@@ -68,6 +69,11 @@ export function turnMessage (text: string): string {
   return text
 }
 
+/** What a frontend shows the person deciding (both adapters carry it next to their own approval shape). */
+export function approvalRequest (e: Extract<TurnEvent, { kind: 'approval.requested' }>): Record<string, unknown> {
+  return { request_id: e.request_id, call_id: e.call_id, tool: e.name, summary: e.summary, display: e.display, expires_at: e.expires_at }
+}
+
 function openConnection (deps: AdapterDeps, stream: AdapterStream): Connection {
   const { principal, reply } = stream
   const connection = deps.connections.open('sse', principalKey(principal), hasScope(principal, 'approvals:answer'))
@@ -104,7 +110,9 @@ export interface WaitingApprovals {
  * principal's session answers like a missing one; an id that turn never asked is APPROVAL_NOT_FOUND;
  * a principal without `approvals:answer` is FORBIDDEN, as on every other door.
  */
-export async function findApprovals (deps: AdapterDeps, principal: Principal, sessionId: string, requestIds: readonly string[]): Promise<WaitingApprovals> {
+export async function findApprovals (
+  deps: AdapterDeps, principal: Principal, sessionId: string, requestIds: readonly string[]
+): Promise<WaitingApprovals> {
   // The route needs `turns:write`; answering is what POST /v1/approvals/:id guards with its own scope.
   if (!hasScope(principal, 'approvals:answer')) throw new TollgateError('FORBIDDEN', 'answering approvals needs the approvals:answer scope')
   const session = await deps.turns.session(principal, sessionId)
@@ -134,7 +142,9 @@ export async function findApprovals (deps: AdapterDeps, principal: Principal, se
  * streams the turn on from `afterSeq`. An answer that comes too late (the request expired or was
  * answered elsewhere) is not an error here: the stream shows what became of the call.
  */
-export async function resumeTurn (deps: AdapterDeps, stream: AdapterStream, waiting: WaitingApprovals, answers: readonly AdapterAnswer[]): Promise<void> {
+export async function resumeTurn (
+  deps: AdapterDeps, stream: AdapterStream, waiting: WaitingApprovals, answers: readonly AdapterAnswer[]
+): Promise<void> {
   const { principal } = stream
   const connection = openConnection(deps, stream)
   connection.turns.add(waiting.turnId)

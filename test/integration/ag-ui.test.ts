@@ -10,7 +10,9 @@ import { jwtAuth, mintToken } from '../helpers/tokens.js'
 const risky = (label: string): { id: string, name: string, arguments: Record<string, unknown> } => ({ id: 'c1', name: 'risky', arguments: { label } })
 
 /** A real AG-UI client; every event it received, in order. */
-function agent (url: string, threadId: string, message: string, headers: Record<string, string> = {}): { agent: HttpAgent, events: BaseEvent[] } {
+function agent (
+  url: string, threadId: string, message: string, headers: Record<string, string> = {}
+): { agent: HttpAgent, events: BaseEvent[] } {
   const a = new HttpAgent({ url: `${url}/v1/ag-ui`, threadId, headers, initialMessages: [{ id: 'u1', role: 'user', content: message }] })
   return { agent: a, events: [] }
 }
@@ -28,7 +30,9 @@ test('an HttpAgent run in custom approval mode gets the approval as a CUSTOM eve
     onEvent: ({ event }) => { events.push(event) },
     onCustomEvent: async ({ event }) => {
       if (event.name !== 'tollgate.approval.requested') return
-      const value = event.value as { request_id: string, tool: string, display: Array<{ name: string, value: string }>, answer: { path: string } }
+      const value = event.value as {
+        request_id: string, tool: string, display: Array<{ name: string, value: string }>, answer: { path: string }
+      }
       assert.equal(value.tool, 'risky')
       assert.deepEqual(value.display, [{ name: 'label', value: 'x' }])
       const res = await g.http('POST', value.answer.path, { decision: 'yes' })
@@ -67,7 +71,8 @@ test('an approval interrupts the AG-UI run; the next run resumes the same turn w
     onRunFinishedEvent: (finished) => { if (finished.outcome === 'interrupt') seenByClient = finished.interrupts[0]?.id }
   })
   assert.deepEqual(types(events), ['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'RUN_FINISHED'])
-  const interrupted = events.at(-1) as unknown as { outcome: { type: string, interrupts: Array<{ id: string, reason: string, toolCallId: string, expiresAt: string }> } }
+  type Outcome = { outcome: { type: string, interrupts: Array<{ id: string, reason: string, toolCallId: string, expiresAt: string }> } }
+  const interrupted = events.at(-1) as unknown as Outcome
   assert.equal(interrupted.outcome.type, 'interrupt')
   const [interrupt] = interrupted.outcome.interrupts
   assert.ok(interrupt !== undefined)
