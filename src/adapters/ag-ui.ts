@@ -15,7 +15,7 @@ import type { AgUiResumeEntry, AgUiRunInput } from '../../schemas/adapters.js'
 import { MAX_REPLACEMENT_CHARS } from '../../schemas/approval.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { BusEnvelope } from '../bus/bus.js'
-import { TollgateError } from '../errors.js'
+import { TollgateError } from '../core/errors.js'
 import { approvalRequest, turnMessage, type AdapterAnswer, type EventTranslator, type Translation } from './stream.js'
 
 export type AgUiApprovalMode = 'interrupt' | 'custom'

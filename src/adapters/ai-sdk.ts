@@ -11,7 +11,7 @@
 import type { AiSdkChatRequest } from '../../schemas/adapters.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { BusEnvelope } from '../bus/bus.js'
-import { TollgateError } from '../errors.js'
+import { TollgateError } from '../core/errors.js'
 import { approvalRequest, turnMessage, type AdapterAnswer, type EventTranslator, type Translation } from './stream.js'
 
 export const UI_MESSAGE_STREAM_HEADERS = {

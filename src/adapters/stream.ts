@@ -12,11 +12,12 @@ import type { TurnEvent } from '../../schemas/events.js'
 import { MAX_MESSAGE_CHARS, type TurnRequest } from '../../schemas/turn.js'
 import { hasScope, principalKey, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, EventBus } from '../bus/bus.js'
-import type { Config } from '../config.js'
-import { TollgateError } from '../errors.js'
-import type { Connection, ConnectionRegistry } from '../gateway/connections.js'
-import { followTurn } from '../gateway/follow.js'
-import type { TurnService } from '../gateway/turns.js'
+import type { Config } from '../core/config.js'
+import { TollgateError } from '../core/errors.js'
+import type { Connection, ConnectionRegistry } from '../service/connections.js'
+import type { TurnService } from '../service/turn-service.js'
+import { followTurn } from '../transport/follow.js'
+import { isSlowConsumer, logSlowConsumer } from '../transport/slow-consumer.js'
 import type { GatewayMetrics } from '../observe/metrics.js'
 import type { Logger } from 'pino'
 
@@ -199,8 +200,8 @@ async function pipe (deps: AdapterDeps, stream: AdapterStream, connection: Conne
   const deliver = (envelope: BusEnvelope): void => {
     if (stopped || raw.writableEnded) return
     // Same slow-consumer policy as SSE and WebSocket: a reader this far behind loses the stream.
-    if (raw.writableLength > deps.config.ws.max_buffered_bytes) {
-      deps.log.warn({ turn_id: turnId, buffered: raw.writableLength, channel: stream.channel }, 'closing a slow adapter consumer')
+    if (isSlowConsumer(deps.config, raw.writableLength)) {
+      logSlowConsumer(deps.log, 'SSE', { turn_id: turnId, channel: stream.channel }, raw.writableLength)
       raw.destroy()
       return
     }
