@@ -85,8 +85,8 @@ export const ApprovalAuditEntry = Type.Object({
   tool: ToolName,
   arguments_summary: Type.String(),
   decision: ApprovalDecision,
-  decided_by: Type.String({ description: 'ws:<connection>, rest:<tenant>/<sub>, or runtime' }),
-  channel: Type.String({ description: 'websocket | rest | sse | runtime' }),
+  decided_by: Type.String({ description: 'ws:<connection>, rest:<tenant>/<sub>, ag-ui:<tenant>/<sub>, ai-sdk:<tenant>/<sub>, or runtime' }),
+  channel: Type.String({ description: 'websocket | rest | sse | ag-ui | ai-sdk | runtime' }),
   principal: Type.String({ description: 'tenant/sub of the operator who answered, or runtime when the gateway decided (auto-deny, expired, cancelled)' }),
   timestamp: Timestamp
 })

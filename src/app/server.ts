@@ -50,6 +50,8 @@ import toolRoutes from '../../routes/tools.js'
 import wsRoutes from '../../routes/ws.js'
 import uiRoutes from '../../routes/ui.js'
 import openapiRoutes from '../../routes/openapi.js'
+import agUiRoutes from '../../routes/ag-ui.js'
+import aiSdkRoutes from '../../routes/ai-sdk.js'
 import { collectRoutes } from '../openapi/routes.js'
 import type { Gateway } from './gateway.js'
 import { installErrorHandlers } from './http-errors.js'
@@ -293,6 +295,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(receiptRoutes)
     await app.register(sessionRoutes)
     await app.register(toolRoutes)
+    await app.register(agUiRoutes)
+    await app.register(aiSdkRoutes)
     await app.register(wsRoutes)
     await app.register(uiRoutes)
     await app.register(openapiRoutes)

@@ -81,7 +81,8 @@ export class RunningTurn {
     if (id === null) return
     const { config, connections } = this.host
     const dispose = connections.onClose(id, () => {
-      if (this.detach || TERMINAL_TURN_STATUSES.has(this.record.status)) return
+      // A connection that handed the turn over (TurnService.setOwner) no longer cancels it.
+      if (this.ownerConnection !== id || this.detach || TERMINAL_TURN_STATUSES.has(this.record.status)) return
       const cancel = (): void => { this.controller.abort(new CancelReason('owner connection closed')) }
       if (config.turns.disconnect_grace_ms === 0) {
         cancel()

@@ -324,6 +324,22 @@ export class TurnService {
     return active === undefined ? turn : await active.done
   }
 
+  /**
+   * Hands a running turn of `principal` to another of its live connections, or to none: an
+   * unowned turn runs on as if detached (the AG-UI and AI SDK adapters end their stream on an
+   * approval request and the turn keeps waiting for the answer). A turn that already ended, or
+   * runs on another instance, is left as it is.
+   */
+  setOwner (principal: Principal, turnId: string, connectionId: string | null): void {
+    const running = this.active.get(turnId)
+    if (running === undefined || running.record.owner !== principalKey(principal)) return
+    if (connectionId !== null && this.deps.connections.get(connectionId)?.principal !== running.record.owner) {
+      throw new TollgateError('CONNECTION_NOT_FOUND', 'the new owner is not a live connection of this principal')
+    }
+    running.ownerConnection = connectionId
+    running.bindOwner()
+  }
+
   isRunningHere (turnId: string): boolean {
     return this.active.has(turnId)
   }

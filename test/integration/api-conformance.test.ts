@@ -142,6 +142,15 @@ async function oversized (g: TestGateway, method: string, path: string): Promise
   })
 }
 
+/** A minimal AG-UI RunAgentInput and AI SDK chat request for one user message. */
+function agUiInput (threadId: string): Json {
+  return { threadId, runId: `run-${threadId}`, messages: [{ id: 'm1', role: 'user', content: 'hi' }], tools: [], context: [], state: {} }
+}
+
+function aiSdkChat (id: string): Json {
+  return { id, trigger: 'submit-message', messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] }
+}
+
 interface Setup { g: TestGateway, auth: Record<string, string>, token: string }
 
 async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<Setup> {
@@ -216,6 +225,15 @@ test('every route answers its success as documented', async (t) => {
   assert.match(sse.body, /^id: 1\nevent: turn\.started\n/)
   assert.match(String(sse.headers['x-turn-id']), /^turn_/)
   conforms('POST', '/v1/turns', sse)
+
+  g.provider.enqueue({ text: 'ag-ui' }, { text: 'ai-sdk' })
+  const run = await call(g, 'POST', '/v1/ag-ui', { body: agUiInput('conf-4'), headers: streamed })
+  assert.match(run.body, /^data: \{"type":"RUN_STARTED"/)
+  conforms('POST', '/v1/ag-ui', run)
+  const chat = await call(g, 'POST', '/v1/ai-sdk/chat', { body: aiSdkChat('conf-5'), headers: auth })
+  assert.equal(chat.headers['x-vercel-ai-ui-message-stream'], 'v1')
+  assert.match(chat.body, /data: \[DONE\]\n\n$/)
+  conforms('POST', '/v1/ai-sdk/chat', chat)
 })
 
 test('schema violations are 400 as documented, a bad after_seq among them', async (t) => {
@@ -232,6 +250,8 @@ test('schema violations are 400 as documented, a bad after_seq among them', asyn
   const maybe = { body: { decision: 'maybe' }, headers: auth }
   conforms('POST', '/v1/approvals/{request_id}', await call(g, 'POST', '/v1/approvals/apr_x', maybe), 400)
   conforms('POST', '/v1/receipts/verify', await call(g, 'POST', '/v1/receipts/verify', { body: { receipt: 'r' }, headers: auth }), 400)
+  conforms('POST', '/v1/ag-ui', await call(g, 'POST', '/v1/ag-ui', { body: { threadId: 't' }, headers: auth }), 400)
+  conforms('POST', '/v1/ai-sdk/chat', await call(g, 'POST', '/v1/ai-sdk/chat', { body: { id: 'c', messages: [] }, headers: auth }), 400)
 })
 
 test('a request without a token is 401 on every /v1 route, the WebSocket upgrade included', async (t) => {
@@ -240,7 +260,7 @@ test('a request without a token is 401 on every /v1 route, the WebSocket upgrade
     ['POST', '/v1/turns', '/v1/turns'], ['GET', '/v1/turns/t', '/v1/turns/{id}'], ['DELETE', '/v1/turns/t', '/v1/turns/{id}'],
     ['GET', '/v1/turns/t/events', '/v1/turns/{id}/events'], ['POST', '/v1/approvals/a', '/v1/approvals/{request_id}'],
     ['GET', '/v1/sessions/s', '/v1/sessions/{id}'], ['GET', '/v1/tools', '/v1/tools'],
-    ['POST', '/v1/receipts/verify', '/v1/receipts/verify']
+    ['POST', '/v1/receipts/verify', '/v1/receipts/verify'], ['POST', '/v1/ag-ui', '/v1/ag-ui'], ['POST', '/v1/ai-sdk/chat', '/v1/ai-sdk/chat']
   ] as const) {
     conforms(method, template, await call(g, method, path, method === 'POST' ? { body: {} } : {}), 401)
   }
@@ -254,6 +274,8 @@ test('a missing scope and a foreign WebSocket Origin are 403 as documented', asy
   conforms('DELETE', '/v1/turns/{id}', await call(g, 'DELETE', '/v1/turns/t', { headers: reader }), 403)
   const yes = { body: { decision: 'yes' }, headers: reader }
   conforms('POST', '/v1/approvals/{request_id}', await call(g, 'POST', '/v1/approvals/a', yes), 403)
+  conforms('POST', '/v1/ag-ui', await call(g, 'POST', '/v1/ag-ui', { body: agUiInput('t'), headers: reader }), 403)
+  conforms('POST', '/v1/ai-sdk/chat', await call(g, 'POST', '/v1/ai-sdk/chat', { body: aiSdkChat('c'), headers: reader }), 403)
   conforms('GET', '/v1/ws', await upgrade(g, { origin: 'https://evil.example', authorization: `Bearer ${await mintToken()}` }), 403)
 })
 
@@ -267,6 +289,11 @@ test('unknown turns, sessions, approvals and paths are 404 as documented', async
   conforms('POST', '/v1/approvals/{request_id}', await call(g, 'POST', '/v1/approvals/apr_missing', yes), 404)
   const receipt = { receipt: 'tg-receipt-1-x', turn_id: 'turn_missing', call_id: 'c', tool: 't', arguments: {}, output: '' }
   conforms('POST', '/v1/receipts/verify', await call(g, 'POST', '/v1/receipts/verify', { body: receipt, headers: auth }), 404)
+  const resume = { ...agUiInput('no-thread'), resume: [{ interruptId: 'apr_missing', status: 'resolved', payload: { decision: 'yes' } }] }
+  conforms('POST', '/v1/ag-ui', await call(g, 'POST', '/v1/ag-ui', { body: resume, headers: auth }), 404)
+  const answer = { id: 'a1', role: 'assistant', parts: [{ type: 'dynamic-tool', state: 'approval-responded', approval: { id: 'apr_missing', approved: true } }] }
+  const responded = { ...aiSdkChat('no-chat'), messages: [answer] }
+  conforms('POST', '/v1/ai-sdk/chat', await call(g, 'POST', '/v1/ai-sdk/chat', { body: responded, headers: auth }), 404)
   conforms('GET', null, await call(g, 'GET', '/v1/no-such-route', { headers: auth }), 404)
   conforms('PUT', null, await call(g, 'PUT', '/healthz'), 404)
 })
@@ -280,6 +307,8 @@ test('a busy session and an answered approval are 409 as documented', async (t) 
   const busy = await call(s.g, 'POST', '/v1/turns', { body: { message: 'two', session_id: 'busy' }, headers: s.auth })
   conforms('POST', '/v1/turns', busy, 409)
   assert.equal(JSON.parse(busy.body).code, 'SESSION_BUSY')
+  conforms('POST', '/v1/ag-ui', await call(s.g, 'POST', '/v1/ag-ui', { body: agUiInput('busy'), headers: s.auth }), 409)
+  conforms('POST', '/v1/ai-sdk/chat', await call(s.g, 'POST', '/v1/ai-sdk/chat', { body: aiSdkChat('busy'), headers: s.auth }), 409)
   hold.open()
   const turn = await finishedTurn(s)
   const again = await call(s.g, 'POST', `/v1/approvals/${turn.requestId}`, { body: { decision: 'no' }, headers: s.auth })
@@ -298,7 +327,8 @@ test('events no longer retained are 410 REPLAY_GAP as documented', async (t) => 
 test('bodies over the limit are 413 and bodies that are not JSON are 415 on every route that takes a body', async (t) => {
   const { g, auth } = await setup(t, { server: { body_limit_bytes: 1024 } })
   const routes = [
-    ['/v1/turns', '/v1/turns'], ['/v1/approvals/a', '/v1/approvals/{request_id}'], ['/v1/receipts/verify', '/v1/receipts/verify']
+    ['/v1/turns', '/v1/turns'], ['/v1/approvals/a', '/v1/approvals/{request_id}'], ['/v1/receipts/verify', '/v1/receipts/verify'],
+    ['/v1/ag-ui', '/v1/ag-ui'], ['/v1/ai-sdk/chat', '/v1/ai-sdk/chat']
   ] as const
   for (const [path, template] of routes) {
     conforms('POST', template, await call(g, 'POST', path, { body: { message: 'x'.repeat(2048) }, headers: auth }), 413)

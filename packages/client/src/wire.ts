@@ -183,9 +183,9 @@ export type ApprovalAuditEntry = {
   tool: string
   arguments_summary: string
   decision: ApprovalDecision
-  /** ws:<connection>, rest:<tenant>/<sub>, or runtime */
+  /** ws:<connection>, rest:<tenant>/<sub>, ag-ui:<tenant>/<sub>, ai-sdk:<tenant>/<sub>, or runtime */
   decided_by: string
-  /** websocket | rest | sse | runtime */
+  /** websocket | rest | sse | ag-ui | ai-sdk | runtime */
   channel: string
   /** tenant/sub of the operator who answered, or runtime when the gateway decided (auto-deny, expired, cancelled) */
   principal: string

@@ -1,0 +1,172 @@
+/**
+ * AI SDK adapter: reads the chat request `DefaultChatTransport` sends (AI SDK 6) into a Tollgate
+ * turn start or approval answers, and translates the turn's own events into UI message stream
+ * chunks. Tollgate's tools are unknown to the frontend, so they travel as dynamic tools.
+ *
+ * An approval request ends the stream the way the AI SDK's own server does (`tool-approval-request`,
+ * then `finish`): the Tollgate turn keeps waiting, and the request that
+ * `addToolApprovalResponse` triggers (the last assistant message with `approval-responded` tool
+ * parts) answers it and streams the rest of the same turn into the same assistant message.
+ */
+import type { AiSdkChatRequest } from '../../schemas/adapters.js'
+import type { TurnRequest } from '../../schemas/turn.js'
+import type { BusEnvelope } from '../bus/bus.js'
+import { TollgateError } from '../core/errors.js'
+import { approvalRequest, turnMessage, type AdapterAnswer, type EventTranslator, type Translation } from './stream.js'
+
+export const UI_MESSAGE_STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'x-vercel-ai-ui-message-stream': 'v1'
+} as const
+
+export type AiSdkPlan =
+  | { kind: 'start', request: TurnRequest }
+  | { kind: 'resume', answers: AdapterAnswer[] }
+
+interface ApprovalResponsePart {
+  state?: unknown
+  approval?: { id?: unknown, approved?: unknown }
+}
+
+/** The approval responses `addToolApprovalResponse` put in the last assistant message. */
+function approvalAnswers (parts: readonly unknown[]): AdapterAnswer[] {
+  const answers: AdapterAnswer[] = []
+  for (const part of parts as readonly ApprovalResponsePart[]) {
+    if (part.state !== 'approval-responded') continue
+    const { id, approved } = part.approval ?? {}
+    if (typeof id !== 'string' || id.length === 0 || id.length > 128 || typeof approved !== 'boolean') {
+      throw new TollgateError('INVALID_DECISION', 'an approval-responded part needs approval.id (string) and approval.approved (boolean)')
+    }
+    answers.push({ requestId: id, decision: approved ? 'yes' : 'no' })
+  }
+  return answers
+}
+
+/** What a chat request asks for; every refusal is a typed error thrown before anything is created. */
+export function planChat (body: AiSdkChatRequest): AiSdkPlan {
+  if (body.trigger !== undefined && body.trigger !== 'submit-message') {
+    throw new TollgateError('INVALID_REQUEST', `trigger ${body.trigger} is not supported: Tollgate keeps the session history; send a new message`)
+  }
+  const last = body.messages.at(-1)
+  if (last?.role === 'assistant') {
+    const answers = approvalAnswers(last.parts)
+    if (answers.length === 0) throw new TollgateError('INVALID_REQUEST', 'the last message must be a user message or carry tool approval responses')
+    return { kind: 'resume', answers }
+  }
+  if (last?.role !== 'user') throw new TollgateError('INVALID_REQUEST', 'the last message must be a user message')
+  const text = (last.parts as ReadonlyArray<{ type?: unknown, text?: unknown }>)
+    .filter((p) => p.type === 'text' && typeof p.text === 'string')
+    .map((p) => p.text as string)
+    .join('\n')
+  return { kind: 'start', request: { session_id: body.id, message: turnMessage(text) } }
+}
+
+type Chunk = Record<string, unknown> & { type: string }
+
+/** One response's worth of UI message chunks from a Tollgate turn. */
+export class AiSdkTranslator implements EventTranslator {
+  private readonly announced: Set<string>
+  private textId: string | null = null
+  private stepHasContent = false
+  private turnId = ''
+
+  constructor (announcedCalls: readonly string[] = []) {
+    this.announced = new Set(announcedCalls)
+  }
+
+  private static frame (chunk: Chunk): string {
+    return `data: ${JSON.stringify(chunk)}\n\n`
+  }
+
+  /** The assistant message is the turn: a resumed stream continues the same message. */
+  opening (turnId: string): string[] {
+    this.turnId = turnId
+    return [AiSdkTranslator.frame({ type: 'start', messageId: turnId }), AiSdkTranslator.frame({ type: 'start-step' })]
+  }
+
+  private closeText (out: Chunk[]): void {
+    if (this.textId === null) return
+    out.push({ type: 'text-end', id: this.textId })
+    this.textId = null
+  }
+
+  private announce (out: Chunk[], callId: string, name: string, args: Record<string, unknown>): void {
+    if (this.announced.has(callId)) return
+    this.announced.add(callId)
+    out.push({ type: 'tool-input-start', toolCallId: callId, toolName: name, dynamic: true })
+    out.push({ type: 'tool-input-available', toolCallId: callId, toolName: name, input: args, dynamic: true })
+  }
+
+  private finish (out: Chunk[], finishReason: string): string[] {
+    this.closeText(out)
+    out.push({ type: 'finish-step' }, { type: 'finish', finishReason })
+    return [...out.map((c) => AiSdkTranslator.frame(c)), 'data: [DONE]\n\n']
+  }
+
+  translate (envelope: BusEnvelope): Translation {
+    const e = envelope.event
+    const out: Chunk[] = []
+    switch (e.kind) {
+      case 'turn.started':
+      case 'approval.resolved':
+        break
+      case 'iteration':
+        if (this.stepHasContent) {
+          this.closeText(out)
+          out.push({ type: 'finish-step' }, { type: 'start-step' })
+          this.stepHasContent = false
+        }
+        break
+      case 'text.delta':
+        if (e.text === '') break
+        if (this.textId === null) {
+          this.textId = `${this.turnId}-t${envelope.seq}`
+          out.push({ type: 'text-start', id: this.textId })
+        }
+        out.push({ type: 'text-delta', id: this.textId, delta: e.text })
+        this.stepHasContent = true
+        break
+      case 'approval.requested':
+        this.closeText(out)
+        this.announce(out, e.call_id, e.name, e.arguments)
+        out.push({ type: 'tool-approval-request', approvalId: e.request_id, toolCallId: e.call_id })
+        // What the person deciding reads (exact arguments), beside the AI SDK's own approval part.
+        out.push({
+          type: 'data-tollgate-approval',
+          id: e.request_id,
+          data: approvalRequest(e)
+        })
+        return { frames: this.finish(out, 'tool-calls'), park: true }
+      case 'tool_call':
+        this.closeText(out)
+        this.announce(out, e.call_id, e.name, e.arguments)
+        this.stepHasContent = true
+        break
+      case 'tool_result':
+        this.closeText(out)
+        // Calls that never ran (denied by policy, deduplicated) have no tool_call event before their result.
+        this.announce(out, e.call_id, e.name, {})
+        if (e.status === 'denied') out.push({ type: 'tool-output-denied', toolCallId: e.call_id })
+        else if (e.success) out.push({ type: 'tool-output-available', toolCallId: e.call_id, output: e.output, dynamic: true })
+        else out.push({ type: 'tool-output-error', toolCallId: e.call_id, errorText: e.error ?? e.output, dynamic: true })
+        this.stepHasContent = true
+        break
+      case 'turn.completed':
+        return { frames: this.finish(out, 'stop') }
+      case 'turn.cancelled':
+        this.closeText(out)
+        out.push({ type: 'abort', reason: e.reason })
+        return { frames: [...out.map((c) => AiSdkTranslator.frame(c)), 'data: [DONE]\n\n'] }
+      case 'turn.failed':
+        return { frames: this.failure(e.code, e.message) }
+    }
+    return { frames: out.map((c) => AiSdkTranslator.frame(c)) }
+  }
+
+  failure (code: string, message: string): string[] {
+    const out: Chunk[] = []
+    this.closeText(out)
+    out.push({ type: 'error', errorText: `${code}: ${message}` })
+    return [...out.map((c) => AiSdkTranslator.frame(c)), 'data: [DONE]\n\n']
+  }
+}
