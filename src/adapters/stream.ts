@@ -161,7 +161,7 @@ export async function resumeTurn (
           channel: stream.channel
         })
       } catch (err) {
-        if (!(err instanceof TollgateError && err.code === 'APPROVAL_ALREADY_RESOLVED')) throw err
+        if (!(err instanceof TollgateError && TOO_LATE.has(err.code))) throw err
       }
     }
   } catch (err) {
@@ -171,6 +171,9 @@ export async function resumeTurn (
   }
   await pipe(deps, stream, connection, waiting.turnId, waiting.afterSeq)
 }
+
+/** Answers that came too late for their request; the resumed stream shows what became of the call instead. */
+const TOO_LATE = new Set(['APPROVAL_ALREADY_RESOLVED', 'APPROVAL_EXPIRED', 'APPROVAL_CANCELLED'])
 
 /** Writes the translated events of the turn after `afterSeq` until its end or an approval park. */
 async function pipe (deps: AdapterDeps, stream: AdapterStream, connection: Connection, turnId: string, afterSeq: number): Promise<void> {
