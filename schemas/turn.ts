@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { ClientId, OpaqueId, Timestamp, ToolName } from './common.js'
-import { ApprovalDecision, EventEnvelope, ToolCallStatus } from './events.js'
+import { ApprovalDecision, EventEnvelope, TokenUsage, ToolCallStatus } from './events.js'
 
 export const MAX_MESSAGE_CHARS = 100_000
 
@@ -92,6 +92,7 @@ export const Turn = Type.Object({
   final_text: Type.Optional(Type.String()),
   error: Type.Optional(TurnError),
   iterations: Type.Integer({ minimum: 0 }),
+  usage: Type.Optional(TokenUsage),
   tool_calls: Type.Array(ToolCallRecord),
   approvals: Type.Array(ApprovalAuditEntry),
   last_seq: Type.Integer({ minimum: 0 })

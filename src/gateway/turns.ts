@@ -27,6 +27,7 @@ import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type TurnState 
 import type { ToolHooks } from '../turn/hooks.js'
 import { trimHistory } from '../turn/history.js'
 import { CancelReason, runToolLoop, type TurnOutcome } from '../turn/loop.js'
+import { UsageTally } from '../turn/usage.js'
 import type { ConnectionRegistry } from './connections.js'
 import { RetentionQueue } from './retention.js'
 
@@ -249,6 +250,7 @@ export class TurnService {
     const history = trimHistory([...session.history, { role: 'user', content: request.message }], runtime.max_history_messages)
     const log = this.deps.log.child({ turn_id: turnId, session_id: sessionId, agent: agentName })
     const emit = (event: TurnEvent): void => { this.emit(active, event) }
+    const usage = new UsageTally()
     const state: TurnState = {
       turnId,
       sessionId,
@@ -268,6 +270,12 @@ export class TurnService {
       recordApproval: (e) => {
         record.approvals.push(e)
         this.checkpoint(record, log)
+      },
+      // Kept on the record as it grows (a running turn's GET shows it); stored with the next save.
+      recordCallUsage: (u) => {
+        usage.add(u)
+        const current = usage.current()
+        if (current !== undefined) record.usage = current
       },
       promptShellSignatures: new Set(),
       ...freshLoopBookkeeping(runtime)
@@ -372,16 +380,18 @@ export class TurnService {
     const { record } = active
     record.status = outcome.status
     let terminal: TurnEvent
+    // Every terminal event carries what the providers reported, whatever ended the turn.
+    const usage = record.usage === undefined ? {} : { usage: record.usage }
     if (outcome.status === 'completed') {
       record.final_text = outcome.finalText
-      terminal = { kind: 'turn.completed', final_text: outcome.finalText }
+      terminal = { kind: 'turn.completed', final_text: outcome.finalText, ...usage }
     } else if (outcome.status === 'cancelled') {
-      terminal = { kind: 'turn.cancelled', reason: outcome.reason }
+      terminal = { kind: 'turn.cancelled', reason: outcome.reason, ...usage }
     } else {
       // Failure text can quote provider or tool errors, so it is rendered scrubbed.
       const message = scrubText(outcome.message)
       record.error = { code: outcome.code, message }
-      terminal = { kind: 'turn.failed', code: outcome.code, message }
+      terminal = { kind: 'turn.failed', code: outcome.code, message, ...usage }
     }
     const { config } = this.deps
     session.history = state.history

@@ -13,7 +13,7 @@ import type { ApprovalChannel } from '../approval/gate.js'
 import { ownEntry } from '../json/own.js'
 import { TollgateError } from '../errors.js'
 import type { Observer } from '../observe/observer.js'
-import type { ChatMessage, ModelProvider } from '../providers/types.js'
+import type { ChatMessage, ChatUsage, ModelProvider } from '../providers/types.js'
 import type { DeferredTools } from '../mcp/deferred.js'
 import type { McpToolSource } from '../mcp/manager.js'
 import { mcpOffer } from '../mcp/offer.js'
@@ -22,6 +22,7 @@ import type { ToolCatalog } from '../tools/registry.js'
 import { assembleScopedTools, type ScopedRegistry, type ToolNarrowing } from '../tools/scoped.js'
 import type { ToolHooks } from './hooks.js'
 import { LoopDetector } from './loop-detector.js'
+import type { ProgressLimits } from './progress.js'
 
 export interface ModelBinding {
   provider: ModelProvider
@@ -41,6 +42,7 @@ export interface RuntimeKnobs {
   maxIterationBehavior: 'graceful_summary' | 'error'
   loopDetection: RuntimeProfileConfig['loop_detection']
   approvalTimeoutMs: number
+  toolProgress: ProgressLimits
 }
 
 export interface ReceiptInput {
@@ -98,6 +100,8 @@ export interface TurnState {
   approvals: ApprovalChannel
   recordToolCall (record: ToolCallRecord): void
   recordApproval (entry: ApprovalAuditEntry): void
+  /** One answered model call's provider-reported usage (undefined: none reported); sub-turns add theirs to the parent's. */
+  recordCallUsage (usage: ChatUsage | undefined): void
   /** Prompt-required shell signatures seen in earlier rounds of this turn. */
   promptShellSignatures: Set<string>
   /** Dedup signatures; cleared every round when the knob says `round`. */
@@ -183,7 +187,12 @@ export function resolveKnobs (config: Config, runtime: RuntimeProfileConfig): Ru
     strictToolParsing: runtime.strict_tool_parsing,
     maxIterationBehavior: runtime.max_iteration_behavior,
     loopDetection: runtime.loop_detection,
-    approvalTimeoutMs: config.turns.approval_timeout_ms
+    approvalTimeoutMs: config.turns.approval_timeout_ms,
+    toolProgress: {
+      maxPerSecond: config.turns.tool_progress.max_events_per_second,
+      maxPerCall: config.turns.tool_progress.max_events_per_call,
+      maxMessageBytes: config.turns.tool_progress.max_message_bytes
+    }
   }
 }
 

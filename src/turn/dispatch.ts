@@ -8,6 +8,7 @@ import { scrubText, scrubValue } from '../security/redact.js'
 import { TOOL_SEARCH } from '../tools/activated.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import type { ParsedCall } from './parse.js'
+import { createProgressReporter } from './progress.js'
 import { unavailableText } from './prepare.js'
 import { announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, unexecuted, type RawOutcome, type ToolSlot } from './results.js'
 
@@ -42,6 +43,8 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
   if (tool === null) throw new Error('dispatch reached a slot preparation did not resolve')
 
   announceSlot(state, slot)
+  // Closed before the result is settled, so no tool.progress ever follows the call's tool_result.
+  const progress = createProgressReporter({ callId: slot.callId, limits: exec.knobs.toolProgress, emit: state.emit })
   const started = performance.now()
   const controller = new AbortController()
   const onAbort = (): void => controller.abort(state.signal.reason)
@@ -60,6 +63,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       log: state.log.child({ tool: slot.name, call_id: slot.callId }),
       workspaceDir: exec.workspaceDir,
       network: exec.shellNetwork,
+      progress: progress.report,
       ...(tool.turnScoped === true ? { turn: { exec, state } } : {})
     }).then((result): RawOutcome => {
       const durationMs = performance.now() - started
@@ -73,6 +77,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
     raw = await Promise.race([run, interrupted])
   } finally {
     state.signal.removeEventListener('abort', onAbort)
+    progress.close()
   }
 
   if (raw instanceof Interrupted) {
