@@ -94,6 +94,22 @@ test('when only some calls report usage the sums say how many did not', async (t
   assert.deepEqual(turn.usage, usage)
 })
 
+test('a usage without both counts, or with a count that is not a non-negative integer, is no usage', async (t) => {
+  const g = await gateway(t)
+  const half = { prompt_tokens: 12 } as unknown as { prompt_tokens: number, completion_tokens: number }
+  g.provider.enqueue(
+    { toolCalls: [{ id: 'c1', name: 'file_read', arguments: { path: 'a.txt' } }], usage: half },
+    { toolCalls: [{ id: 'c2', name: 'file_read', arguments: { path: 'b.txt' } }], usage: { prompt_tokens: 12, completion_tokens: -1 } },
+    { toolCalls: [{ id: 'c3', name: 'file_read', arguments: { path: 'c.txt' } }], usage: { prompt_tokens: 1.5, completion_tokens: 2 } },
+    { text: 'None of them.', usage: { prompt_tokens: 30, completion_tokens: 4 } }
+  )
+  const { events, turn } = await runTurn(g, 'read three files')
+
+  const usage = { prompt_tokens: 30, completion_tokens: 4, total_tokens: 34, reported_calls: 1, unreported_calls: 3 }
+  assert.deepEqual(terminal(events), { kind: 'turn.completed', final_text: 'None of them.', usage })
+  assert.deepEqual(turn.usage, usage)
+})
+
 test('stream_usage = false stops asking for usage; a turn without any then has none', async (t) => {
   const provider = await startFakeProvider()
   t.after(async () => { await provider.close() })

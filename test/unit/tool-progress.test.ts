@@ -92,3 +92,12 @@ test('lines before progress_after_ms collapse into the latest one, reported when
   p.close()
   assert.deepEqual(lines, ['three', 'four'])
 })
+
+test('the lines of a private key block are hidden from progress; the lines around it are not', () => {
+  const lines: string[] = []
+  const p = lineProgress((u) => { lines.push(u.message ?? '') }, 0)
+  p.stdout(Buffer.from('before\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQUFBQUFBQUFBQUFBQUFB\n'))
+  p.stdout(Buffer.from('-----END OPENSSH PRIVATE KEY-----\nafter\n-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQ\n'))
+  p.close()
+  assert.deepEqual(lines, ['before', '-----BEGIN OPENSSH PRIVATE KEY-----', 'after', '-----BEGIN PUBLIC KEY-----', 'MFkwEwYHKoZIzj0CAQ'])
+})

@@ -3,9 +3,11 @@
  * reports nothing (its result follows at once); one that runs longer reports the latest line seen
  * so far when `afterMs` has passed, then every line as it completes. Lines end at LF, CR or CRLF
  * (progress bars redraw with CR); stdout and stderr are split separately. Rate limits, scrubbing
- * and byte bounds are the dispatcher's (src/turn/progress.ts); this only bounds the partial line.
+ * and byte bounds are the dispatcher's (src/turn/progress.ts); this bounds the partial line and
+ * hides the body of a private key, which the scrubber cannot recognise one line at a time.
  */
 import { StringDecoder } from 'node:string_decoder'
+import { privateKeyLineGuard } from '../../security/line-scrub.js'
 import type { ToolProgress } from '../tool.js'
 
 /** A longer line without a line end is reported cut here; the rest of it is skipped. */
@@ -38,17 +40,23 @@ export function lineProgress (report: (update: ToolProgress) => void, afterMs: n
 
   const splitter = (): ((chunk: Buffer) => void) => {
     const decoder = new StringDecoder('utf8')
+    // Split into lines, a PEM key's body no longer follows its BEGIN line in one text: hidden here.
+    const guard = privateKeyLineGuard()
+    const take = (text: string): void => {
+      const shown = guard(text)
+      if (shown !== null) line(shown)
+    }
     let partial = ''
     let skipping = false
     return (chunk) => {
       const parts = (partial + decoder.write(chunk)).split(/\r\n|\r|\n/)
       partial = parts.pop() ?? ''
       for (const part of parts) {
-        if (!skipping) line(part)
+        if (!skipping) take(part)
         skipping = false
       }
       if (partial.length > MAX_PARTIAL_LINE_CHARS) {
-        if (!skipping) line(partial.slice(0, MAX_PARTIAL_LINE_CHARS))
+        if (!skipping) take(partial.slice(0, MAX_PARTIAL_LINE_CHARS))
         skipping = true
         partial = ''
       }
