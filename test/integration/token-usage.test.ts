@@ -188,3 +188,17 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     assert.deepEqual(events.body.events.at(-1).event.usage, res.body.usage)
   })
 }
+
+test('a delegated sub-turn\'s model calls count in the parent turn\'s usage', async (t) => {
+  const g = await gateway(t, { agents: { default: { tools: ['file_read', 'delegate'] } }, risk_profiles: { default: { level: 'full' } } })
+  g.provider.enqueue(
+    { toolCalls: [{ id: 'p1', name: 'delegate', arguments: { task: 'Say hi.', tools: ['file_read'] } }], usage: { prompt_tokens: 100, completion_tokens: 10 } },
+    { text: 'hi', usage: { prompt_tokens: 20, completion_tokens: 2 } },
+    { text: 'The sub-agent said hi.', usage: { prompt_tokens: 130, completion_tokens: 6 } }
+  )
+  const { events, turn } = await runTurn(g, 'delegate a greeting')
+
+  const usage = { prompt_tokens: 250, completion_tokens: 18, total_tokens: 268, reported_calls: 3, unreported_calls: 0 }
+  assert.deepEqual(terminal(events), { kind: 'turn.completed', final_text: 'The sub-agent said hi.', usage })
+  assert.deepEqual(turn.usage, usage)
+})
