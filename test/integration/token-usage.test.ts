@@ -35,10 +35,12 @@ function terminal (events: readonly EventEnvelope[]): TurnEvent {
   return last
 }
 
+const READ_MISSING = [{ id: 'c1', name: 'file_read', arguments: { path: 'missing.txt' } }]
+
 /** One tool round (a file that is not there: an error result, and the loop goes on), then an answer. */
 function twoCalls (g: TestGateway, first: { prompt_tokens: number, completion_tokens: number } | null, second: typeof first): void {
   g.provider.enqueue(
-    { toolCalls: [{ id: 'c1', name: 'file_read', arguments: { path: 'missing.txt' } }], usage: first },
+    { toolCalls: READ_MISSING, usage: first },
     { text: 'It is not there.', usage: second }
   )
 }
@@ -126,7 +128,7 @@ test('stream_usage = false stops asking for usage; a turn without any then has n
 test('a turn that fails after an answered call carries that call\'s usage on turn.failed', async (t) => {
   const g = await gateway(t)
   g.provider.enqueue(
-    { toolCalls: [{ id: 'c1', name: 'file_read', arguments: { path: 'missing.txt' } }], usage: { prompt_tokens: 33, completion_tokens: 3 } },
+    { toolCalls: READ_MISSING, usage: { prompt_tokens: 33, completion_tokens: 3 } },
     { status: 500 }
   )
   const { events, turn } = await runTurn(g, 'read missing.txt')
@@ -143,7 +145,7 @@ test('a turn that fails after an answered call carries that call\'s usage on tur
 test('a cancelled turn carries the usage of the calls answered before the cancel', async (t) => {
   const g = await gateway(t)
   g.provider.enqueue(
-    { toolCalls: [{ id: 'c1', name: 'file_read', arguments: { path: 'missing.txt' } }], usage: { prompt_tokens: 21, completion_tokens: 2 } },
+    { toolCalls: READ_MISSING, usage: { prompt_tokens: 21, completion_tokens: 2 } },
     { hang: true }
   )
   const ws = await g.socket()
@@ -183,7 +185,8 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     defer(async () => { await second.close() })
     const res = await second.http('GET', `/v1/turns/${turn.turn_id as string}`)
     assert.equal(res.status, 200)
-    assert.deepEqual(res.body.usage, { prompt_tokens: 160, completion_tokens: 20, total_tokens: 180, reported_calls: 2, unreported_calls: 0 })
+    const usage = { prompt_tokens: 160, completion_tokens: 20, total_tokens: 180, reported_calls: 2, unreported_calls: 0 }
+    assert.deepEqual(res.body.usage, usage)
     const events = await second.http('GET', `/v1/turns/${turn.turn_id as string}/events`)
     assert.deepEqual(events.body.events.at(-1).event.usage, res.body.usage)
   })
@@ -192,7 +195,10 @@ for (const kind of ['sqlite', 'postgres'] as const) {
 test('a delegated sub-turn\'s model calls count in the parent turn\'s usage', async (t) => {
   const g = await gateway(t, { agents: { default: { tools: ['file_read', 'delegate'] } }, risk_profiles: { default: { level: 'full' } } })
   g.provider.enqueue(
-    { toolCalls: [{ id: 'p1', name: 'delegate', arguments: { task: 'Say hi.', tools: ['file_read'] } }], usage: { prompt_tokens: 100, completion_tokens: 10 } },
+    {
+      toolCalls: [{ id: 'p1', name: 'delegate', arguments: { task: 'Say hi.', tools: ['file_read'] } }],
+      usage: { prompt_tokens: 100, completion_tokens: 10 }
+    },
     { text: 'hi', usage: { prompt_tokens: 20, completion_tokens: 2 } },
     { text: 'The sub-agent said hi.', usage: { prompt_tokens: 130, completion_tokens: 6 } }
   )
