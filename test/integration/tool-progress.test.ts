@@ -34,7 +34,7 @@ function callSpan (events: readonly EventEnvelope[], callId: string): { call: nu
   return { call, result }
 }
 
-test('a long-running shell command streams its lines as tool.progress in order, rate limited, scrubbed, before its tool_result', async (t) => {
+test('a long-running shell command streams its lines as tool.progress in order, rate limited, scrubbed, before its result', async (t) => {
   const g = await gateway(t, { tools: { shell: { progress_after_ms: 200 } }, turns: { tool_progress: { max_events_per_second: 3 } } })
   // 12 lines, one every 100 ms: about 1.2 s, far more lines than 3 per second.
   const command = `for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo "line $i key=${SECRET}"; sleep 0.1; done`
