@@ -4,7 +4,7 @@
  * travels as `data`. `isError` is the server saying the tool failed: success false. Progress
  * notifications become tool progress updates.
  */
-import type { ToolProgress, ToolResult } from '../tools/tool.js'
+import type { ToolProgress, ToolResult } from '../tools/contract.js'
 
 /** An MCP progress notification's params → a tool progress update (its token is the SDK's business). */
 export function fromMcpProgress (params: { progress: number, total?: number, message?: string }): ToolProgress {
@@ -81,5 +81,9 @@ export function convertCallResult (result: McpCallResult, maxChars: number): Too
   if (text === '' && structured !== undefined) text = JSON.stringify(structured, null, 2) ?? ''
   text = boundText(text, maxChars)
   if (result.isError === true) return { success: false, output: '', error: text === '' ? MCP_ERROR_FALLBACK : text }
-  return structured === undefined ? { success: true, output: text, error: null } : { success: true, output: text, error: null, data: structured }
+  return structured === undefined
+    ? {
+        success: true, output: text, error: null
+      }
+    : { success: true, output: text, error: null, data: structured }
 }

@@ -6,8 +6,8 @@
  * the second is over), at most `maxPerCall` in all, and nothing once the call has settled.
  */
 import type { TurnEvent } from '../../schemas/events.js'
-import { scrubText } from '../security/redact.js'
-import type { ToolProgress } from '../tools/tool.js'
+import { scrubText } from '../core/security/redact.js'
+import type { ToolProgress } from '../tools/contract.js'
 
 export interface ProgressLimits {
   maxPerSecond: number

@@ -5,7 +5,7 @@
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { fileURLToPath } from 'node:url'
-import { deepMerge } from '../../src/config.js'
+import { deepMerge } from '../../src/core/config.js'
 import type { EventEnvelope, TurnEvent } from '../../schemas/events.js'
 import { assertSeqContiguous, startGateway, type TestGateway } from '../helpers/gateway.js'
 import { runTurn } from '../helpers/mcp.js'

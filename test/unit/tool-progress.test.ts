@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { TurnEvent } from '../../schemas/events.js'
 import { clipUtf8, createProgressReporter } from '../../src/turn/progress.js'
 import { lineProgress } from '../../src/tools/builtin/shell-progress.js'
-import type { ToolProgress } from '../../src/tools/tool.js'
+import type { ToolProgress } from '../../src/tools/contract.js'
 
 function reporter (limits: { maxPerSecond: number, maxPerCall: number, maxMessageBytes: number }): {
   events: Array<{ at: number, event: TurnEvent }>

@@ -7,8 +7,8 @@
  * hides the body of a private key, which the scrubber cannot recognise one line at a time.
  */
 import { StringDecoder } from 'node:string_decoder'
-import { privateKeyLineGuard } from '../../security/line-scrub.js'
-import type { ToolProgress } from '../tool.js'
+import { privateKeyLineGuard } from '../../core/security/line-scrub.js'
+import type { ToolProgress } from '../contract.js'
 
 /** A longer line without a line end is reported cut here; the rest of it is skipped. */
 export const MAX_PARTIAL_LINE_CHARS = 8192
