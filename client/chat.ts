@@ -77,6 +77,13 @@ export function exactArgumentLines (display: ReadonlyArray<{ name: string, value
   return lines
 }
 
+/** A progress line: `3/4` and/or the tool's message, on one line. */
+function progressText (e: TurnEventOf<'tool.progress'>): string {
+  const count = e.progress === undefined ? '' : `${e.progress}${e.total === undefined ? '' : `/${e.total}`}`
+  const message = e.message === undefined ? '' : oneLine(e.message)
+  return [count, message].filter((part) => part !== '').join(' ')
+}
+
 function clip (text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more chars)`
 }
@@ -316,6 +323,9 @@ class ChatSession implements Chat {
         return undefined
       case 'tool_call':
         this.line(`▶ ${oneLine(e.name)} ${clip(terminalSafe(JSON.stringify(modelArguments(e.name, e.arguments))), MAX_ARGS_CHARS)}`)
+        return undefined
+      case 'tool.progress':
+        this.line(`  ⋯ ${progressText(e)}`)
         return undefined
       case 'tool_result':
         this.toolResult(e)

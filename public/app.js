@@ -976,6 +976,9 @@ var TurnView = class {
       case "tool_call":
         this.toolCall(e);
         return;
+      case "tool.progress":
+        this.toolProgress(e);
+        return;
       case "tool_result":
         this.toolResult(e);
         return;
@@ -1082,6 +1085,16 @@ var TurnView = class {
   }
   toolCall(e) {
     this.setStatus(this.card(e.call_id, e.name, e.arguments), "running");
+  }
+  /** The latest progress of a running call; its result replaces it. */
+  toolProgress(e) {
+    const card = this.cards.get(e.call_id);
+    if (card === void 0) return;
+    const count = e.progress === void 0 ? "" : ` · ${e.progress}${e.total === void 0 ? "" : `/${e.total}`}`;
+    this.setStatus(card, "running", `running${count}`);
+    if (e.message === void 0) return;
+    card.output.hidden = false;
+    card.output.textContent = e.message;
   }
   toolResult(e) {
     const card = this.card(e.call_id, e.name, {});

@@ -119,7 +119,17 @@ export const TurnsConfig = Type.Object({
   max_events_per_turn: Type.Integer({ minimum: 16, default: 10_000, description: 'Replay buffer per turn; older events answer REPLAY_GAP' }),
   max_active_turns: Type.Integer({ minimum: 1, default: 256 }),
   max_active_turns_per_principal: Type.Integer({ minimum: 1, default: 16 }),
-  max_event_output_chars: Type.Integer({ minimum: 256, default: 16_384, description: 'Bound on tool output carried in streamed events' })
+  max_event_output_chars: Type.Integer({ minimum: 256, default: 16_384, description: 'Bound on tool output carried in streamed events' }),
+  tool_progress: Type.Object({
+    max_events_per_second: Type.Integer({
+      minimum: 1, maximum: 100, default: 4,
+      description: 'tool.progress events per call and second; a faster tool has its latest update sent when the second is over'
+    }),
+    max_events_per_call: Type.Integer({ minimum: 0, default: 500, description: 'tool.progress events of one call at most; 0: none' }),
+    max_message_bytes: Type.Integer({
+      minimum: 64, maximum: 4096, default: 512, description: 'Bound on a tool.progress message (UTF-8 bytes, after scrubbing)'
+    })
+  }, { additionalProperties: false, default: {} })
 }, { additionalProperties: false, default: {} })
 
 export const WorkspaceConfig = Type.Object({
@@ -145,6 +155,10 @@ export const ToolsConfig = Type.Object({
   shell: Type.Object({
     timeout_ms: Type.Integer({ minimum: 100, default: 60_000 }),
     max_output_bytes: Type.Integer({ minimum: 1024, default: 262_144 }),
+    progress_after_ms: Type.Integer({
+      minimum: 0, default: 1000,
+      description: 'A command still running after this long streams its output lines as tool.progress events (the latest line first)'
+    }),
     block_high_risk_commands: Type.Boolean({ default: true }),
     require_approval_for_medium_risk: Type.Boolean({ default: true }),
     env_allowlist: Type.Array(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), {
@@ -238,6 +252,10 @@ export const ProviderConfig = Type.Object({
   model: Type.String({ default: 'gpt-4o-mini' }),
   native_tools: Type.Boolean({ default: true, description: 'false: tools go in the prompt (text protocol)' }),
   stream: Type.Boolean({ default: true }),
+  stream_usage: Type.Boolean({
+    default: true,
+    description: 'Streaming requests ask for token usage (stream_options.include_usage); false for a server that refuses the option'
+  }),
   temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
   timeout_ms: Type.Integer({ minimum: 100, default: 120_000, description: 'Bound on connecting, the response headers and each body pause' }),
   total_timeout_ms: Type.Integer({

@@ -50,6 +50,21 @@ export const ToolCallEvent = Type.Object({
   status: Type.Literal('pending')
 })
 
+/**
+ * What a running tool reports before its result: MCP progress notifications, or the latest output
+ * line of a long-running shell command. Scrubbed, bounded and rate limited per call; never sent
+ * after the call's `tool_result`.
+ */
+export const ToolProgressEvent = Type.Object({
+  kind: Type.Literal('tool.progress'),
+  call_id: OpaqueId,
+  progress: Type.Optional(Type.Number({ minimum: 0, description: 'Work done so far, as the tool counts it (MCP `progress`)' })),
+  total: Type.Optional(Type.Number({ minimum: 0, description: 'Total work, when the tool knows it (MCP `total`)' })),
+  message: Type.Optional(Type.String({
+    description: 'A status line or output line, secrets scrubbed, at most `turns.tool_progress.max_message_bytes`'
+  }))
+})
+
 export const ToolResultEvent = Type.Object({
   kind: Type.Literal('tool_result'),
   call_id: OpaqueId,
@@ -97,26 +112,47 @@ export const IterationEvent = Type.Object({
   n: Type.Integer({ minimum: 1 })
 })
 
+/**
+ * Tokens of the turn's model calls as the provider reported them, summed. Absent when no call
+ * reported usage: Tollgate never counts tokens itself.
+ */
+export const TokenUsage = Type.Object({
+  prompt_tokens: Type.Integer({ minimum: 0 }),
+  completion_tokens: Type.Integer({ minimum: 0 }),
+  total_tokens: Type.Integer({ minimum: 0, description: 'prompt_tokens + completion_tokens' }),
+  reported_calls: Type.Integer({ minimum: 1, description: 'Answered model calls whose usage is in the sums' }),
+  unreported_calls: Type.Integer({
+    minimum: 0, description: 'Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound'
+  })
+}, { title: 'TokenUsage' })
+export type TokenUsage = Static<typeof TokenUsage>
+
+const TerminalUsage = Type.Optional(TokenUsage)
+
 export const TurnCompletedEvent = Type.Object({
   kind: Type.Literal('turn.completed'),
-  final_text: Type.String()
+  final_text: Type.String(),
+  usage: TerminalUsage
 })
 
 export const TurnCancelledEvent = Type.Object({
   kind: Type.Literal('turn.cancelled'),
-  reason: Type.String()
+  reason: Type.String(),
+  usage: TerminalUsage
 })
 
 export const TurnFailedEvent = Type.Object({
   kind: Type.Literal('turn.failed'),
   code: Type.String(),
-  message: Type.String()
+  message: Type.String(),
+  usage: TerminalUsage
 })
 
 export const TurnEvent = Type.Union([
   TurnStartedEvent,
   TextDeltaEvent,
   ToolCallEvent,
+  ToolProgressEvent,
   ToolResultEvent,
   ApprovalRequestedEvent,
   ApprovalResolvedEvent,

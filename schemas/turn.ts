@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { ClientId, OpaqueId, Timestamp, ToolName } from './common.js'
 import { NextCursor, PageCursor, PageLimit, PendingApproval } from './approval.js'
-import { ApprovalDecision, EventEnvelope, ToolCallStatus } from './events.js'
+import { ApprovalDecision, EventEnvelope, TokenUsage, ToolCallStatus } from './events.js'
 
 export const MAX_MESSAGE_CHARS = 100_000
 
@@ -104,6 +104,7 @@ export const Turn = Type.Object({
   final_text: Type.Optional(Type.String()),
   error: Type.Optional(TurnError),
   iterations: Type.Integer({ minimum: 0 }),
+  usage: Type.Optional(TokenUsage),
   tool_calls: Type.Array(ToolCallRecord),
   approvals: Type.Array(ApprovalAuditEntry),
   pending_approvals: Type.Array(PendingApproval, { description: 'Approval requests waiting for an answer now, in model order' }),

@@ -65,6 +65,9 @@ export class TurnView {
       case 'tool_call':
         this.toolCall(e)
         return
+      case 'tool.progress':
+        this.toolProgress(e)
+        return
       case 'tool_result':
         this.toolResult(e)
         return
@@ -183,6 +186,17 @@ export class TurnView {
 
   private toolCall (e: TurnEventOf<'tool_call'>): void {
     this.setStatus(this.card(e.call_id, e.name, e.arguments), 'running')
+  }
+
+  /** The latest progress of a running call; its result replaces it. */
+  private toolProgress (e: TurnEventOf<'tool.progress'>): void {
+    const card = this.cards.get(e.call_id)
+    if (card === undefined) return
+    const count = e.progress === undefined ? '' : ` · ${e.progress}${e.total === undefined ? '' : `/${e.total}`}`
+    this.setStatus(card, 'running', `running${count}`)
+    if (e.message === undefined) return
+    card.output.hidden = false
+    card.output.textContent = e.message
   }
 
   private toolResult (e: TurnEventOf<'tool_result'>): void {

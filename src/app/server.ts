@@ -145,7 +145,8 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
           maxOutputBytes: shell.max_output_bytes,
           blockHighRisk: shell.block_high_risk_commands,
           requireApprovalForMedium: shell.require_approval_for_medium_risk,
-          envAllowlist: shell.env_allowlist
+          envAllowlist: shell.env_allowlist,
+          progressAfterMs: shell.progress_after_ms
         },
     files: { maxReadBytes: config.tools.files.max_read_bytes, maxWriteBytes: config.tools.files.max_write_bytes, owner },
     http: {

@@ -6,13 +6,13 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
+import { ErrorCode, McpError, type Progress } from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from 'pino'
 import type { McpServerConfig } from '../../schemas/config.js'
 import { canonicalJson } from '../core/json/canonical.js'
 import { scrubText } from '../core/security/redact.js'
 import type { Tool, ToolContext, ToolResult } from '../tools/contract.js'
-import { convertCallResult } from './content.js'
+import { convertCallResult, fromMcpProgress } from './content.js'
 import { createTransport } from './transport.js'
 import { wrapMcpTool, type McpToolDefinition } from './wrap.js'
 
@@ -244,9 +244,11 @@ export class McpServerConnection {
     }
     const timeout = this.server.timeout_ms ?? this.options.callTimeoutMs
     try {
-      const result = await client.callTool(
-        { name: tool, arguments: args }, undefined, { signal: ctx.signal, timeout, maxTotalTimeout: timeout }
-      )
+      const report = ctx.progress
+      // With onprogress the SDK sends a progressToken, which is what asks the server for progress notifications.
+      const progress = report === undefined ? {} : { onprogress: (p: Progress) => { report(fromMcpProgress(p)) } }
+      const options = { signal: ctx.signal, timeout, maxTotalTimeout: timeout, ...progress }
+      const result = await client.callTool({ name: tool, arguments: args }, undefined, options)
       return convertCallResult(result, this.options.maxOutputChars)
     } catch (err) {
       if (ctx.signal.aborted) throw err

@@ -1,9 +1,19 @@
 /**
  * MCP call results → Tollgate tool results. The model sees text only, so every content block
  * becomes a line of text (binary blocks are described, never inlined); `structuredContent`
- * travels as `data`. `isError` is the server saying the tool failed: success false.
+ * travels as `data`. `isError` is the server saying the tool failed: success false. Progress
+ * notifications become tool progress updates.
  */
-import type { ToolResult } from '../tools/contract.js'
+import type { ToolProgress, ToolResult } from '../tools/contract.js'
+
+/** An MCP progress notification's params → a tool progress update (its token is the SDK's business). */
+export function fromMcpProgress (params: { progress: number, total?: number, message?: string }): ToolProgress {
+  return {
+    progress: params.progress,
+    ...(params.total === undefined ? {} : { total: params.total }),
+    ...(params.message === undefined ? {} : { message: params.message })
+  }
+}
 
 interface ContentBlock {
   type?: unknown

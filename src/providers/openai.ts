@@ -11,7 +11,7 @@ import { callDeadline, parseRetryAfter, retryDelay, type CallDeadline, type Retr
 import { SseParser } from './sse.js'
 import {
   ProviderError, type ChatCallOptions, type ChatMessage, type ChatRequest, type ChatResponse,
-  type ChatToolCall, type ModelProvider, type ProviderEndpoint
+  type ChatToolCall, type ModelProvider, type ProviderEndpoint, type ChatUsage
 } from './types.js'
 
 interface WireToolCallDelta {
@@ -30,8 +30,20 @@ interface WireChunk {
   id?: string
   model?: string
   choices?: WireChoice[]
-  usage?: { prompt_tokens?: number, completion_tokens?: number }
+  usage?: { prompt_tokens?: unknown, completion_tokens?: unknown } | null
   error?: { message?: string }
+}
+
+function tokenCount (value: unknown): number | null {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null
+}
+
+/** Usage only when both counts are real: a half-reported or malformed usage is no usage, never a zero. */
+function readUsage (usage: WireChunk['usage']): ChatUsage | undefined {
+  if (usage == null || typeof usage !== 'object') return undefined
+  const input = tokenCount(usage.prompt_tokens)
+  const output = tokenCount(usage.completion_tokens)
+  return input === null || output === null ? undefined : { input_tokens: input, output_tokens: output }
 }
 
 function toWireMessage (m: ChatMessage): Record<string, unknown> {
@@ -120,7 +132,8 @@ export class OpenAIProvider implements ModelProvider {
       messages: req.messages.map(toWireMessage),
       stream
     }
-    if (stream) payload.stream_options = { include_usage: true }
+    // Usage arrives in one last chunk; a server that ignores the option simply sends none.
+    if (stream && this.config.stream_usage) payload.stream_options = { include_usage: true }
     if (req.tools !== undefined && req.tools.length > 0) payload.tools = req.tools.map((s) => this.wireTool(s))
     const temperature = req.temperature ?? this.config.temperature
     if (temperature !== undefined) payload.temperature = temperature
@@ -240,7 +253,8 @@ export class OpenAIProvider implements ModelProvider {
     const response: ChatResponse = { text: choice.message.content ?? '', toolCalls }
     identify(response, json)
     if (choice.finish_reason != null) response.finishReason = choice.finish_reason
-    if (json.usage !== undefined) response.usage = { input_tokens: json.usage.prompt_tokens, output_tokens: json.usage.completion_tokens }
+    const usage = readUsage(json.usage)
+    if (usage !== undefined) response.usage = usage
     return response
   }
 
@@ -268,7 +282,8 @@ export class OpenAIProvider implements ModelProvider {
       }
       if (chunk.error !== undefined) throw new ProviderError('PROVIDER_ERROR', `provider error: ${scrubText(chunk.error.message ?? 'unknown')}`)
       identify(identity, chunk)
-      if (chunk.usage != null) usage = { input_tokens: chunk.usage.prompt_tokens, output_tokens: chunk.usage.completion_tokens }
+      // Some servers repeat a running usage on every chunk: the last one counts.
+      usage = readUsage(chunk.usage) ?? usage
       const choice = chunk.choices?.[0]
       if (choice === undefined) return
       if (choice.finish_reason != null) finishReason = choice.finish_reason

@@ -27,9 +27,10 @@ export interface ChatRequest {
   temperature?: number
 }
 
+/** Tokens of one answered call, as the provider reported them (prompt and completion). */
 export interface ChatUsage {
-  input_tokens?: number
-  output_tokens?: number
+  input_tokens: number
+  output_tokens: number
 }
 
 export interface ChatResponse {

@@ -127,16 +127,18 @@ export class RunningTurn {
     const { record } = this
     record.status = outcome.status
     let terminal: TurnEvent
+    // Every terminal event carries what the providers reported, whatever ended the turn.
+    const usage = record.usage === undefined ? {} : { usage: record.usage }
     if (outcome.status === 'completed') {
       record.final_text = outcome.finalText
-      terminal = { kind: 'turn.completed', final_text: outcome.finalText }
+      terminal = { kind: 'turn.completed', final_text: outcome.finalText, ...usage }
     } else if (outcome.status === 'cancelled') {
-      terminal = { kind: 'turn.cancelled', reason: outcome.reason }
+      terminal = { kind: 'turn.cancelled', reason: outcome.reason, ...usage }
     } else {
       // Failure text can quote provider or tool errors, so it is rendered scrubbed.
       const message = scrubText(outcome.message)
       record.error = { code: outcome.code, message }
-      terminal = { kind: 'turn.failed', code: outcome.code, message }
+      terminal = { kind: 'turn.failed', code: outcome.code, message, ...usage }
     }
     session.history = state.history
     session.always_allowed = grants.list()

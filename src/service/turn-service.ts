@@ -29,6 +29,7 @@ import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type ResolvedAg
 import type { ToolHooks } from '../turn/hooks.js'
 import { trimHistory } from '../turn/history.js'
 import { CancelReason, runToolLoop, type TurnOutcome } from '../turn/loop.js'
+import { UsageTally } from '../turn/usage.js'
 import { Admission } from './admission.js'
 import { decodeCursor, newestFirst, pageOf } from './pages.js'
 import type { ConnectionRegistry } from './connections.js'
@@ -206,6 +207,7 @@ export class TurnService {
     const history = trimHistory([...session.history, { role: 'user', content: request.message }], runtime.max_history_messages)
     const log = this.deps.log.child({ turn_id: turnId, session_id: sessionId, agent: record.agent })
     const emit = (event: TurnEvent): void => { running.emit(event) }
+    const usage = new UsageTally()
     return {
       turnId,
       sessionId,
@@ -238,6 +240,12 @@ export class TurnService {
       recordApproval: (e) => {
         record.approvals.push(e)
         running.checkpoint(log)
+      },
+      // Kept on the record as it grows (a running turn's GET shows it); stored with the next save.
+      recordCallUsage: (u) => {
+        usage.add(u)
+        const current = usage.current()
+        if (current !== undefined) record.usage = current
       },
       promptShellSignatures: new Set(),
       ...freshLoopBookkeeping(runtime)

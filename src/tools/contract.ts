@@ -54,6 +54,13 @@ export interface TurnHandle {
   readonly deferred: DeferredToolView | null
 }
 
+/** A running call's progress as the tool knows it; every field optional (MCP's progress notification shape). */
+export interface ToolProgress {
+  progress?: number
+  total?: number
+  message?: string
+}
+
 export interface ToolContext {
   /** Fires when the turn is cancelled; tools must stop promptly. */
   signal: AbortSignal
@@ -70,6 +77,11 @@ export interface ToolContext {
   network: boolean
   /** Set only for tools defined with `turnScoped: true`. */
   turn?: TurnHandle
+  /**
+   * Where a long-running tool reports progress; the dispatcher scrubs, bounds and rate limits it
+   * into `tool.progress` events, and ignores reports once the call has settled. Absent: nobody listens.
+   */
+  progress?: (update: ToolProgress) => void
 }
 
 export interface ToolSpec {

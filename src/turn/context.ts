@@ -13,7 +13,7 @@ import type { ApprovalChannel } from '../approval/decision.js'
 import { ownEntry } from '../core/json/own.js'
 import { TollgateError } from '../core/errors.js'
 import type { Observer } from '../observe/observer.js'
-import type { ChatMessage, ModelProvider } from '../providers/types.js'
+import type { ChatMessage, ChatUsage, ModelProvider } from '../providers/types.js'
 import type { DeferredTools } from '../tools/scope/deferred.js'
 import type { McpToolSource, TurnHandle } from '../tools/contract.js'
 import { mcpOffer } from '../tools/scope/offer.js'
@@ -22,6 +22,7 @@ import type { ToolCatalog } from '../tools/catalog.js'
 import { assembleScopedTools, type ScopedRegistry, type ToolNarrowing } from '../tools/scope/scoped.js'
 import type { ToolHooks } from './hooks.js'
 import { LoopDetector } from './loop-detector.js'
+import type { ProgressLimits } from './progress.js'
 
 export interface ModelBinding {
   provider: ModelProvider
@@ -43,6 +44,7 @@ export interface RuntimeKnobs {
   approvalTimeoutMs: number
   /** No operator connected: `wait` for one (REST, a later subscriber) or `deny` at once. */
   onNoBackchannel: 'wait' | 'deny'
+  toolProgress: ProgressLimits
 }
 
 export interface ReceiptInput {
@@ -117,6 +119,8 @@ export interface TurnState {
   approvals: ApprovalChannel
   recordToolCall (record: ToolCallRecord): void
   recordApproval (entry: ApprovalAuditEntry): void
+  /** One answered model call's provider-reported usage (undefined: none reported); sub-turns add theirs to the parent's. */
+  recordCallUsage (usage: ChatUsage | undefined): void
   /** Prompt-required shell signatures seen in earlier rounds of this turn. */
   promptShellSignatures: Set<string>
   /** Dedup signatures; cleared every round when the knob says `round`. */
@@ -222,7 +226,12 @@ export function resolveKnobs (
     maxIterationBehavior: runtime.max_iteration_behavior,
     loopDetection: runtime.loop_detection,
     approvalTimeoutMs: approvalTimeout(config, agent, requestedApprovalMs),
-    onNoBackchannel: agent.on_no_backchannel
+    onNoBackchannel: agent.on_no_backchannel,
+    toolProgress: {
+      maxPerSecond: config.turns.tool_progress.max_events_per_second,
+      maxPerCall: config.turns.tool_progress.max_events_per_call,
+      maxMessageBytes: config.turns.tool_progress.max_message_bytes
+    }
   }
 }
 

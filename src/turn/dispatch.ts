@@ -9,6 +9,7 @@ import type { ObserverCorrelation } from '../observe/observer.js'
 import { TOOL_SEARCH } from '../tools/scope/activated.js'
 import { turnScope, type ResolvedAgentExecution, type TurnState } from './context.js'
 import type { ParsedCall } from './parse.js'
+import { createProgressReporter } from './progress.js'
 import { unavailableTool } from './prepare.js'
 import {
   announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, unexecuted, type RawOutcome, type ToolSlot, type UnavailableTool
@@ -77,6 +78,8 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
   if (tool === null) throw new Error('dispatch reached a slot preparation did not resolve')
 
   announceSlot(state, slot)
+  // Closed before the result is settled, so no tool.progress ever follows the call's tool_result.
+  const progress = createProgressReporter({ callId: slot.callId, limits: exec.knobs.toolProgress, emit: state.emit })
   const started = performance.now()
   const controller = new AbortController()
   const onAbort = (): void => controller.abort(state.signal.reason)
@@ -96,6 +99,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       log: state.log.child({ tool: slot.name, call_id: slot.callId }),
       workspaceDir: exec.workspaceDir,
       network: exec.shellNetwork,
+      progress: progress.report,
       ...(tool.turnScoped === true ? { turn: turnScope(exec, state) } : {})
     }).then((result): RawOutcome => {
       const durationMs = performance.now() - started
@@ -110,6 +114,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
     raw = await Promise.race([run, interrupted])
   } finally {
     state.signal.removeEventListener('abort', onAbort)
+    progress.close()
   }
 
   if (raw instanceof Interrupted) {

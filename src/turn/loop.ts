@@ -90,6 +90,7 @@ async function callModel (
       ...(live ? { onTextDelta: liveText(state) } : {}),
       onRetry: (retry) => { state.log.warn({ provider: provider.name, model, ...retry }, 'retrying the model call') }
     })
+    state.recordCallUsage(response.usage)
     exec.observer.record({
       kind: 'llm_response', provider: provider.name, model, duration_ms: performance.now() - started, success: true,
       ...(response.usage?.input_tokens === undefined ? {} : { input_tokens: response.usage.input_tokens }),

@@ -127,14 +127,16 @@ export function deriveSubTurn (
     signal: ctx.signal,
     interactive: parentState.interactive,
     log: ctx.log.child({ delegate_agent: targetName, delegate_depth: depth }),
-    // Only approval events surface on the parent stream: the sub-turn's tool calls are not calls
-    // of the parent model and would break its one-result-per-call pairing.
+    // Only approval events surface on the parent stream: the sub-turn's tool calls (and their
+    // tool.progress) are not calls of the parent model and would break its one-result-per-call pairing.
     emit: (event: TurnEvent) => {
       if (event.kind === 'approval.requested' || event.kind === 'approval.resolved') parentState.emit(event)
     },
     approvals: parentState.approvals,
     recordToolCall: (record) => { calls.push(record) },
     recordApproval: (entry) => { parentState.recordApproval(entry) },
+    // The sub-turn's model calls are the turn's calls too: its tokens count in the turn's usage.
+    recordCallUsage: (usage) => { parentState.recordCallUsage(usage) },
     // Shared: repeating a prompt-required shell call through a sub-turn aborts it, as in the parent.
     promptShellSignatures: parentState.promptShellSignatures,
     ...freshLoopBookkeeping(runtime)

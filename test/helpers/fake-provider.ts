@@ -35,7 +35,8 @@ export interface ScriptedReply {
   endAfter?: number
   /** Never answer; the request stays open until the client gives up. */
   hang?: boolean
-  usage?: { prompt_tokens: number, completion_tokens: number }
+  /** Default { prompt_tokens: 10, completion_tokens: 5 }; null: no usage at all, as from a server that ignores stream_options. */
+  usage?: { prompt_tokens: number, completion_tokens: number } | null
   /** The completion's `id` (default `chatcmpl-fake`) and the answering `model` (default `fake-model`). */
   responseId?: string
   responseModel?: string
@@ -96,13 +97,13 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
   }
   const calls = wireCalls(reply.toolCalls ?? [])
   const finish = calls.length > 0 ? 'tool_calls' : 'stop'
-  const usage = reply.usage ?? { prompt_tokens: 10, completion_tokens: 5 }
+  const usage = reply.usage === null ? undefined : reply.usage ?? { prompt_tokens: 10, completion_tokens: 5 }
   if (!stream) {
     res.writeHead(200, { 'content-type': 'application/json' })
     res.end(JSON.stringify({
       id: reply.responseId ?? 'chatcmpl-fake', object: 'chat.completion', model: reply.responseModel ?? 'fake-model',
       choices: [{ index: 0, finish_reason: finish, message: { role: 'assistant', content: reply.text ?? null, ...(calls.length > 0 ? { tool_calls: calls } : {}) } }],
-      usage
+      ...(usage === undefined ? {} : { usage })
     }))
     return
   }
@@ -140,7 +141,7 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
   }
   await chunk({}, finish)
   if (!stopped()) {
-    res.write(`data: ${JSON.stringify({ ...identity, object: 'chat.completion.chunk', choices: [], usage })}\n\n`)
+    if (usage !== undefined) res.write(`data: ${JSON.stringify({ ...identity, object: 'chat.completion.chunk', choices: [], usage })}\n\n`)
     res.end('data: [DONE]\n\n')
   }
 }

@@ -55,3 +55,26 @@ test('the secret corpus in a tool output is masked on every surface and the near
   assert.ok(toolLine !== undefined, 'the tool call was logged with its result')
   assertSurface('the log', logs.text())
 })
+
+test('the secret corpus printed line by line by a long-running command is masked in every tool.progress message', async (t) => {
+  const g = await startGateway({
+    overrides: {
+      agents: { default: { tools: ['shell'] } },
+      risk_profiles: { default: { level: 'full' } },
+      tools: { shell: { progress_after_ms: 0, require_approval_for_medium_risk: false } },
+      turns: { tool_progress: { max_events_per_second: 100, max_events_per_call: 10_000, max_message_bytes: 4096 } }
+    }
+  })
+  t.after(async () => { await g.close() })
+  await writeFile(join(g.workspace, 'corpus.txt'), text)
+  // One line every 20 ms: under the rate limit, so every line is a progress message.
+  const command = 'while IFS= read -r line || [ -n "$line" ]; do printf "%s\\n" "$line"; sleep 0.02; done < corpus.txt; sleep 0.1'
+  g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'shell', arguments: { command } }] }, { text: 'printed it' })
+
+  const ws = await g.socket()
+  const accepted = await ws.request({ type: 'turn.start', message: 'print the file slowly' })
+  const live = await ws.waitForTerminal(accepted.turn_id, 60_000)
+  const messages = live.flatMap((e) => (e.event.kind === 'tool.progress' ? [e.event.message ?? ''] : []))
+  assert.ok(messages.length > 20, `the lines came as progress (${messages.length})`)
+  assertSurface('tool.progress messages', JSON.stringify(messages.join('\n')))
+})

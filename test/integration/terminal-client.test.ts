@@ -175,3 +175,18 @@ test('SIGINT (Ctrl-C) cancels the running turn and the chat keeps reading messag
   const code = await new Promise((resolve) => chatProcess.child.on('close', resolve))
   assert.equal(code, 0)
 })
+
+test('the terminal client shows a long-running command\'s progress lines before its result', async (t) => {
+  const g = await startGateway({
+    overrides: {
+      risk_profiles: { default: { level: 'full' } },
+      tools: { shell: { require_approval_for_medium_risk: false, progress_after_ms: 0 } }
+    }
+  })
+  t.after(async () => { await g.close() })
+  const command = 'echo step one; sleep 0.4; echo step two; sleep 0.4'
+  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'shell', arguments: { command } }] }, { text: 'Counted.' })
+  const run = await chat(['--url', g.url], 'count\n')
+  assert.equal(run.code, 0, run.stderr)
+  assert.match(run.stdout, /▶ shell .*\n {2}⋯ step one\n {2}⋯ step two\n■ shell ok \(\d+ ms\)\n {2}│ step one\n {2}│ step two/)
+})

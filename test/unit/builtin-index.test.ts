@@ -4,7 +4,9 @@ import { BUILTIN_TOOL_NAMES, createBuiltinTools, type BuiltinToolOptions } from 
 import { unconfinedLauncher } from '../../src/tools/builtin/sandbox.js'
 
 function options (withShell: boolean): BuiltinToolOptions {
-  const shell = { timeoutMs: 60000, maxOutputBytes: 262144, blockHighRisk: true, requireApprovalForMedium: true, envAllowlist: ['PATH'] }
+  const shell = {
+    timeoutMs: 60000, maxOutputBytes: 262144, blockHighRisk: true, requireApprovalForMedium: true, envAllowlist: ['PATH'], progressAfterMs: 1000
+  }
   return {
     shell: withShell ? { ...shell, launcher: unconfinedLauncher(), ledger: { record: () => () => {} } } : null,
     files: { maxReadBytes: 1048576, maxWriteBytes: 1048576, owner: null },

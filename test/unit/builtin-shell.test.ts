@@ -39,6 +39,7 @@ async function shell (t: { after: (fn: () => Promise<void>) => void }, overrides
     blockHighRisk: true,
     requireApprovalForMedium: true,
     envAllowlist: ['PATH', 'LANG', 'LC_ALL', 'TZ'],
+    progressAfterMs: 1000,
     ...overrides
   })
   return { tool: { execute: async (args, ctx) => await tool.execute(args, { ...ctx, workspaceDir: dir }) }, dir, ledgerDir }
@@ -188,7 +189,8 @@ test('shell refuses to run a command it cannot record, and leaves nothing runnin
     maxOutputBytes: 262144,
     blockHighRisk: true,
     requireApprovalForMedium: true,
-    envAllowlist: ['PATH']
+    envAllowlist: ['PATH'],
+    progressAfterMs: 1000
   })
   const result = await tool.execute({ command: 'sleep 30.5151', approved: true }, { ...context(), workspaceDir: dir })
   assert.equal(result.success, false)

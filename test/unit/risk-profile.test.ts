@@ -34,7 +34,7 @@ function outcome (level: Level, tool: Tool, args: Record<string, unknown>): Outc
 
 const builtins = new Map(createBuiltinTools({
   shell: {
-    timeoutMs: 1000, maxOutputBytes: 1024, blockHighRisk: true, requireApprovalForMedium: true, envAllowlist: [],
+    timeoutMs: 1000, maxOutputBytes: 1024, blockHighRisk: true, requireApprovalForMedium: true, envAllowlist: [], progressAfterMs: 1000,
     launcher: unconfinedLauncher(), ledger: { record: () => () => {} }
   },
   files: { maxReadBytes: 1024, maxWriteBytes: 1024, owner: null },

@@ -95,23 +95,63 @@ export type IterationEvent = {
 export type TurnCompletedEvent = {
   kind: 'turn.completed'
   final_text: string
+  usage?: {
+    prompt_tokens: number
+    completion_tokens: number
+    /** prompt_tokens + completion_tokens */
+    total_tokens: number
+    /** Answered model calls whose usage is in the sums */
+    reported_calls: number
+    /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
+    unreported_calls: number
+  }
 }
 
 export type TurnCancelledEvent = {
   kind: 'turn.cancelled'
   reason: string
+  usage?: {
+    prompt_tokens: number
+    completion_tokens: number
+    /** prompt_tokens + completion_tokens */
+    total_tokens: number
+    /** Answered model calls whose usage is in the sums */
+    reported_calls: number
+    /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
+    unreported_calls: number
+  }
 }
 
 export type TurnFailedEvent = {
   kind: 'turn.failed'
   code: string
   message: string
+  usage?: {
+    prompt_tokens: number
+    completion_tokens: number
+    /** prompt_tokens + completion_tokens */
+    total_tokens: number
+    /** Answered model calls whose usage is in the sums */
+    reported_calls: number
+    /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
+    unreported_calls: number
+  }
 }
 
 export type TurnEvent =
   | TurnStartedEvent
   | TextDeltaEvent
   | ToolCallEvent
+  | {
+    kind: 'tool.progress'
+    call_id: string
+    /** Work done so far, as the tool counts it (MCP `progress`) */
+    progress?: number
+    /** Total work, when the tool knows it (MCP `total`) */
+    total?: number
+    /** A status line or output line, secrets scrubbed, at most `turns.tool_progress.max_message_bytes` */
+    message?: string
+  }
   | ToolResultEvent
   | ApprovalRequestedEvent
   | ApprovalResolvedEvent
@@ -230,6 +270,16 @@ export type Turn = {
   final_text?: string
   error?: TurnError
   iterations: number
+  usage?: {
+    prompt_tokens: number
+    completion_tokens: number
+    /** prompt_tokens + completion_tokens */
+    total_tokens: number
+    /** Answered model calls whose usage is in the sums */
+    reported_calls: number
+    /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
+    unreported_calls: number
+  }
   tool_calls: ToolCallRecord[]
   approvals: ApprovalAuditEntry[]
   /** Approval requests waiting for an answer now, in model order */

@@ -2,13 +2,15 @@
  * The `shell` tool: runs one command with `/bin/sh -c` in the turn's workspace, through the
  * launcher (the bubblewrap sandbox unless the operator chose none), in its own process group that
  * the process ledger records, with an allow-listed environment and bounded output. The risk
- * policy runs before anything is spawned.
+ * policy runs before anything is spawned. A long-running command's output lines are reported as
+ * progress while it runs.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { defineTool, fail, ok, type Tool, type ToolResult } from '../contract.js'
 import type { ProcessLedger } from './process-ledger.js'
 import type { Launcher, LaunchPlan } from './sandbox.js'
 import { classifyCommand } from './shell-policy.js'
+import { lineProgress, type LineProgress } from './shell-progress.js'
 import { appendNotice } from './text.js'
 
 export interface ShellOptions {
@@ -17,6 +19,8 @@ export interface ShellOptions {
   blockHighRisk: boolean
   requireApprovalForMedium: boolean
   envAllowlist: string[]
+  /** A command running longer than this streams its output lines to `ToolContext.progress`. */
+  progressAfterMs: number
 }
 
 export interface ShellToolOptions extends ShellOptions {
@@ -52,6 +56,8 @@ interface RunOptions {
   signal: AbortSignal
   /** Records the started process group; answers how to forget it once it is over. */
   record: (pgid: number) => () => void
+  /** Output lines as progress; null when nobody listens. */
+  progress: LineProgress | null
 }
 
 function scrubbedEnv (allowlist: readonly string[], home: string): Record<string, string> {
@@ -122,6 +128,7 @@ function runCommand (plan: LaunchPlan, opts: RunOptions): Promise<RunResult> {
       settled = true
       for (const t of timers) clearTimeout(t)
       opts.signal.removeEventListener('abort', onAbort)
+      opts.progress?.close()
       killGroup(child, 'SIGKILL')
       forget()
       resolve({ outcome, output: output.text() })
@@ -138,8 +145,14 @@ function runCommand (plan: LaunchPlan, opts: RunOptions): Promise<RunResult> {
     }
     const onAbort = (): void => stop('cancelled')
 
-    child.stdout.on('data', output.push)
-    child.stderr.on('data', output.push)
+    const progress = opts.progress
+    if (progress === null) {
+      child.stdout.on('data', output.push)
+      child.stderr.on('data', output.push)
+    } else {
+      child.stdout.on('data', (chunk: Buffer) => { output.push(chunk); progress.stdout(chunk) })
+      child.stderr.on('data', (chunk: Buffer) => { output.push(chunk); progress.stderr(chunk) })
+    }
     child.on('error', (err) => settle({ kind: 'spawn-error', message: err.message }))
     child.on('exit', (code, signal) => {
       exit = { code, signal }
@@ -232,7 +245,8 @@ export function createShellTool (opts: ShellToolOptions): Tool {
         timeoutMs,
         maxOutputBytes: opts.maxOutputBytes,
         signal: ctx.signal,
-        record: (pgid) => opts.ledger.record(pgid, ctx.turnId)
+        record: (pgid) => opts.ledger.record(pgid, ctx.turnId),
+        progress: ctx.progress === undefined ? null : lineProgress(ctx.progress, opts.progressAfterMs)
       })
       return toToolResult(result, timeoutMs)
     }

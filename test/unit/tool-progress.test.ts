@@ -1,0 +1,103 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import type { TurnEvent } from '../../schemas/events.js'
+import { clipUtf8, createProgressReporter } from '../../src/turn/progress.js'
+import { lineProgress } from '../../src/tools/builtin/shell-progress.js'
+import type { ToolProgress } from '../../src/tools/contract.js'
+
+function reporter (limits: { maxPerSecond: number, maxPerCall: number, maxMessageBytes: number }): {
+  events: Array<{ at: number, event: TurnEvent }>
+  report: (u: ToolProgress) => void
+  close: () => void
+} {
+  const events: Array<{ at: number, event: TurnEvent }> = []
+  const r = createProgressReporter({ callId: 'c1', limits, emit: (event) => { events.push({ at: Date.now(), event }) } })
+  return { events, report: r.report, close: r.close }
+}
+
+const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
+
+test('updates over the per-second limit are held back, and only the latest is sent once the second is over', async () => {
+  const r = reporter({ maxPerSecond: 2, maxPerCall: 100, maxMessageBytes: 512 })
+  for (let i = 1; i <= 5; i++) r.report({ progress: i })
+  assert.deepEqual(r.events.map((e) => e.event), [1, 2].map((n) => ({ kind: 'tool.progress', call_id: 'c1', progress: n })))
+  await sleep(1100)
+  assert.deepEqual(r.events.map((e) => e.event), [1, 2, 5].map((n) => ({ kind: 'tool.progress', call_id: 'c1', progress: n })))
+  assert.ok((r.events[2]?.at ?? 0) - (r.events[0]?.at ?? 0) >= 1000)
+  r.close()
+})
+
+test('closing drops a held-back update and ignores later reports', async () => {
+  const r = reporter({ maxPerSecond: 1, maxPerCall: 100, maxMessageBytes: 512 })
+  r.report({ message: 'first' })
+  r.report({ message: 'held' })
+  r.close()
+  r.report({ message: 'late' })
+  await sleep(1100)
+  assert.deepEqual(r.events.map((e) => e.event), [{ kind: 'tool.progress', call_id: 'c1', message: 'first' }])
+})
+
+test('a call sends at most max_events_per_call progress events', () => {
+  const r = reporter({ maxPerSecond: 100, maxPerCall: 3, maxMessageBytes: 512 })
+  for (let i = 1; i <= 10; i++) r.report({ progress: i, total: 10 })
+  r.close()
+  assert.deepEqual(r.events.map((e) => e.event.kind === 'tool.progress' ? e.event.progress : null), [1, 2, 3])
+})
+
+test('empty, non-finite and negative values are left out; an update with nothing left is not sent', () => {
+  const r = reporter({ maxPerSecond: 100, maxPerCall: 100, maxMessageBytes: 512 })
+  r.report({ progress: Number.NaN, total: -1, message: '  \u001b[0m ' })
+  r.report({ progress: Number.POSITIVE_INFINITY, total: 3 })
+  r.close()
+  assert.deepEqual(r.events.map((e) => e.event), [{ kind: 'tool.progress', call_id: 'c1', total: 3 }])
+})
+
+test('a secret cut by the byte bound is scrubbed before the cut, so no part of it shows', () => {
+  const r = reporter({ maxPerSecond: 100, maxPerCall: 100, maxMessageBytes: 64 })
+  const secret = 'ghp_abcdefghijklmnopqrstuvwxyz0123456789'
+  r.report({ message: `${'x'.repeat(50)} ${secret}` })
+  r.close()
+  const event = r.events[0]?.event
+  const message = event?.kind === 'tool.progress' ? event.message ?? '' : ''
+  assert.equal(message, `${'x'.repeat(50)} ghp_*[REDA…`)
+  assert.equal(message.includes('abcdef'), false)
+})
+
+test('clipUtf8 cuts at a character boundary and marks the cut', () => {
+  assert.equal(clipUtf8('short', 10), 'short')
+  assert.equal(clipUtf8('ééééé', 7), 'éé…')
+  assert.equal(Buffer.byteLength(clipUtf8('😀😀😀😀', 9), 'utf8') <= 9, true)
+})
+
+test('output lines split at LF, CR and CRLF per stream; an over-long line is reported cut and its rest skipped', () => {
+  const lines: string[] = []
+  const p = lineProgress((u) => { lines.push(u.message ?? '') }, 0)
+  p.stdout(Buffer.from('a\r\nb\rc'))
+  p.stderr(Buffer.from('err 1\n'))
+  p.stdout(Buffer.from('\n'))
+  p.stdout(Buffer.from('x'.repeat(9000)))
+  p.stdout(Buffer.from('tail\nnext\n'))
+  p.close()
+  p.stdout(Buffer.from('after close\n'))
+  assert.deepEqual(lines, ['a', 'b', 'err 1', 'c', 'x'.repeat(8192), 'next'])
+})
+
+test('lines before progress_after_ms collapse into the latest one, reported when the time is up', async () => {
+  const lines: string[] = []
+  const p = lineProgress((u) => { lines.push(u.message ?? '') }, 100)
+  p.stdout(Buffer.from('one\ntwo\nthree\n'))
+  assert.deepEqual(lines, [])
+  await sleep(150)
+  p.stdout(Buffer.from('four\n'))
+  p.close()
+  assert.deepEqual(lines, ['three', 'four'])
+})
+
+test('the lines of a private key block are hidden from progress; the lines around it are not', () => {
+  const lines: string[] = []
+  const p = lineProgress((u) => { lines.push(u.message ?? '') }, 0)
+  p.stdout(Buffer.from('before\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQUFBQUFBQUFBQUFBQUFB\n'))
+  p.stdout(Buffer.from('-----END OPENSSH PRIVATE KEY-----\nafter\n-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQ\n'))
+  p.close()
+  assert.deepEqual(lines, ['before', '-----BEGIN OPENSSH PRIVATE KEY-----', 'after', '-----BEGIN PUBLIC KEY-----', 'MFkwEwYHKoZIzj0CAQ'])
+})
