@@ -204,6 +204,18 @@ export const ClusterConfig = Type.Object({
   control_timeout_ms: Type.Integer({ minimum: 100, default: 5000, description: 'How long a cancel, approval answer or backchannel probe waits for the instance running the turn' })
 }, { additionalProperties: false, default: {} })
 
+export const ReceiptsConfig = Type.Object({
+  keys: Type.Array(Type.Object({
+    id: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'Recorded with each turn signed under this key (the key itself never is)' }),
+    secret_env: Type.String({ minLength: 1, description: 'Name of the environment variable holding the master key: base64 of at least 32 random bytes' })
+  }, { additionalProperties: false }), {
+    default: [],
+    maxItems: 16,
+    description: 'Receipt master keys, newest first: the first signs new turns, every listed one verifies the turns signed under it. ' +
+      'Empty: a random key per process (receipts verify only in the process that made them)'
+  })
+}, { additionalProperties: false, default: {} })
+
 export const ProviderConfig = Type.Object({
   kind: Type.Union([Type.Literal('demo'), Type.Literal('openai')], { description: 'demo: embedded scripted provider, NOT an LLM' }),
   base_url: Type.Optional(Type.String({ description: 'e.g. https://api.openai.com/v1' })),
@@ -345,6 +357,7 @@ export const GatewayConfig = Type.Object({
   store: StoreConfig,
   bus: BusConfig,
   cluster: ClusterConfig,
+  receipts: ReceiptsConfig,
   default_agent: Type.String({ default: 'default' }),
   providers: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
   agents: Type.Record(Type.String(), Type.Unknown(), { default: {} }),

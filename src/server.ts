@@ -20,6 +20,7 @@ import { InstanceLease } from './cluster/instance.js'
 import { DEFAULT_RETRY_AFTER_S, RETRY_AFTER_S, TollgateError, toProblem, type ErrorCode } from './errors.js'
 import { ConnectionRegistry } from './gateway/connections.js'
 import { TurnService } from './gateway/turns.js'
+import { receiptKeyring } from './receipts/keyring.js'
 import { createDelegateTool } from './delegate/tool.js'
 import { McpManager } from './mcp/manager.js'
 import { composeObservers, type Observer } from './observe/observer.js'
@@ -201,6 +202,10 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   }
   if (auth.mode === 'none') log.warn('auth.mode is "none": every local client acts as one principal; bind stays on loopback')
   const hosts = createHostPolicy(config, log)
+  const receipts = receiptKeyring(config, env)
+  if (config.receipts.keys.length === 0 && config.store.kind !== 'memory') {
+    log.warn('receipts.keys is empty: receipts verify only in this process, not on other instances or after a restart')
+  }
   const origins = createOriginPolicy(config)
 
   const connections = new ConnectionRegistry()
@@ -239,7 +244,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       connections,
       log,
       mcp,
-      instanceId
+      instanceId,
+      receipts
     })
     opened.push(async () => { await turns.shutdown() })
     const lease = await InstanceLease.start({

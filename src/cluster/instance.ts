@@ -111,6 +111,7 @@ export class InstanceLease {
 
   private async prune (): Promise<void> {
     this.lastPrune = Date.now()
+    await this.options.store.pruneIdempotency(Date.now())
     if (this.options.eventRetentionMs > 0) await this.options.store.prune(Date.now() - this.options.eventRetentionMs)
   }
 

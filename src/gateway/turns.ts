@@ -19,8 +19,9 @@ import type { McpToolSource } from '../mcp/manager.js'
 import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
 import { scrubText } from '../security/redact.js'
-import { ReceiptKey } from '../receipts/receipts.js'
-import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
+import type { ReceiptKeyring } from '../receipts/keyring.js'
+import type { ReceiptKey } from '../receipts/receipts.js'
+import type { IdempotencyClaim, IdempotencyRecord, SessionRecord, Store, TurnRecord } from '../store/store.js'
 import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import type { ToolCatalog } from '../tools/registry.js'
 import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type TurnState } from '../turn/context.js'
@@ -44,6 +45,8 @@ export interface TurnServiceDeps {
   mcp?: McpToolSource
   /** This gateway instance, as named on the bus's control plane. */
   instanceId: string
+  /** Master keys the turns' receipt keys are derived from. */
+  receipts: ReceiptKeyring
 }
 
 export interface StartOptions {
@@ -61,7 +64,7 @@ interface ActiveTurn {
   detach: boolean
   done: Promise<TurnRecord>
   disposers: Array<() => void>
-  /** Receipt key of this turn (direct turns get a fresh key per turn). */
+  /** Receipt key of this turn, derived from the current master key. */
   receipts: ReceiptKey
 }
 
@@ -74,9 +77,6 @@ export class TurnService {
   private readonly deps: TurnServiceDeps
   private readonly active = new Map<string, ActiveTurn>()
   private readonly busySessions = new Map<string, string>()
-  private readonly idempotency = new Map<string, { turnId: string, fingerprint: string, expires: number }>()
-  /** Receipt keys outlive their turn by the retention window so receipts can be verified. */
-  private readonly receiptKeys = new Map<string, { key: ReceiptKey, expires: number }>()
   private readonly timers = new Set<NodeJS.Timeout>()
   private readonly retention: RetentionQueue
   /** Cancels, approval answers and backchannel probes for turns running on another instance. */
@@ -132,23 +132,46 @@ export class TurnService {
     throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
   }
 
+  /**
+   * Starts a turn, or answers the turn a principal's `idempotency_key` already started (on any
+   * instance, before any restart, within `turns.retention_ms`).
+   */
   async start (principal: Principal, request: TurnRequest, options: StartOptions): Promise<{ turn: TurnRecord, created: boolean }> {
     if (this.closingFlag) throw new TollgateError('SHUTTING_DOWN', 'the gateway is shutting down')
+    const owner = principalKey(principal)
+    // Defaults spelled out or left out are the same request.
+    const fingerprint = canonicalJson({ ...request, interactive: request.interactive !== false, detach: request.detach === true, idempotency_key: undefined })
+    const claim: IdempotencyClaim | null = request.idempotency_key === undefined
+      ? null
+      : { owner, key: request.idempotency_key, fingerprint, expiresMs: Date.now() + this.deps.config.turns.retention_ms }
+    if (claim !== null) {
+      const seen = await this.deps.store.getIdempotency(owner, claim.key)
+      if (seen !== null) return await this.repeated(principal, claim, seen)
+    }
+    try {
+      return await this.startNew(principal, request, options, claim)
+    } catch (err) {
+      // A repeat racing its original can find the session busy or the principal at its cap
+      // before it reaches the claim: the original's claim is the answer then.
+      if (claim === null || !(err instanceof TollgateError) || !(err.code === 'SESSION_BUSY' || err.code === 'TOO_MANY_TURNS')) throw err
+      const seen = await this.deps.store.getIdempotency(owner, claim.key)
+      if (seen === null) throw err
+      return await this.repeated(principal, claim, seen)
+    }
+  }
+
+  private async repeated (principal: Principal, claim: IdempotencyClaim, seen: IdempotencyRecord): Promise<{ turn: TurnRecord, created: boolean }> {
+    if (seen.fingerprint !== claim.fingerprint) throw new TollgateError('IDEMPOTENCY_CONFLICT', 'this idempotency_key was used with a different request')
+    return { turn: await this.get(principal, seen.turnId), created: false }
+  }
+
+  private async startNew (
+    principal: Principal, request: TurnRequest, options: StartOptions, claim: IdempotencyClaim | null
+  ): Promise<{ turn: TurnRecord, created: boolean }> {
     const { config } = this.deps
     const owner = principalKey(principal)
     const now = Date.now()
     this.retention.sweep(now)
-
-    // Defaults spelled out or left out are the same request.
-    const fingerprint = canonicalJson({ ...request, interactive: request.interactive !== false, detach: request.detach === true, idempotency_key: undefined })
-    const idemKey = request.idempotency_key === undefined ? null : `${owner}\u0000${request.idempotency_key}`
-    if (idemKey !== null) {
-      const seen = this.idempotency.get(idemKey)
-      if (seen !== undefined) {
-        if (seen.fingerprint !== fingerprint) throw new TollgateError('IDEMPOTENCY_CONFLICT', 'this idempotency_key was used with a different request')
-        return { turn: await this.get(principal, seen.turnId), created: false }
-      }
-    }
 
     if (options.ownerConnection !== null) {
       const connection = this.deps.connections.get(options.ownerConnection)
@@ -188,7 +211,8 @@ export class TurnService {
     }
 
     const grants = new SessionGrants(session.always_allowed)
-    const receipts = new ReceiptKey()
+    const turnId = `turn_${randomUUID()}`
+    const { keyId: receiptKeyId, key: receipts } = this.deps.receipts.forNewTurn(turnId)
     const exec = resolveTurnContext({
       config,
       agentName,
@@ -208,11 +232,10 @@ export class TurnService {
     this.checkSessionFree(sessionId, owner)
     this.checkCapacity(owner)
 
-    const turnId = `turn_${randomUUID()}`
     const createdAt = new Date().toISOString()
     const record: TurnRecord = {
       turn_id: turnId, session_id: sessionId, agent: agentName, owner, status: 'running', created_at: createdAt, updated_at: createdAt,
-      iterations: 0, tool_calls: [], approvals: [], last_seq: 0
+      iterations: 0, tool_calls: [], approvals: [], last_seq: 0, receipt_key_id: receiptKeyId
     }
     const controller = new AbortController()
     let resolveDone!: (r: TurnRecord) => void
@@ -222,22 +245,20 @@ export class TurnService {
     }
     this.active.set(turnId, active)
     this.busySessions.set(sessionId, turnId)
-    if (idemKey !== null) {
-      const entry = { turnId, fingerprint, expires: now + config.turns.retention_ms }
-      this.idempotency.set(idemKey, entry)
-      this.retention.add(entry.expires, () => { if (this.idempotency.get(idemKey) === entry) this.idempotency.delete(idemKey) })
-    }
 
     session.turn_ids.push(turnId)
+    let held: IdempotencyRecord | null
     try {
-      await this.deps.store.saveTurnAndSession(record, session)
+      held = await this.deps.store.createTurn(record, session, claim)
     } catch (err) {
-      // Nothing ran yet: release the slot and the session so the client can simply retry.
-      this.active.delete(turnId)
-      this.busySessions.delete(sessionId)
-      if (idemKey !== null) this.idempotency.delete(idemKey)
+      this.abandon(active)
       this.deps.log.error({ err, turn_id: turnId }, 'could not record a new turn')
       throw new TollgateError('NOT_READY', 'the store is unavailable; retry later')
+    }
+    if (held !== null && claim !== null) {
+      // Another start (here or on another instance) won this key meanwhile: nothing was written.
+      this.abandon(active)
+      return await this.repeated(principal, claim, held)
     }
     this.bindOwner(active)
     if (options.ownerConnection !== null) this.deps.connections.get(options.ownerConnection)?.follow?.(turnId)
@@ -297,6 +318,12 @@ export class TurnService {
       resolveDone(record)
     })()
     return { turn: record, created: true }
+  }
+
+  /** Nothing ran yet: releases the slot and the session, so the client can simply retry. */
+  private abandon (active: ActiveTurn): void {
+    this.active.delete(active.record.turn_id)
+    this.busySessions.delete(active.record.session_id)
   }
 
   /** One principal may not take every slot: the per-principal cap keeps other tenants served. */
@@ -400,12 +427,7 @@ export class TurnService {
     for (const dispose of active.disposers) dispose()
     this.active.delete(record.turn_id)
     this.busySessions.delete(record.session_id)
-    const expires = Date.now() + config.turns.retention_ms
-    this.receiptKeys.set(record.turn_id, { key: active.receipts, expires })
-    this.retention.add(expires, () => {
-      this.receiptKeys.delete(record.turn_id)
-      this.deps.bus.drop(record.turn_id)
-    })
+    this.retention.add(Date.now() + config.turns.retention_ms, () => { this.deps.bus.drop(record.turn_id) })
   }
 
   private async findTurn (turnId: string): Promise<TurnRecord | null> {
@@ -510,13 +532,12 @@ export class TurnService {
     }
   }
 
-  /** The turn's receipt key while it lives: during the turn and `turns.retention_ms` after it. */
-  verifyReceipt (turnId: string): ReceiptKey | null {
-    const active = this.active.get(turnId)
-    if (active !== undefined) return active.receipts
-    const kept = this.receiptKeys.get(turnId)
-    // Swept periodically, so an expired entry may still be here: its key is gone all the same.
-    return kept !== undefined && kept.expires > Date.now() ? kept.key : null
+  /**
+   * The turn's receipt key, derived again from the master key its record names: the same on every
+   * instance and after a restart. Null when that master key is not configured here (any more).
+   */
+  receiptKeyOf (turn: TurnRecord): ReceiptKey | null {
+    return turn.receipt_key_id === undefined ? null : this.deps.receipts.keyFor(turn.turn_id, turn.receipt_key_id)
   }
 
   /** Cancels every running turn and waits for each to record its terminal event. */

@@ -5,7 +5,9 @@
  */
 import type { BusEnvelope } from '../bus/bus.js'
 import { finishedMs } from './codec.js'
-import { TERMINAL_TURN_STATUSES, type RunningTurn, type SessionRecord, type Store, type TurnRecord } from './store.js'
+import {
+  TERMINAL_TURN_STATUSES, type IdempotencyClaim, type IdempotencyRecord, type RunningTurn, type SessionRecord, type Store, type TurnRecord
+} from './store.js'
 
 interface StoredTurn {
   turn: TurnRecord
@@ -19,6 +21,7 @@ export class MemoryStore implements Store {
   private readonly sessions = new Map<string, SessionRecord>()
   private readonly turns = new Map<string, StoredTurn>()
   private readonly events = new Map<string, Map<number, BusEnvelope>>()
+  private readonly idempotency = new Map<string, IdempotencyRecord & { expiresMs: number }>()
   private leaseExpires = 0
 
   constructor (options: { instanceId?: string } = {}) {
@@ -57,6 +60,29 @@ export class MemoryStore implements Store {
     const copy = structuredClone(session)
     this.putTurn(turn)
     this.sessions.set(session.session_id, copy)
+  }
+
+  async createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null> {
+    if (claim !== null) {
+      const held = this.liveClaim(claim.owner, claim.key)
+      if (held !== null) return held
+      this.idempotency.set(idempotencyId(claim.owner, claim.key), { turnId: turn.turn_id, fingerprint: claim.fingerprint, expiresMs: claim.expiresMs })
+    }
+    await this.saveTurnAndSession(turn, session)
+    return null
+  }
+
+  async getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null> {
+    return this.liveClaim(owner, key)
+  }
+
+  private liveClaim (owner: string, key: string): IdempotencyRecord | null {
+    const held = this.idempotency.get(idempotencyId(owner, key))
+    return held === undefined || held.expiresMs <= Date.now() ? null : { turnId: held.turnId, fingerprint: held.fingerprint }
+  }
+
+  async pruneIdempotency (nowMs: number): Promise<void> {
+    for (const [id, held] of this.idempotency) if (held.expiresMs <= nowMs) this.idempotency.delete(id)
   }
 
   async appendEvents (events: readonly BusEnvelope[]): Promise<void> {
@@ -117,5 +143,10 @@ export class MemoryStore implements Store {
     this.sessions.clear()
     this.turns.clear()
     this.events.clear()
+    this.idempotency.clear()
   }
+}
+
+function idempotencyId (owner: string, key: string): string {
+  return `${owner}\u0000${key}`
 }

@@ -9,7 +9,7 @@
 import pg from 'pg'
 import type { BusEnvelope } from '../bus/bus.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
-import type { RunningTurn, SessionRecord, Store, TurnRecord } from './store.js'
+import type { IdempotencyClaim, IdempotencyRecord, RunningTurn, SessionRecord, Store, TurnRecord } from './store.js'
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
@@ -51,6 +51,14 @@ CREATE TABLE IF NOT EXISTS ${s}.tollgate_events (
 CREATE TABLE IF NOT EXISTS ${s}.tollgate_instances (
   instance_id text PRIMARY KEY,
   expires_at timestamptz NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ${s}.tollgate_idempotency (
+  owner text NOT NULL,
+  idem_key text NOT NULL,
+  turn_id text NOT NULL,
+  fingerprint text NOT NULL,
+  expires_ms bigint NOT NULL,
+  PRIMARY KEY (owner, idem_key)
 );`
 }
 
@@ -65,6 +73,18 @@ function statements (s: string) {
     saveTurn: { name: 'tollgate_save_turn', text: upsertTurn },
     saveSession: { name: 'tollgate_save_session', text: upsertSession(1, 2, 3) },
     saveTurnAndSession: { name: 'tollgate_save_turn_and_session', text: `WITH saved_turn AS (${upsertTurn}) ${upsertSession(8, 9, 10)}` },
+    // An expired claim is taken over in place; an unexpired one (also one committed by another
+    // instance while this statement waited on its row lock) is left alone: no row is returned.
+    claim: {
+      name: 'tollgate_claim_idempotency',
+      text: `INSERT INTO ${s}.tollgate_idempotency AS i (owner, idem_key, turn_id, fingerprint, expires_ms) VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (owner, idem_key) DO UPDATE SET turn_id = excluded.turn_id, fingerprint = excluded.fingerprint, expires_ms = excluded.expires_ms
+        WHERE i.expires_ms <= $6 RETURNING turn_id`
+    },
+    getIdempotency: {
+      name: 'tollgate_get_idempotency',
+      text: `SELECT turn_id, fingerprint FROM ${s}.tollgate_idempotency WHERE owner = $1 AND idem_key = $2 AND expires_ms > $3`
+    },
     appendEvents: {
       name: 'tollgate_append_events',
       text: `INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
@@ -168,6 +188,55 @@ export class PostgresStore implements Store {
     await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
       await this.pool.query({ ...this.sql.saveTurnAndSession, values })
     })
+  }
+
+  async createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null> {
+    if (claim === null) {
+      await this.saveTurnAndSession(turn, session)
+      return null
+    }
+    const values = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session)]
+    let held: IdempotencyRecord | null = null
+    await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
+      // The key's holder may expire between a lost claim and the read: then claim again.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        if (await this.claimAndSave(values, turn.turn_id, claim)) return
+        held = await this.getIdempotency(claim.owner, claim.key)
+        if (held !== null) return
+      }
+      throw new Error('could not claim an idempotency key that keeps expiring')
+    })
+    return held
+  }
+
+  /** One transaction: the claim, then (only if it was won) the turn and session. */
+  private async claimAndSave (values: unknown[], turnId: string, claim: IdempotencyClaim): Promise<boolean> {
+    const client = await this.pool.connect()
+    try {
+      await client.query('BEGIN')
+      const won = await client.query({ ...this.sql.claim, values: [claim.owner, claim.key, turnId, claim.fingerprint, claim.expiresMs, Date.now()] })
+      if (won.rowCount !== 1) {
+        await client.query('ROLLBACK')
+        return false
+      }
+      await client.query({ ...this.sql.saveTurnAndSession, values })
+      await client.query('COMMIT')
+      return true
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    } finally {
+      client.release()
+    }
+  }
+
+  async getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null> {
+    const { rows } = await this.pool.query<{ turn_id: string, fingerprint: string }>({ ...this.sql.getIdempotency, values: [owner, key, Date.now()] })
+    return rows[0] === undefined ? null : { turnId: rows[0].turn_id, fingerprint: rows[0].fingerprint }
+  }
+
+  async pruneIdempotency (nowMs: number): Promise<void> {
+    await this.pool.query(`DELETE FROM ${this.s}.tollgate_idempotency WHERE expires_ms <= $1`, [nowMs])
   }
 
   private turnRow (turn: TurnRecord): unknown[] {
