@@ -20,6 +20,7 @@ import { InstanceLease } from './cluster/instance.js'
 import { DEFAULT_RETRY_AFTER_S, RETRY_AFTER_S, TollgateError, toProblem, type ErrorCode } from './errors.js'
 import { ConnectionRegistry } from './gateway/connections.js'
 import { TurnService } from './gateway/turns.js'
+import { RedisTurnSlots } from './cluster/turn-slots.js'
 import { receiptKeyring } from './receipts/keyring.js'
 import { createDelegateTool } from './delegate/tool.js'
 import { McpManager } from './mcp/manager.js'
@@ -27,7 +28,7 @@ import { composeObservers, type Observer } from './observe/observer.js'
 import { createProviders } from './providers/index.js'
 import type { GatewayMetrics } from './observe/metrics.js'
 import { createObservability } from './observe/observability.js'
-import { createStore } from './store/create.js'
+import { connectionUrl, createStore } from './store/create.js'
 import type { Store } from './store/store.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
 import { FileProcessLedger, sweepProcessLedger } from './tools/builtin/process-ledger.js'
@@ -218,6 +219,16 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     opened.push(async () => { await store.close() })
     const bus = options.bus ?? await createBus(config, { store, env, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
     opened.push(async () => { await bus.close() })
+    const slots = config.bus.kind === 'redis'
+      ? await RedisTurnSlots.connect({
+        url: connectionUrl(config.bus.redis, env, 'bus.redis'),
+        keyPrefix: config.bus.redis.key_prefix,
+        leaseMs: config.cluster.lease_ms,
+        connectTimeoutMs: config.bus.redis.connect_timeout_ms,
+        log
+      })
+      : null
+    if (slots !== null) opened.push(async () => { await slots.close() })
     const providers = createProviders(config, env)
     opened.push(async () => { for (const p of providers.values()) await p.close() })
     const observability = createObservability({
@@ -245,7 +256,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       log,
       mcp,
       instanceId,
-      receipts
+      receipts,
+      slots
     })
     opened.push(async () => { await turns.shutdown() })
     const lease = await InstanceLease.start({
@@ -323,6 +335,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
         await mcp.close()
         for (const p of providers.values()) await p.close()
         await lease.close()
+        await slots?.close()
         await bus.close()
         await store.close()
         await auth.close()

@@ -4,6 +4,7 @@
  * Routes (HTTP, SSE, WebSocket) are thin adapters over this one object.
  */
 import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { TurnRequest } from '../../schemas/turn.js'
@@ -13,6 +14,7 @@ import { SessionGrants } from '../approval/grants.js'
 import { principalKey, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, ControlRequest, EventBus, ReplayResult } from '../bus/bus.js'
 import { ControlRpc, remoteError, type ReplyBody } from '../cluster/control.js'
+import type { TurnSlots } from '../cluster/turn-slots.js'
 import { TollgateError } from '../errors.js'
 import { canonicalJson } from '../json/canonical.js'
 import type { McpToolSource } from '../mcp/manager.js'
@@ -47,6 +49,8 @@ export interface TurnServiceDeps {
   instanceId: string
   /** Master keys the turns' receipt keys are derived from. */
   receipts: ReceiptKeyring
+  /** Per-principal turn slots shared with the other instances (Redis bus); null: this instance's count alone. */
+  slots: TurnSlots | null
 }
 
 export interface StartOptions {
@@ -69,6 +73,10 @@ interface ActiveTurn {
 }
 
 class TurnTimeout extends CancelReason {}
+
+/** How long a refused start with an idempotency key looks for a racing original's claim: 10 × 50 ms. */
+const RACE_POLLS = 10
+const RACE_POLL_MS = 50
 
 const TERMINAL_STATUS = new Set(['completed', 'cancelled', 'failed', 'interrupted'])
 
@@ -94,6 +102,7 @@ export class TurnService {
       log: deps.log
     })
     this.control.serve(async (request) => await this.applyControl(request))
+    deps.slots?.track(() => [...this.active.values()].map((a) => ({ owner: a.record.owner, turnId: a.record.turn_id })))
   }
 
   get activeCount (): number {
@@ -151,12 +160,16 @@ export class TurnService {
     try {
       return await this.startNew(principal, request, options, claim)
     } catch (err) {
-      // A repeat racing its original can find the session busy or the principal at its cap
-      // before it reaches the claim: the original's claim is the answer then.
+      // A repeat racing its original (here or on another instance) can find the session busy or
+      // the principal's slots taken by the racers before its claim loses: the original's claim,
+      // once committed, is the answer then. Racers arrive within moments of each other.
       if (claim === null || !(err instanceof TollgateError) || !(err.code === 'SESSION_BUSY' || err.code === 'TOO_MANY_TURNS')) throw err
-      const seen = await this.deps.store.getIdempotency(owner, claim.key)
-      if (seen === null) throw err
-      return await this.repeated(principal, claim, seen)
+      for (let attempt = 0; attempt < RACE_POLLS; attempt++) {
+        const seen = await this.deps.store.getIdempotency(owner, claim.key)
+        if (seen !== null) return await this.repeated(principal, claim, seen)
+        await sleep(RACE_POLL_MS)
+      }
+      throw err
     }
   }
 
@@ -245,6 +258,13 @@ export class TurnService {
     }
     this.active.set(turnId, active)
     this.busySessions.set(sessionId, turnId)
+    // The local count passed; the cluster-wide one (the principal's turns on every instance) decides.
+    const { slots } = this.deps
+    if (slots !== null && !await slots.acquire(owner, turnId, config.turns.max_active_turns_per_principal)) {
+      this.abandon(active, false)
+      throw new TollgateError('TOO_MANY_TURNS',
+        `this principal already runs ${config.turns.max_active_turns_per_principal} turns across the gateway's instances; wait for one to finish`)
+    }
 
     session.turn_ids.push(turnId)
     let held: IdempotencyRecord | null
@@ -320,10 +340,11 @@ export class TurnService {
     return { turn: record, created: true }
   }
 
-  /** Nothing ran yet: releases the slot and the session, so the client can simply retry. */
-  private abandon (active: ActiveTurn): void {
+  /** Nothing ran yet: releases the slots and the session, so the client can simply retry. */
+  private abandon (active: ActiveTurn, heldSlot = true): void {
     this.active.delete(active.record.turn_id)
     this.busySessions.delete(active.record.session_id)
+    if (heldSlot) this.deps.slots?.release(active.record.owner, active.record.turn_id)
   }
 
   /** One principal may not take every slot: the per-principal cap keeps other tenants served. */
@@ -427,6 +448,7 @@ export class TurnService {
     for (const dispose of active.disposers) dispose()
     this.active.delete(record.turn_id)
     this.busySessions.delete(record.session_id)
+    this.deps.slots?.release(record.owner, record.turn_id)
     this.retention.add(Date.now() + config.turns.retention_ms, () => { this.deps.bus.drop(record.turn_id) })
   }
 
