@@ -148,8 +148,11 @@ export class TurnService {
   async start (principal: Principal, request: TurnRequest, options: StartOptions): Promise<{ turn: TurnRecord, created: boolean }> {
     if (this.closingFlag) throw new TollgateError('SHUTTING_DOWN', 'the gateway is shutting down')
     const owner = principalKey(principal)
-    // Defaults spelled out or left out are the same request.
-    const fingerprint = canonicalJson({ ...request, interactive: request.interactive !== false, detach: request.detach === true, idempotency_key: undefined })
+    // Defaults spelled out or left out are the same request; so is a retry from another socket
+    // (a client that lost its connection retries from a new one, on any instance).
+    const fingerprint = canonicalJson({
+      ...request, interactive: request.interactive !== false, detach: request.detach === true, idempotency_key: undefined, owner_connection: undefined
+    })
     const claim: IdempotencyClaim | null = request.idempotency_key === undefined
       ? null
       : { owner, key: request.idempotency_key, fingerprint, expiresMs: Date.now() + this.deps.config.turns.retention_ms }
