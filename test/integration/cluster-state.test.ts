@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway } from '../helpers/cluster.js'
-import { cleanupStack, deferrer, scratchPrefix, scratchSchema } from '../helpers/services.js'
+import { cleanupStack, deferrer, scratchPrefix, scratchSchema, startPrivateRedis } from '../helpers/services.js'
 import { createProbes, type Probes } from '../helpers/tools.js'
 import { finishedTurn, gate, startTurn, until } from '../helpers/turns.js'
 
@@ -121,4 +121,21 @@ test('the running-turn slots of a SIGKILLed instance free themselves once its le
     return started.status === 202
   }, 'a slot to free itself', 10_000)
   assert.equal((await finishedTurn(survivor, started?.body.turn_id)).final_text, 'three')
+})
+
+test('with Redis unreachable the per-principal cap falls back to the instance\'s own count', async (t) => {
+  const defer = deferrer(t)
+  const provider = await startFakeProvider()
+  defer(async () => { await provider.close() })
+  const redis = await startPrivateRedis(defer)
+  const cluster = { provider, schema: scratchSchema(defer), prefix: scratchPrefix(defer, redis.url), redisUrl: redis.url }
+  const g = await startGateway({ provider, overrides: clusterOverrides(cluster, await scratchWorkspace(defer), { turns: { max_active_turns_per_principal: 1 } }) })
+  defer(async () => { await g.close() })
+  await redis.kill()
+  const held = gate()
+  provider.enqueue({ text: 'one', gate: held.promise })
+  const one = await startTurn(g, { message: 'one' })
+  assertProblem(await g.http('POST', '/v1/turns', { message: 'two' }), 429, 'TOO_MANY_TURNS')
+  held.open()
+  assert.equal((await finishedTurn(g, one.turn_id)).status, 'completed')
 })
