@@ -68,8 +68,6 @@ interface ActiveTurn {
   detach: boolean
   done: Promise<TurnRecord>
   disposers: Array<() => void>
-  /** Receipt key of this turn, derived from the current master key. */
-  receipts: ReceiptKey
 }
 
 class TurnTimeout extends CancelReason {}
@@ -257,7 +255,7 @@ export class TurnService {
     let resolveDone!: (r: TurnRecord) => void
     const active: ActiveTurn = {
       record, controller, seq: 0, ownerConnection: options.ownerConnection, detach: request.detach === true,
-      done: new Promise((resolve) => { resolveDone = resolve }), disposers: [], receipts
+      done: new Promise((resolve) => { resolveDone = resolve }), disposers: []
     }
     this.active.set(turnId, active)
     this.busySessions.set(sessionId, turnId)
