@@ -46,6 +46,7 @@ export class InstanceLease {
   static async start (options: InstanceLeaseOptions): Promise<InstanceLease> {
     const lease = new InstanceLease(options)
     await options.store.renewLease(options.leaseMs)
+    lease.renewedAt = Date.now()
     await lease.sweep()
     await lease.prune()
     lease.timer = setInterval(() => { lease.tick() }, Math.max(250, Math.floor(options.leaseMs / 3)))
