@@ -89,11 +89,15 @@ export const TurnsConfig = Type.Object({
   disconnect_grace_ms: Type.Integer({ minimum: 0, default: 0 }),
   turn_timeout_ms: Type.Integer({ minimum: 0, default: 600_000, description: '0: no limit' }),
   retention_ms: Type.Integer({
-    minimum: 0, default: 3_600_000, description: 'How long finished turns stay queryable in memory, and how long an idempotency_key answers its turn'
+    minimum: 0,
+    default: 3_600_000,
+    description: 'How long finished turns stay queryable in memory, and how long an idempotency_key answers its turn'
   }),
   max_events_per_turn: Type.Integer({ minimum: 16, default: 10_000, description: 'Replay buffer per turn; older events answer REPLAY_GAP' }),
   max_active_turns: Type.Integer({ minimum: 1, default: 256 }),
-  max_active_turns_per_principal: Type.Integer({ minimum: 1, default: 16, description: 'Counted across all instances when bus.kind is redis' }),
+  max_active_turns_per_principal: Type.Integer({
+    minimum: 1, default: 16, description: 'Counted across all instances when bus.kind is redis'
+  }),
   max_event_output_chars: Type.Integer({ minimum: 256, default: 16_384, description: 'Bound on tool output carried in streamed events' })
 }, { additionalProperties: false, default: {} })
 
@@ -208,8 +212,12 @@ export const ClusterConfig = Type.Object({
 
 export const ReceiptsConfig = Type.Object({
   keys: Type.Array(Type.Object({
-    id: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'Recorded with each turn signed under this key (the key itself never is)' }),
-    secret_env: Type.String({ minLength: 1, description: 'Name of the environment variable holding the master key: base64 of at least 32 random bytes' })
+    id: Type.String({
+      pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'Recorded with each turn signed under this key (the key itself never is)'
+    }),
+    secret_env: Type.String({
+      minLength: 1, description: 'Name of the environment variable holding the master key: base64 of at least 32 random bytes'
+    })
   }, { additionalProperties: false }), {
     default: [],
     maxItems: 16,

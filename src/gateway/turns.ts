@@ -149,7 +149,11 @@ export class TurnService {
     // Defaults spelled out or left out are the same request; so is a retry from another socket
     // (a client that lost its connection retries from a new one, on any instance).
     const fingerprint = canonicalJson({
-      ...request, interactive: request.interactive !== false, detach: request.detach === true, idempotency_key: undefined, owner_connection: undefined
+      ...request,
+      interactive: request.interactive !== false,
+      detach: request.detach === true,
+      idempotency_key: undefined,
+      owner_connection: undefined
     })
     const claim: IdempotencyClaim | null = request.idempotency_key === undefined
       ? null
@@ -174,8 +178,12 @@ export class TurnService {
     }
   }
 
-  private async repeated (principal: Principal, claim: IdempotencyClaim, seen: IdempotencyRecord): Promise<{ turn: TurnRecord, created: boolean }> {
-    if (seen.fingerprint !== claim.fingerprint) throw new TollgateError('IDEMPOTENCY_CONFLICT', 'this idempotency_key was used with a different request')
+  private async repeated (
+    principal: Principal, claim: IdempotencyClaim, seen: IdempotencyRecord
+  ): Promise<{ turn: TurnRecord, created: boolean }> {
+    if (seen.fingerprint !== claim.fingerprint) {
+      throw new TollgateError('IDEMPOTENCY_CONFLICT', 'this idempotency_key was used with a different request')
+    }
     return { turn: await this.get(principal, seen.turnId), created: false }
   }
 
@@ -263,8 +271,8 @@ export class TurnService {
     const { slots } = this.deps
     if (slots !== null && !await slots.acquire(owner, turnId, config.turns.max_active_turns_per_principal)) {
       this.abandon(active, false)
-      throw new TollgateError('TOO_MANY_TURNS',
-        `this principal already runs ${config.turns.max_active_turns_per_principal} turns across the gateway's instances; wait for one to finish`)
+      const cap = config.turns.max_active_turns_per_principal
+      throw new TollgateError('TOO_MANY_TURNS', `this principal already runs ${cap} turns across all instances; wait for one to end`)
     }
 
     session.turn_ids.push(turnId)

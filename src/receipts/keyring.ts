@@ -65,7 +65,9 @@ export function receiptKeyring (config: Config, env: NodeJS.ProcessEnv): Receipt
     if (seen.has(id)) throw new ConfigError(`receipts.keys: the id ${id} is listed twice`)
     seen.add(id)
     const value = env[name]
-    if (value === undefined || value === '') throw new ConfigError(`receipts.keys[${id}].secret_env: environment variable ${name} is not set`)
+    if (value === undefined || value === '') {
+      throw new ConfigError(`receipts.keys[${id}].secret_env: environment variable ${name} is not set`)
+    }
     const secret = Buffer.from(value, 'base64')
     if (secret.length < MIN_MASTER_KEY_BYTES || !/^[A-Za-z0-9+/_-]+={0,2}$/.test(value.trim())) {
       throw new ConfigError(`receipts.keys[${id}]: ${name} must hold base64 of at least ${MIN_MASTER_KEY_BYTES} random bytes`)

@@ -64,9 +64,10 @@ export class MemoryStore implements Store {
 
   async createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null> {
     if (claim !== null) {
-      const held = this.liveClaim(claim.owner, claim.key)
-      if (held !== null) return held
-      this.idempotency.set(idempotencyId(claim.owner, claim.key), { turnId: turn.turn_id, fingerprint: claim.fingerprint, expiresMs: claim.expiresMs })
+      const taken = this.liveClaim(claim.owner, claim.key)
+      if (taken !== null) return taken
+      const held = { turnId: turn.turn_id, fingerprint: claim.fingerprint, expiresMs: claim.expiresMs }
+      this.idempotency.set(idempotencyId(claim.owner, claim.key), held)
     }
     await this.saveTurnAndSession(turn, session)
     return null

@@ -78,7 +78,8 @@ function statements (s: string) {
     claim: {
       name: 'tollgate_claim_idempotency',
       text: `INSERT INTO ${s}.tollgate_idempotency AS i (owner, idem_key, turn_id, fingerprint, expires_ms) VALUES ($1, $2, $3, $4, $5)
-        ON CONFLICT (owner, idem_key) DO UPDATE SET turn_id = excluded.turn_id, fingerprint = excluded.fingerprint, expires_ms = excluded.expires_ms
+        ON CONFLICT (owner, idem_key) DO UPDATE
+        SET turn_id = excluded.turn_id, fingerprint = excluded.fingerprint, expires_ms = excluded.expires_ms
         WHERE i.expires_ms <= $6 RETURNING turn_id`
     },
     getIdempotency: {
@@ -214,7 +215,8 @@ export class PostgresStore implements Store {
     const client = await this.pool.connect()
     try {
       await client.query('BEGIN')
-      const won = await client.query({ ...this.sql.claim, values: [claim.owner, claim.key, turnId, claim.fingerprint, claim.expiresMs, Date.now()] })
+      const claimValues = [claim.owner, claim.key, turnId, claim.fingerprint, claim.expiresMs, Date.now()]
+      const won = await client.query({ ...this.sql.claim, values: claimValues })
       if (won.rowCount !== 1) {
         await client.query('ROLLBACK')
         return false
@@ -231,7 +233,9 @@ export class PostgresStore implements Store {
   }
 
   async getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null> {
-    const { rows } = await this.pool.query<{ turn_id: string, fingerprint: string }>({ ...this.sql.getIdempotency, values: [owner, key, Date.now()] })
+    const { rows } = await this.pool.query<{ turn_id: string, fingerprint: string }>({
+      ...this.sql.getIdempotency, values: [owner, key, Date.now()]
+    })
     return rows[0] === undefined ? null : { turnId: rows[0].turn_id, fingerprint: rows[0].fingerprint }
   }
 

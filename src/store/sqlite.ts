@@ -106,7 +106,8 @@ function prepare (db: Database.Database) {
       ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc`)
   // An expired claim is taken over in place; an unexpired one is left alone (no row changes).
   const claim = db.prepare(`INSERT INTO tollgate_idempotency (owner, idem_key, turn_id, fingerprint, expires_ms) VALUES (?, ?, ?, ?, ?)
-      ON CONFLICT (owner, idem_key) DO UPDATE SET turn_id = excluded.turn_id, fingerprint = excluded.fingerprint, expires_ms = excluded.expires_ms
+      ON CONFLICT (owner, idem_key) DO UPDATE
+      SET turn_id = excluded.turn_id, fingerprint = excluded.fingerprint, expires_ms = excluded.expires_ms
       WHERE tollgate_idempotency.expires_ms <= ?`)
   const getIdempotency = db.prepare<[string, string, number], { turn_id: string, fingerprint: string }>(
     'SELECT turn_id, fingerprint FROM tollgate_idempotency WHERE owner = ? AND idem_key = ? AND expires_ms > ?')

@@ -51,7 +51,7 @@ describe('two instances sharing PostgreSQL and Redis share idempotency keys, rec
   })
   after(cleanup.run)
 
-  test('a repeated idempotency_key sent to the other instance answers the original turn, and another body with it is a conflict', async () => {
+  test('a repeated idempotency_key sent to the other instance answers the original turn, and another body is a conflict', async () => {
     provider.enqueue({ text: 'once' })
     const body = { message: 'hello', idempotency_key: `idem-${randomBytes(4).toString('hex')}` }
     const first = await startTurn(a, body)
@@ -77,9 +77,13 @@ describe('two instances sharing PostgreSQL and Redis share idempotency keys, rec
     provider.enqueue({ toolCalls: [{ id: 'p1', name: 'probe', arguments: { label: 'x' } }] }, { text: 'done' })
     const done = await a.http('POST', '/v1/turns?wait=true', { message: 'probe it' })
     const call = done.body.tool_calls[0]
-    const body = { receipt: call.receipt, turn_id: done.body.turn_id, call_id: call.call_id, tool: call.name, arguments: call.arguments, output: call.output }
+    const body = {
+      receipt: call.receipt, turn_id: done.body.turn_id, call_id: call.call_id, tool: call.name,
+      arguments: call.arguments, output: call.output
+    }
     assert.deepEqual((await b.http('POST', '/v1/receipts/verify', body)).body, { valid: true })
-    assert.deepEqual((await b.http('POST', '/v1/receipts/verify', { ...body, output: 'forged' })).body, { valid: false, reason: 'mismatch' })
+    const forged = await b.http('POST', '/v1/receipts/verify', { ...body, output: 'forged' })
+    assert.deepEqual(forged.body, { valid: false, reason: 'mismatch' })
   })
 
   test('the principal\'s running-turn cap holds across both instances and frees a slot when a turn ends', async () => {
@@ -129,7 +133,8 @@ test('with Redis unreachable the per-principal cap falls back to the instance\'s
   defer(async () => { await provider.close() })
   const redis = await startPrivateRedis(defer)
   const cluster = { provider, schema: scratchSchema(defer), prefix: scratchPrefix(defer, redis.url), redisUrl: redis.url }
-  const g = await startGateway({ provider, overrides: clusterOverrides(cluster, await scratchWorkspace(defer), { turns: { max_active_turns_per_principal: 1 } }) })
+  const limits = { turns: { max_active_turns_per_principal: 1 } }
+  const g = await startGateway({ provider, overrides: clusterOverrides(cluster, await scratchWorkspace(defer), limits) })
   defer(async () => { await g.close() })
   await redis.kill()
   const held = gate()

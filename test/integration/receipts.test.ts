@@ -192,7 +192,9 @@ const MASTER_2 = randomBytes(32).toString('base64')
 const KEYS_ENV = { RECEIPT_K1: MASTER_1, RECEIPT_K2: MASTER_2 }
 
 /** A gateway on one SQLite file with the given receipt master keys: closing and starting again is a restart. */
-async function durable (t: { after: (fn: () => Promise<void>) => void }, path: string, keys: Array<{ id: string, secret_env: string }>): Promise<TestGateway> {
+type After = { after: (fn: () => Promise<void>) => void }
+
+async function durable (t: After, path: string, keys: Array<{ id: string, secret_env: string }>): Promise<TestGateway> {
   const probes = createProbes()
   const g = await startGateway({
     tools: probes.tools,
@@ -212,10 +214,12 @@ async function signedCall (g: TestGateway): Promise<Record<string, unknown>> {
   g.provider.enqueue({ toolCalls: [probe('c1', { label: 'a' })] }, { text: 'done' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   const record = res.body.tool_calls[0]
-  return { receipt: record.receipt, turn_id: res.body.turn_id, call_id: record.call_id, tool: record.name, arguments: record.arguments, output: record.output }
+  return {
+    receipt: record.receipt, turn_id: res.body.turn_id, call_id: record.call_id, tool: record.name, arguments: record.arguments, output: record.output
+  }
 }
 
-async function scratchDb (t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
+async function scratchDb (t: After): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'tollgate-receipts-'))
   t.after(async () => { await rm(dir, { recursive: true, force: true }) })
   return join(dir, 'tollgate.db')

@@ -12,7 +12,9 @@ import { deferrer, PG_URL, scratchSchema, type Defer } from '../helpers/services
 type Kind = 'memory' | 'sqlite' | 'postgres'
 
 async function openPostgres (defer: Defer, schema: string, instanceId: string): Promise<Store> {
-  const store = await PostgresStore.open({ connectionString: PG_URL, schema, instanceId, maxConnections: 4, connectTimeoutMs: 5000, onIdleError: () => {} })
+  const store = await PostgresStore.open({
+    connectionString: PG_URL, schema, instanceId, maxConnections: 4, connectTimeoutMs: 5000, onIdleError: () => {}
+  })
   defer(async () => { await store.close() })
   return store
 }

@@ -24,7 +24,8 @@ const TERMINAL = new Set(['turn.completed', 'turn.failed', 'turn.cancelled'])
 /** Each turn writes its own file (an approval-needing call), then finishes once it saw the result. */
 function script (request: RecordedRequest): ScriptedReply {
   const messages = request.body.messages
-  const n = /write (\d+)/.exec(String(messages.find((m) => m.role === 'user' && String(m.content).startsWith('write '))?.content))?.[1] ?? 'x'
+  const prompt = messages.find((m) => m.role === 'user' && String(m.content).startsWith('write '))
+  const n = /write (\d+)/.exec(String(prompt?.content))?.[1] ?? 'x'
   if (messages.at(-1)?.role === 'tool') return { text: `wrote ${n}` }
   return { toolCalls: [{ id: `w${n}`, name: 'file_write', arguments: { path: `out-${n}.txt`, content: `turn ${n}` } }] }
 }
@@ -42,7 +43,9 @@ interface Instance {
   socket: () => Promise<TestSocket>
 }
 
-test('three instances behind a random balancer: 100 approved turns, retries, receipts and a killed instance lose and duplicate nothing', { timeout: 120_000 }, async (t) => {
+const NAME = 'three instances behind a random balancer: 100 approved turns, retries, receipts, a killed instance: nothing lost or duplicated'
+
+test(NAME, { timeout: 120_000 }, async (t) => {
   const defer = deferrer(t)
   const provider = await startFakeProvider()
   defer(async () => { await provider.close() })
@@ -59,7 +62,8 @@ test('three instances behind a random balancer: 100 approved turns, retries, rec
   }
   // The instance to kill is a child process (a real SIGKILL); the two survivors run in this process.
   const local = async (): Promise<Instance> => {
-    const g = await startGateway({ provider, env: { RECEIPT_K1: master }, overrides: clusterOverrides(cluster, await scratchWorkspace(defer), extra) })
+    const overrides = clusterOverrides(cluster, await scratchWorkspace(defer), extra)
+    const g = await startGateway({ provider, env: { RECEIPT_K1: master }, overrides })
     defer(async () => { await g.close() })
     return { http: g.http, socket: async () => await g.socket(), instanceId: g.gateway.instanceId }
   }

@@ -35,7 +35,8 @@ test('no configured key gives a process-own key id that another process does not
 
 test('a configured key whose variable is unset, too short or not base64, or an id listed twice, is a configuration error', () => {
   const keys = [{ id: 'k1', secret_env: 'K1' }]
-  assert.throws(() => receiptKeyring(configured(keys), {}), (err: unknown) => err instanceof ConfigError && /K1 is not set/.test(err.message))
+  const unset = (err: unknown): boolean => err instanceof ConfigError && /K1 is not set/.test(err.message)
+  assert.throws(() => receiptKeyring(configured(keys), {}), unset)
   assert.throws(() => receiptKeyring(configured(keys), { K1: randomBytes(16).toString('base64') }), /at least 32 random bytes/)
   assert.throws(() => receiptKeyring(configured(keys), { K1: 'not base64 at all!'.repeat(4) }), /base64/)
   const twice = [{ id: 'k1', secret_env: 'K1' }, { id: 'k1', secret_env: 'K2' }]
