@@ -43,7 +43,7 @@ interface Instance {
   socket: () => Promise<TestSocket>
 }
 
-const NAME = 'three instances behind a random balancer: 100 approved turns, retries, receipts, a killed instance: nothing lost or duplicated'
+const NAME = 'three instances via a random balancer: 100 approved turns, retries, receipts, a killed instance: nothing lost or duplicated'
 
 test(NAME, { timeout: 120_000 }, async (t) => {
   const defer = deferrer(t)
