@@ -26,7 +26,13 @@ const tools = NOOP_TOOLS.map((t) => ({ type: 'function', function: { name: t.nam
 const byName = new Map(NOOP_TOOLS.map((t) => [t.name, t]))
 
 function parseJson (text: string): Completion {
-  const body = JSON.parse(text) as { choices?: Array<{ message?: { content?: string | null, tool_calls?: Array<{ id: string, function: { name: string, arguments: string } }> } }> }
+  const body = JSON.parse(text) as {
+    choices?: Array<{
+      message?: {
+        content?: string | null, tool_calls?: Array<{ id: string, function: { name: string, arguments: string } }>
+      }
+    }>
+  }
   const message = body.choices?.[0]?.message
   return {
     text: message?.content ?? '',
@@ -39,7 +45,14 @@ function parseSse (text: string): Completion {
   const calls: Call[] = []
   for (const line of text.split('\n')) {
     if (!line.startsWith('data: ') || line === 'data: [DONE]') continue
-    const chunk = JSON.parse(line.slice(6)) as { choices?: Array<{ delta?: { content?: string, tool_calls?: Array<{ index: number, id?: string, function?: { name?: string, arguments?: string } }> } }> }
+    const chunk = JSON.parse(line.slice(6)) as {
+      choices?: Array<{
+        delta?: {
+          content?: string,
+          tool_calls?: Array<{ index: number, id?: string, function?: { name?: string, arguments?: string } }>
+        }
+      }>
+    }
     const delta = chunk.choices?.[0]?.delta
     if (delta === undefined) continue
     content += delta.content ?? ''

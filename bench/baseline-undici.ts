@@ -16,7 +16,11 @@ async function main (): Promise<void> {
     run: async (m) => {
       const message = typeof m.message === 'string' ? m.message : TURN_MESSAGE
       const turn = async (): Promise<void> => { await bare.run(message) }
-      return { ...await runClosedLoop({ concurrency: Number(m.concurrency), warmupMs: Number(m.warmupMs), durationMs: Number(m.durationMs), turn }) }
+      return {
+        ...await runClosedLoop({
+          concurrency: Number(m.concurrency), warmupMs: Number(m.warmupMs), durationMs: Number(m.durationMs), turn
+        })
+      }
     },
     tools: () => ({ runs: bare.toolRuns })
   })

@@ -12,7 +12,8 @@ import { monotonicNs } from './ipc.js'
 import { KnobError, readKnobs, type Knobs } from './knobs.js'
 import { describeMachine, describeVersions, loadAverage } from './machine.js'
 import {
-  renderReport, type CancelFigures, type FanoutFigures, type FirstEventFigures, type IdleFigures, type Report, type RunnerFigures, type RunnerKey,
+  renderReport, type CancelFigures, type FanoutFigures, type FirstEventFigures, type IdleFigures, type Report, type RunnerFigures,
+  type RunnerKey,
   type SqlPerTurn, type ThroughputFigures, type ToolCallFigures, type ToolCallPoint
 } from './report.js'
 import type { SqlCounts } from '../src/store/sql-probe.js'
@@ -86,7 +87,10 @@ async function startRunners (ctx: Ctx, keys: readonly RunnerKey[], load: Child, 
   const options = { providerUrl: ctx.providerUrl, stream: knobs.stream }
   const timeoutFor = (loop: Loop): number => loop.warmupMs + loop.durationMs + 60_000
   const runs = async (child: Child): Promise<number> => (await child.request<{ runs: number }>({ type: 'tools' })).runs
-  const http = (key: RunnerKey, server: Child, url: string, body: (message: string) => Record<string, unknown>, sql?: () => Promise<SqlCounts>): Runner => ({
+  const http = (
+    key: RunnerKey, server: Child, url: string, body: (message: string) => Record<string, unknown>,
+    sql?: () => Promise<SqlCounts>
+  ): Runner => ({
     key,
     label: key === 'peer' ? `${LABELS.peer} ${knobs.stream ? 'streamText' : 'generateText'}` : LABELS[key],
     run: async (loop) => {
@@ -139,7 +143,9 @@ async function prime (ctx: Ctx, runners: readonly Runner[]): Promise<void> {
     const until = Date.now() + 5 * knobs.warmupMs
     let primed = 0
     while (primed < PRIME_TURNS && Date.now() < until) {
-      primed += (await runner.run({ concurrency: knobs.concurrency, warmupMs: 0, durationMs: Math.min(1000, knobs.warmupMs), message: TURN_MESSAGE })).total
+      primed += (await runner.run({
+        concurrency: knobs.concurrency, warmupMs: 0, durationMs: Math.min(1000, knobs.warmupMs), message: TURN_MESSAGE
+      })).total
     }
   }
 }
@@ -185,7 +191,10 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
   const load = (await ctx.group.spawn('http-load', 'http-load.ts')).child
   const runners = await startRunners(ctx, THROUGHPUT_RUNNERS, load)
   const measured: Loop = { concurrency: knobs.concurrency, warmupMs: knobs.warmupMs, durationMs: knobs.durationMs, message: TURN_MESSAGE }
-  const tallies = new Map<string, Tally>(runners.map((r) => [r.key, { completed: 0, windowMs: 0, total: 0, errors: 0, firstError: null, latencies: [], providerCalls: 0, toolRuns: 0, rounds: [] }]))
+  const tallies = new Map<string, Tally>(runners.map((r) => [
+    r.key,
+    { completed: 0, windowMs: 0, total: 0, errors: 0, firstError: null, latencies: [], providerCalls: 0, toolRuns: 0, rounds: [] }
+  ]))
   await prime(ctx, runners)
   for (let round = 0; round < knobs.rounds; round++) {
     const order = runners.map((_, i) => runners[(i + round) % runners.length] as Runner)
@@ -239,16 +248,27 @@ async function toolCalls (ctx: Ctx): Promise<ToolCallFigures> {
   // SQL work per turn, counted on a gateway of its own: the probe would tax the timed ones.
   const sqlPerTurn = new Map<number, SqlPerTurn>()
   for (const calls of TOOL_CALL_COUNTS) {
-    const { result, sql } = await measure(ctx, probed, { concurrency: 1, warmupMs: 0, durationMs: Math.min(SQL_COUNT_MS, knobs.toolCallsMs), message: turnMessage(calls) })
+    const { result, sql } = await measure(
+      ctx, probed,
+      { concurrency: 1, warmupMs: 0, durationMs: Math.min(SQL_COUNT_MS, knobs.toolCallsMs), message: turnMessage(calls) }
+    )
     if (sql !== null && result.total > 0) {
-      sqlPerTurn.set(calls, { statements: sql.statements / result.total, commits: sql.commits / result.total, events: sql.events / result.total })
+      sqlPerTurn.set(
+        calls,
+        { statements: sql.statements / result.total, commits: sql.commits / result.total, events: sql.events / result.total }
+      )
     }
   }
   await probed.stop()
   for (const [i, calls] of TOOL_CALL_COUNTS.entries()) {
     const order = runners.map((_, j) => runners[(j + i) % runners.length] as Runner)
     for (const runner of order) {
-      const { result, providerCalls, toolRuns } = await measure(ctx, runner, { concurrency: 1, warmupMs: knobs.warmupMs, durationMs: knobs.toolCallsMs, message: turnMessage(calls) })
+      const {
+        result, providerCalls, toolRuns
+      } = await measure(
+        ctx, runner,
+        { concurrency: 1, warmupMs: knobs.warmupMs, durationMs: knobs.toolCallsMs, message: turnMessage(calls) }
+      )
       const sql = runner.key === 'sqlite' ? sqlPerTurn.get(calls) : undefined
       const attempts = result.total + result.errors
       const per = (n: number): number => (attempts === 0 ? Number.NaN : n / attempts)
@@ -293,7 +313,10 @@ async function cancel (ctx: Ctx): Promise<CancelFigures> {
   const background = await loaded
   await Promise.all([stopChild(gateway), stopChild(client.child), stopChild(load.child)])
   if (background.errors > 0) ctx.warnings.push(`cancel: the background load had ${background.errors} failed turns; first: ${background.firstError ?? ''}`)
-  return { idle: summarize(idle), loaded: summarize(underLoad), loadTurnsPerSec: background.completed / (background.windowMs / 1000), loadErrors: background.errors }
+  return {
+    idle: summarize(idle), loaded: summarize(underLoad),
+    loadTurnsPerSec: background.completed / (background.windowMs / 1000), loadErrors: background.errors
+  }
 }
 
 async function firstEvent (ctx: Ctx): Promise<FirstEventFigures> {
@@ -388,7 +411,10 @@ async function fanout (ctx: Ctx): Promise<FanoutFigures> {
   await stopChild(gateway)
   const expectedSamples = liveEvents * subscribers
   if (latencies.length !== expectedSamples) ctx.warnings.push(`fanout: ${latencies.length} deliveries measured, ${expectedSamples} expected (each live event once per subscriber)`)
-  return { subscribers, turns: knobs.fanoutTurns, liveEventsPerTurn: liveEvents / knobs.fanoutTurns, expectedSamples, latency: summarize(latencies) }
+  return {
+    subscribers, turns: knobs.fanoutTurns, liveEventsPerTurn: liveEvents / knobs.fanoutTurns, expectedSamples,
+    latency: summarize(latencies)
+  }
 }
 
 async function main (): Promise<void> {

@@ -7,8 +7,8 @@
  * each secret found costs a rule match and a mask.
  */
 import { randomBytes } from 'node:crypto'
-import { scrubLogLine } from '../src/security/log-scrub.js'
-import { scrubText, scrubValue } from '../src/security/redact.js'
+import { scrubLogLine } from '../src/core/security/log-scrub.js'
+import { scrubText, scrubValue } from '../src/core/security/redact.js'
 import { corpusText, secretCorpus } from '../test/helpers/secret-corpus.js'
 import { fmt } from './stats.js'
 

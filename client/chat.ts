@@ -36,6 +36,7 @@ const MAX_OUTPUT_LINES = 20
 const MAX_ARGS_CHARS = 400
 
 /** C0/C1 controls (but tab and newline), DEL, and bidi embedding/override/isolate characters. */
+// eslint-disable-next-line no-control-regex -- control characters are what this pattern finds
 const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
 
 export function terminalSafe (text: string): string {
@@ -90,7 +91,10 @@ class LineQueue {
   /** A TTY prompt is on screen waiting for input: other output must start on a fresh line. */
   prompting = false
 
-  constructor (private readonly rl: Interface, private readonly output: NodeJS.WritableStream, private readonly terminal: boolean, onInterrupt: () => void) {
+  constructor (
+    private readonly rl: Interface, private readonly output: NodeJS.WritableStream, private readonly terminal: boolean,
+    onInterrupt: () => void
+  ) {
     // In a TTY readline takes Ctrl-C itself instead of the process getting SIGINT.
     rl.on('SIGINT', onInterrupt)
     rl.on('line', (line) => {
@@ -163,7 +167,10 @@ class ChatSession implements Chat {
 
   constructor (private readonly options: ChatOptions) {
     this.sessionId = options.sessionId
-    this.lines = new LineQueue(createInterface({ input: options.input, output: options.output, terminal: options.terminal }), options.output, options.terminal, () => { this.interrupt() })
+    this.lines = new LineQueue(
+      createInterface({ input: options.input, output: options.output, terminal: options.terminal }), options.output,
+      options.terminal, () => { this.interrupt() }
+    )
     options.client.on((notice) => {
       if (this.finished) return
       if (notice.type === 'state' && notice.state === 'reconnecting') this.note(`… connection lost (${notice.closeCode ?? '?'}); reconnecting, attempt ${notice.attempt}`)

@@ -4,7 +4,7 @@ import { Problem } from '../schemas/common.js'
 import { Session, SessionParams } from '../schemas/session.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import type { ChatMessage } from '../src/providers/types.js'
-import { scrubText } from '../src/security/redact.js'
+import { scrubText } from '../src/core/security/redact.js'
 
 /**
  * History as shown to a client: tool data (results, call arguments) is scrubbed like every other

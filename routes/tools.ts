@@ -2,34 +2,13 @@
 import type { FastifyInstance } from 'fastify'
 import { Problem } from '../schemas/common.js'
 import { ToolList, ToolsQuery } from '../schemas/tools.js'
-import { SessionGrants } from '../src/approval/grants.js'
-import { ApprovalManager } from '../src/approval/manager.js'
 import { authenticate } from '../src/auth/http.js'
-import { mcpOffer } from '../src/mcp/offer.js'
-import { resolveAgent } from '../src/turn/context.js'
-import { assembleScopedRegistry } from '../src/tools/scoped.js'
+import { effectiveTools } from '../src/service/tool-list.js'
 
 export default async function toolRoutes (app: FastifyInstance): Promise<void> {
   const { config, auth, turns, mcp } = app.gateway
   app.get('/v1/tools', {
     onRequest: authenticate(auth, 'turns:read'),
     schema: { summary: 'List the effective tools of an agent', querystring: ToolsQuery, response: { 200: ToolList, 400: Problem, 401: Problem } }
-  }, async (request) => {
-    const name = (request.query as { agent?: string }).agent ?? config.default_agent
-    const { agent, runtime, risk } = resolveAgent(config, name)
-    const offer = mcpOffer(config, agent, runtime, mcp)
-    const registry = assembleScopedRegistry({ catalog: turns.catalog, agent, risk, ...(offer === undefined ? {} : { mcp: offer }) })
-    const approval = new ApprovalManager(risk, new SessionGrants())
-    return {
-      agent: name,
-      tools: registry.list().map((t) => ({
-        name: t.name,
-        description: t.description,
-        parameters: t.parameters,
-        provenance: t.attribution.provenance,
-        source: t.attribution.source,
-        approval: approval.requirement(t.name)
-      }))
-    }
-  })
+  }, async (request) => effectiveTools(config, turns.catalog, mcp, (request.query as { agent?: string }).agent ?? config.default_agent))
 }

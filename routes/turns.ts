@@ -1,30 +1,17 @@
 /**
  * /v1/turns: start (202, SSE stream, or ?wait=true), read, replay events, cancel.
- * Behaviour lives in TurnService; this file only adapts HTTP.
+ * Behaviour lives in TurnService; starting over HTTP/SSE in src/transport/http-turn.ts.
  */
-import type { OutgoingHttpHeaders } from 'node:http'
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { Problem, TurnIdParams } from '../schemas/common.js'
 import { CancelResult, EventsPage, EventsQuery, Turn, TurnAccepted, TurnEventStream, TurnRequest, TurnStartQuery } from '../schemas/turn.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
-import { hasScope, principalKey } from '../src/auth/principal.js'
-import { TollgateError } from '../src/errors.js'
-import { followTurn } from '../src/gateway/follow.js'
-import type { TurnRecord } from '../src/store/store.js'
-
-/** A client that goes away before the response finished: `request.signal` is unreliable here. */
-function onClientGone (reply: FastifyReply, fn: () => void): void {
-  reply.raw.on('close', () => { if (!reply.raw.writableFinished) fn() })
-}
-
-export function publicTurn (turn: TurnRecord): Omit<TurnRecord, 'owner' | 'receipt_key_id'> {
-  const { owner: _owner, receipt_key_id: _keyId, ...rest } = turn
-  return rest
-}
+import { TollgateError } from '../src/core/errors.js'
+import { publicTurn, startTurnOverHttp } from '../src/transport/http-turn.js'
 
 export default async function turnRoutes (app: FastifyInstance): Promise<void> {
-  const { turns, connections, bus, auth, config, metrics } = app.gateway
+  const { turns, auth } = app.gateway
 
   app.post('/v1/turns', {
     onRequest: authenticate(auth, 'turns:write'),
@@ -47,77 +34,7 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
         429: Problem
       }
     }
-  }, async (request, reply) => {
-    const principal = principalOf(request)
-    const body = request.body as TurnRequest
-    const { wait } = request.query as { wait?: boolean }
-    const sse = String(request.headers.accept ?? '').includes('text/event-stream')
-    if ((sse || wait === true) && body.owner_connection !== undefined) {
-      throw new TollgateError('INVALID_REQUEST', 'owner_connection cannot be combined with an SSE stream or ?wait=true: the request itself owns the turn')
-    }
-
-    if (!sse && wait !== true) {
-      // A repeated idempotency_key answers with the same turn, whatever its status now.
-      const { turn } = await turns.start(principal, body, { ownerConnection: body.owner_connection ?? null, channel: 'http' })
-      return await reply.code(202).send({ turn_id: turn.turn_id, session_id: turn.session_id, status: turn.status, events_url: `/v1/turns/${turn.turn_id}/events` })
-    }
-
-    const connection = connections.open(sse ? 'sse' : 'http', principalKey(principal), hasScope(principal, 'approvals:answer'))
-    onClientGone(reply, () => { connections.close(connection.id) })
-    let started
-    try {
-      started = await turns.start(principal, body, { ownerConnection: connection.id, channel: sse ? 'sse' : 'http' })
-    } catch (err) {
-      connections.close(connection.id)
-      throw err
-    }
-    const { turn } = started
-    connection.turns.add(turn.turn_id)
-
-    if (!sse) {
-      const done = await turns.waitFor(principal, turn.turn_id)
-      connections.close(connection.id)
-      return await reply.code(200).send(publicTurn(done))
-    }
-
-    // Hijacked: headers set by hooks (x-request-id) are passed on by hand.
-    const hookHeaders = reply.getHeaders() as OutgoingHttpHeaders
-    reply.hijack()
-    const raw = reply.raw
-    raw.writeHead(200, {
-      ...hookHeaders,
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'x-turn-id': turn.turn_id
-    })
-    const end = (): void => {
-      connections.close(connection.id)
-      if (!raw.writableEnded) raw.end()
-    }
-    const followed = await followTurn({
-      bus,
-      turnId: turn.turn_id,
-      afterSeq: 0,
-      knownLastSeq: 0,
-      deliver: (envelope) => {
-        if (raw.writableEnded) return
-        // Same slow-consumer policy as the WebSocket: a reader this far behind loses the stream.
-        if (raw.writableLength > config.ws.max_buffered_bytes) {
-          app.log.warn({ turn_id: turn.turn_id, buffered: raw.writableLength }, 'closing a slow SSE consumer')
-          raw.destroy()
-          return
-        }
-        const { session_id: _s, ...wire } = envelope
-        raw.write(`id: ${envelope.seq}\nevent: ${envelope.event.kind}\ndata: ${JSON.stringify(wire)}\n\n`)
-        metrics?.eventSent('sse')
-      },
-      onEnd: end
-    })
-    if (followed.kind === 'following') raw.on('close', followed.unsubscribe)
-    else end()
-  })
+  }, async (request, reply) => await startTurnOverHttp(app.gateway, request, reply))
 
   app.get('/v1/turns/:id', {
     onRequest: authenticate(auth, 'turns:read'),

@@ -3,8 +3,8 @@
  * (running turns cancelled and recorded, sockets closed with 1001) on SIGINT/SIGTERM.
  */
 import closeWithGrace from 'close-with-grace'
-import { ConfigError, loadConfig } from './config.js'
-import { buildServer } from './server.js'
+import { ConfigError, loadConfig } from './core/config.js'
+import { buildServer } from './app/server.js'
 
 async function main (): Promise<void> {
   let config

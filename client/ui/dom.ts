@@ -8,7 +8,9 @@ export interface ElementProps {
   attrs?: Record<string, string>
 }
 
-export function el<K extends keyof HTMLElementTagNameMap> (tag: K, props: ElementProps = {}, children: Node[] = []): HTMLElementTagNameMap[K] {
+export function el<K extends keyof HTMLElementTagNameMap> (
+  tag: K, props: ElementProps = {}, children: Node[] = []
+): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag)
   if (props.class !== undefined) node.className = props.class
   if (props.text !== undefined) node.textContent = props.text

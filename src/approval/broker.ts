@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { TurnEvent } from '../../schemas/events.js'
-import { TollgateError } from '../errors.js'
-import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from './gate.js'
+import { TollgateError } from '../core/errors.js'
+import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from './decision.js'
 
 export interface OperatorAnswer {
   decision: 'yes' | 'no' | 'always' | 'edit'
@@ -59,6 +59,7 @@ export class ApprovalBroker {
     const requestId = `apr_${randomUUID()}`
     const expiresAt = new Date(Date.now() + question.timeoutMs).toISOString()
     return await new Promise<ApprovalReply>((resolve) => {
+      // eslint-disable-next-line prefer-const -- assigned after the closures that clear it are built
       let timer: NodeJS.Timeout | undefined
       const onAbort = (): void => { settle({ decision: 'no', source: 'cancelled', requestId, decidedBy: 'runtime', channel: 'runtime' }) }
       const settle = (reply: ApprovalReply): void => {

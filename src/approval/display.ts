@@ -14,8 +14,8 @@
  *
  * Its recipients are exactly the people entitled to answer the request (the turn's owner).
  */
-import { canonicalJson } from '../json/canonical.js'
-import { isSecretKeyName, scrubText, type MaskPolicy } from '../security/redact.js'
+import { canonicalJson } from '../core/json/canonical.js'
+import { isSecretKeyName, scrubText, type MaskPolicy } from '../core/security/redact.js'
 
 export interface ArgumentDisplay {
   name: string

@@ -4,8 +4,8 @@
  * preparation step after the schema check and before the approval gate, so a refused call never
  * reaches a person, and the refusal is the call's `denied` result.
  */
-import { callEffect, type Tool } from '../tools/tool.js'
-import type { ApprovalManager } from './manager.js'
+import { callEffect, type Tool } from '../tools/contract.js'
+import type { ApprovalManager } from './policy.js'
 
 export function readOnlyDeniedText (tool: string): string {
   return `Tool call not executed: this agent runs under a read-only risk profile, and this '${tool}' call could change something ` +

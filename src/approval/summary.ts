@@ -4,13 +4,14 @@
  * it as a tool result. The summary is made from scrubbed arguments: it is for the record and may
  * hide secret-shaped spans; the person deciding reads `display.ts`'s exact form instead.
  */
-import { canonicalJson } from '../json/canonical.js'
-import { isSecretKeyName } from '../security/redact.js'
+import { canonicalJson } from '../core/json/canonical.js'
+import { isSecretKeyName } from '../core/security/redact.js'
 import { orderedKeys, visibleText } from './display.js'
 
 export const MAX_REPLACEMENT_BYTES = 65536
 
 // Unicode Cc minus \t \n \r: C0 controls, DEL and C1 controls (which include the 8-bit CSI).
+// eslint-disable-next-line no-control-regex -- control characters are what this pattern finds
 const DISALLOWED_CONTROLS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/g
 
 /** Never cut: a tail an operator cannot see is where a deception would go. Invisible characters are escaped. */

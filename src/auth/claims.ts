@@ -3,13 +3,14 @@
  * (iss, aud, exp, nbf) passed; it decides who the caller is and what it may do.
  */
 import type { JWTPayload } from 'jose'
-import { TollgateError } from '../errors.js'
+import { TollgateError } from '../core/errors.js'
 import type { Principal } from './principal.js'
 
 const MAX_SUB_CHARS = 256
 const MAX_TENANT_CHARS = 128
 const MAX_SCOPES = 64
 const MAX_SCOPE_CHARS = 128
+// eslint-disable-next-line no-control-regex -- control characters are what this pattern finds
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/
 
 export interface ClaimRules {

@@ -3,7 +3,7 @@
  * principal and checks the route's scope. Credentials are read here and nowhere else.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { TollgateError } from '../errors.js'
+import { TollgateError } from '../core/errors.js'
 import type { Authenticator, Credentials } from './authenticate.js'
 import { requireScope, type Principal, type Scope } from './principal.js'
 

@@ -5,9 +5,9 @@
  */
 import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose'
 import type { JwtAlgorithm } from '../../schemas/config.js'
-import { ConfigError, type Config } from '../config.js'
-import { TollgateError } from '../errors.js'
-import type { Authenticator, Credentials } from './authenticate.js'
+import { ConfigError, type Config } from '../core/config.js'
+import { TollgateError } from '../core/errors.js'
+import type { Authenticator, Credentials } from './principal.js'
 import { isLoopbackHost } from './loopback.js'
 import { principalFromClaims } from './claims.js'
 
@@ -60,7 +60,8 @@ function remoteKeySet (auth: AuthSettings, url: URL): JWTVerifyGetKey {
       return await keySet(header, token)
     } catch (err) {
       // An unknown or ambiguous kid is the token's problem; everything else is fetching or parsing the set.
-      if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys || err instanceof errors.JOSENotSupported) throw err
+      if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys) throw err
+      if (err instanceof errors.JOSENotSupported) throw err
       throw new KeySetUnavailable('the JSON Web Key Set could not be fetched', { cause: err })
     }
   }

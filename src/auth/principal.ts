@@ -2,7 +2,7 @@
  * Who is calling. Every turn, session, approval and subscription is owned by a principal
  * (sub + tenant); the key below is the only thing ownership checks compare.
  */
-import { TollgateError } from '../errors.js'
+import { TollgateError } from '../core/errors.js'
 
 export const SCOPES = ['turns:write', 'turns:read', 'approvals:answer'] as const
 export type Scope = typeof SCOPES[number]
@@ -28,4 +28,18 @@ export const LOCAL_PRINCIPAL: Principal = Object.freeze({ sub: 'local', tenant: 
 
 export function requireScope (p: Principal, scope: Scope): void {
   if (!hasScope(p, scope)) throw new TollgateError('FORBIDDEN', `this token lacks the ${scope} scope`)
+}
+
+export interface Credentials {
+  authorization?: string | undefined
+  /** Bearer token offered through `Sec-WebSocket-Protocol: tollgate.v1, bearer.<JWT>`. */
+  protocolToken?: string | undefined
+  cookieToken?: string | undefined
+  queryToken?: string | undefined
+}
+
+export interface Authenticator {
+  readonly mode: string
+  authenticate (credentials: Credentials): Promise<Principal>
+  close (): Promise<void>
 }

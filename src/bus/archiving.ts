@@ -118,7 +118,9 @@ export class ArchivingBus implements EventBus {
    * The inner bus writes asynchronously (Redis): right after a publish its copy can end short of
    * what the caller knows was published. The store has it once this process's writes are done.
    */
-  private async withStoredTail (turnId: string, events: BusEnvelope[], afterSeq: number, knownLastSeq: number | undefined): Promise<ReplayResult> {
+  private async withStoredTail (
+    turnId: string, events: BusEnvelope[], afterSeq: number, knownLastSeq: number | undefined
+  ): Promise<ReplayResult> {
     const last = events.at(-1)?.seq ?? afterSeq
     if (knownLastSeq === undefined || knownLastSeq <= last) return { kind: 'events', events }
     await this.writer.flush(STORED_TAIL_WAIT_MS)

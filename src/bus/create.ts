@@ -3,7 +3,7 @@
  * it so every event is persisted and replay falls back to the store.
  */
 import type { Logger } from 'pino'
-import type { Config } from '../config.js'
+import type { Config } from '../core/config.js'
 import { connectionUrl } from '../store/create.js'
 import type { Store } from '../store/store.js'
 import { ArchivingBus } from './archiving.js'
@@ -38,6 +38,8 @@ export async function createBus (config: Config, options: CreateBusOptions): Pro
   const { store, log } = options
   const archived = config.store.event_log && config.store.kind !== 'memory'
   const maxEvents = config.turns.max_events_per_turn
+  const readArchive = async (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> =>
+    await store.readEvents(turnId, afterSeq, limit)
   let inner: EventBus
   if (config.bus.kind === 'redis') {
     if (config.store.kind !== 'postgres') {
@@ -51,7 +53,7 @@ export async function createBus (config: Config, options: CreateBusOptions): Pro
       streamTtlMs: config.turns.retention_ms + (config.turns.turn_timeout_ms > 0 ? config.turns.turn_timeout_ms : DAY_MS),
       maxBufferedEvents: rc.max_buffered_events,
       connectTimeoutMs: rc.connect_timeout_ms,
-      ...(archived ? { archive: async (turnId: string, afterSeq: number, limit: number) => await store.readEvents(turnId, afterSeq, limit) } : {}),
+      ...(archived ? { archive: readArchive } : {}),
       log,
       onListenerError: options.onListenerError
     })
@@ -61,6 +63,7 @@ export async function createBus (config: Config, options: CreateBusOptions): Pro
   if (!archived) return inner
   const afterGroupWrite = crashAfterWrite(options.env[CRASH_AFTER_EVENT_WRITE_ENV])
   return new ArchivingBus({
-    inner, store, log, maxEventsPerTurn: maxEvents, maxBuffered: EVENT_LOG_BUFFER, ...(afterGroupWrite === undefined ? {} : { afterGroupWrite })
+    inner, store, log, maxEventsPerTurn: maxEvents, maxBuffered: EVENT_LOG_BUFFER,
+    ...(afterGroupWrite === undefined ? {} : { afterGroupWrite })
   })
 }

@@ -13,7 +13,7 @@
 import { Redis, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import { TERMINAL_EVENT_KINDS } from '../../schemas/events.js'
-import { TollgateError } from '../errors.js'
+import { TollgateError } from '../core/errors.js'
 import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
 import { contiguousAfter } from './archiving.js'
 import { OrderedFeed } from './ordered-feed.js'

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { ControlMessage, ControlReply, ControlRequest, EventBus, Unsubscribe } from '../bus/bus.js'
-import { ERROR_STATUS, TollgateError, type ErrorCode } from '../errors.js'
+import { ERROR_STATUS, TollgateError, type ErrorCode } from '../core/errors.js'
 
 export type ReplyBody = Pick<ControlReply, 'error' | 'turn_id' | 'status'>
 

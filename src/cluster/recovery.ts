@@ -37,8 +37,7 @@ function closeOpenWork (events: readonly BusEnvelope[], record: TurnRecord, now:
       // Sequential rounds stream cards in model order; for a crashed parallel round this is the best
       // position the log can tell.
       calls.set(event.call_id, { event, iteration, index: position++ })
-    }
-    else if (event.kind === 'tool_result') calls.delete(event.call_id)
+    } else if (event.kind === 'tool_result') calls.delete(event.call_id)
     else if (event.kind === 'approval.requested') approvals.set(event.request_id, event)
     else if (event.kind === 'approval.resolved') approvals.delete(event.request_id)
   }
@@ -111,7 +110,9 @@ export async function interruptOrphan (ctx: RecoveryContext, orphan: RunningTurn
     record.status = 'interrupted'
     record.error = { code: 'INTERRUPTED', message: INTERRUPTED_MESSAGE }
   }
-  const envelopes: BusEnvelope[] = closing.map((event, i) => ({ turn_id: turn.turn_id, session_id: turn.session_id, seq: lastSeq + 1 + i, ts: now, event }))
+  const envelopes: BusEnvelope[] = closing.map((event, i) => ({
+    turn_id: turn.turn_id, session_id: turn.session_id, seq: lastSeq + 1 + i, ts: now, event
+  }))
   record.last_seq = envelopes.at(-1)?.seq ?? lastSeq
   record.updated_at = now
   if (!await ctx.store.interruptTurn(record, orphan.instanceId)) return false

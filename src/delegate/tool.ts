@@ -4,9 +4,10 @@
  * a summary of the tool calls it made. The sub-turn streams nothing of its own to the parent's
  * clients except approval requests, which go through the parent's backchannel.
  */
+import { isTurnScope } from '../turn/context.js'
 import { runToolLoop, type TurnOutcome } from '../turn/loop.js'
-import { defineTool, fail, type Tool, type ToolResult } from '../tools/tool.js'
-import { DELEGATE, deriveSubTurn, type DelegateDeps, type SubTurn } from './derive.js'
+import { defineTool, fail, type Tool, type ToolResult } from '../tools/contract.js'
+import { DELEGATE, deriveSubTurn, type DelegateDeps, type SubTurn } from '../turn/subturn.js'
 
 export const MAX_TASK_CHARS = 20_000
 export const MAX_TOOL_NAMES = 64
@@ -51,7 +52,7 @@ export function createDelegateTool (deps: DelegateDeps): Tool {
     // manager (the parent's risk profile and session grants), read-only check included.
     effects: 'read',
     async execute (args, ctx) {
-      if (ctx.turn === undefined) return fail('delegate can only run inside a turn')
+      if (ctx.turn === undefined || !isTurnScope(ctx.turn)) return fail('delegate can only run inside a turn')
       const sub = deriveSubTurn(deps, ctx.turn, args, ctx)
       if ('error' in sub) return fail(`delegate: ${sub.error}`)
       const outcome = await runToolLoop(sub.exec, sub.state)

@@ -8,7 +8,7 @@
 import { maxHeaderSize, STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { TollgateError, toProblem } from '../errors.js'
+import { TollgateError, toProblem } from '../core/errors.js'
 import { newRequestId, REQUEST_ID_HEADER } from './request-id.js'
 
 /** The longest id a path may carry (schemas/common.ts: OpaqueId, ClientId); fastify's `maxParamLength`. */

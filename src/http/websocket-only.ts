@@ -4,7 +4,7 @@
  * just did not ask to upgrade). Authentication and Origin checks still answer first.
  */
 import type { FastifyInstance } from 'fastify'
-import { TollgateError } from '../errors.js'
+import { TollgateError } from '../core/errors.js'
 
 export function refusePlainRequestsToWebSockets (app: FastifyInstance): void {
   // Read on first use: by then every route is registered.

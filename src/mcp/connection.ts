@@ -9,9 +9,9 @@ import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamable
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from 'pino'
 import type { McpServerConfig } from '../../schemas/config.js'
-import { canonicalJson } from '../json/canonical.js'
-import { scrubText } from '../security/redact.js'
-import type { Tool, ToolContext, ToolResult } from '../tools/tool.js'
+import { canonicalJson } from '../core/json/canonical.js'
+import { scrubText } from '../core/security/redact.js'
+import type { Tool, ToolContext, ToolResult } from '../tools/contract.js'
 import { convertCallResult } from './content.js'
 import { createTransport } from './transport.js'
 import { wrapMcpTool, type McpToolDefinition } from './wrap.js'
@@ -93,7 +93,10 @@ export class McpServerConnection {
   }
 
   status (): McpServerStatus {
-    const status: McpServerStatus = { name: this.name, transport: this.server.transport, state: this.state, tools: this.wrappers.length, connects: this.connects }
+    const status: McpServerStatus = {
+      name: this.name, transport: this.server.transport, state: this.state, tools: this.wrappers.length,
+      connects: this.connects
+    }
     if (this.state !== 'ready' && this.lastError !== null) status.last_error = this.lastError
     return status
   }
@@ -241,7 +244,9 @@ export class McpServerConnection {
     }
     const timeout = this.server.timeout_ms ?? this.options.callTimeoutMs
     try {
-      const result = await client.callTool({ name: tool, arguments: args }, undefined, { signal: ctx.signal, timeout, maxTotalTimeout: timeout })
+      const result = await client.callTool(
+        { name: tool, arguments: args }, undefined, { signal: ctx.signal, timeout, maxTotalTimeout: timeout }
+      )
       return convertCallResult(result, this.options.maxOutputChars)
     } catch (err) {
       if (ctx.signal.aborted) throw err

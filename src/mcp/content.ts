@@ -3,7 +3,7 @@
  * becomes a line of text (binary blocks are described, never inlined); `structuredContent`
  * travels as `data`. `isError` is the server saying the tool failed: success false.
  */
-import type { ToolResult } from '../tools/tool.js'
+import type { ToolResult } from '../tools/contract.js'
 
 interface ContentBlock {
   type?: unknown
@@ -71,5 +71,9 @@ export function convertCallResult (result: McpCallResult, maxChars: number): Too
   if (text === '' && structured !== undefined) text = JSON.stringify(structured, null, 2) ?? ''
   text = boundText(text, maxChars)
   if (result.isError === true) return { success: false, output: '', error: text === '' ? MCP_ERROR_FALLBACK : text }
-  return structured === undefined ? { success: true, output: text, error: null } : { success: true, output: text, error: null, data: structured }
+  return structured === undefined
+    ? {
+        success: true, output: text, error: null
+      }
+    : { success: true, output: text, error: null, data: structured }
 }

@@ -5,13 +5,8 @@
  */
 import type { Logger } from 'pino'
 import type { Config } from '../../schemas/config.js'
-import type { Tool } from '../tools/tool.js'
+import type { McpToolSource, Tool } from '../tools/contract.js'
 import { McpServerConnection, type McpServerStatus } from './connection.js'
-
-/** What turn assembly needs from MCP: the current wrappers of some servers. */
-export interface McpToolSource {
-  tools (servers: readonly string[]): Tool[]
-}
 
 export interface McpManagerOptions {
   config: Config

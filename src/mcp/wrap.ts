@@ -3,7 +3,7 @@
  * (`mcp:<server>`). A wrapper holds no client: it calls through its server connection, so a
  * wrapper handed to a turn keeps working across reconnects.
  */
-import { defineTool, type JsonSchema, type Tool, type ToolContext, type ToolResult } from '../tools/tool.js'
+import { defineTool, type JsonSchema, type Tool, type ToolContext, type ToolResult } from '../tools/contract.js'
 
 export const MAX_DESCRIPTION_CHARS = 2048
 export const MAX_SCHEMA_CHARS = 65_536

@@ -4,7 +4,7 @@
  * gateway logger scrubs every line again); here they are bounded, so no line carries a megabyte.
  */
 import type { Logger } from 'pino'
-import { canonicalJson } from '../json/canonical.js'
+import { canonicalJson } from '../core/json/canonical.js'
 import type { Observer, ObserverEvent } from './observer.js'
 
 export interface LogObserverOptions {

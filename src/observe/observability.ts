@@ -3,7 +3,7 @@
  * metrics and OpenTelemetry spans. Observers an embedder or test attached run after them.
  */
 import type { Logger } from 'pino'
-import type { Config } from '../config.js'
+import type { Config } from '../core/config.js'
 import { createLogObserver } from './log-observer.js'
 import { GatewayMetrics, type MetricsSources } from './metrics.js'
 import { composeObservers, type Observer } from './observer.js'

@@ -208,7 +208,9 @@ function standardResponses (components: SchemaComponents): JsonObject {
 export function buildOpenApi (routes: readonly RouteEntry[]): JsonObject {
   const components = new SchemaComponents('#/components/schemas/')
   const byPath = new Map<string, Map<string, JsonObject>>()
-  const sorted = [...routes].sort((a, b) => (a.url === b.url ? METHOD_ORDER.indexOf(a.method) - METHOD_ORDER.indexOf(b.method) : a.url < b.url ? -1 : 1))
+  const byMethod = (a: typeof routes[number], b: typeof routes[number]): number =>
+    METHOD_ORDER.indexOf(a.method) - METHOD_ORDER.indexOf(b.method)
+  const sorted = [...routes].sort((a, b) => (a.url === b.url ? byMethod(a, b) : a.url < b.url ? -1 : 1))
   for (const route of sorted) {
     if (route.schema === undefined && !route.websocket) throw new Error(`route ${route.method} ${route.url} has no schema: every route must declare one`)
     const path = openApiPath(route.url)

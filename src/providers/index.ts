@@ -1,4 +1,4 @@
-import type { Config } from '../config.js'
+import type { Config } from '../core/config.js'
 import { DemoProvider } from './demo.js'
 import { OpenAIProvider } from './openai.js'
 import type { ModelProvider } from './types.js'

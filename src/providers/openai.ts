@@ -5,8 +5,8 @@
  */
 import { Agent, request, errors as undiciErrors } from 'undici'
 import type { ProviderConfig } from '../../schemas/config.js'
-import { scrubText } from '../security/redact.js'
-import type { ToolSpec } from '../tools/tool.js'
+import { scrubText } from '../core/security/redact.js'
+import type { ToolSpec } from '../tools/contract.js'
 import { callDeadline, parseRetryAfter, retryDelay, type CallDeadline, type RetryPolicy } from './retry.js'
 import { SseParser } from './sse.js'
 import {

@@ -2,7 +2,7 @@
  * The provider seam: one chat call with optional native tools. History is kept in the
  * OpenAI chat shape because it is the lingua franca of tool-calling providers.
  */
-import type { ToolSpec } from '../tools/tool.js'
+import type { ToolSpec } from '../tools/contract.js'
 
 export interface ChatToolCall {
   id: string

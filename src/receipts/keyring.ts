@@ -10,9 +10,9 @@
  * random master key under an id of its own: receipts verify in this process only.
  */
 import { hkdfSync, randomBytes, randomUUID } from 'node:crypto'
-import type { Config } from '../config.js'
-import { ConfigError } from '../config.js'
-import { ReceiptKey } from './receipts.js'
+import type { Config } from '../core/config.js'
+import { ConfigError } from '../core/config.js'
+import { ReceiptKey } from './keys.js'
 
 /** Master keys are at least this long (the HMAC-SHA256 key size). */
 export const MIN_MASTER_KEY_BYTES = 32

@@ -4,9 +4,11 @@
  */
 import type { ReceiptVerifyRequest, ReceiptVerifyResult } from '../../schemas/receipts.js'
 import type { Principal } from '../auth/principal.js'
-import type { TurnService } from '../gateway/turns.js'
+import type { TurnService } from '../service/turn-service.js'
 
-export async function verifyToolReceipt (turns: TurnService, principal: Principal, request: ReceiptVerifyRequest): Promise<ReceiptVerifyResult> {
+export async function verifyToolReceipt (
+  turns: TurnService, principal: Principal, request: ReceiptVerifyRequest
+): Promise<ReceiptVerifyResult> {
   // Ownership first: another principal's turn answers TURN_NOT_FOUND, like a missing one.
   const turn = await turns.get(principal, request.turn_id)
   const key = turns.receiptKeyOf(turn)

@@ -1,6 +1,6 @@
 /** Builds the configured store (`store.kind`) for one gateway instance. */
 import type { Logger } from 'pino'
-import type { Config } from '../config.js'
+import type { Config } from '../core/config.js'
 import { MemoryStore } from './memory.js'
 import { PostgresStore } from './postgres.js'
 import type { SqlProbe } from './sql-probe.js'

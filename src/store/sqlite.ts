@@ -73,6 +73,7 @@ export interface SqliteStoreOptions {
 
 function open (path: string, probe: SqlProbe | undefined): Database.Database {
   mkdirSync(dirname(path), { recursive: true })
+  // eslint-disable-next-line prefer-const -- the probe's closure reads it; assigned once the handle exists
   let db: Database.Database | undefined
   const verbose = probe === undefined ? undefined : (sql: unknown) => { probe.statement(String(sql), db?.inTransaction === true) }
   db = new Database(path, { timeout: 1000, ...(verbose === undefined ? {} : { verbose }) })

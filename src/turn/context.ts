@@ -8,18 +8,18 @@ import type { AgentConfig, Config, RiskProfileConfig, RuntimeProfileConfig } fro
 import type { ApprovalAuditEntry, ToolCallRecord } from '../../schemas/turn.js'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { SessionGrants } from '../approval/grants.js'
-import { ApprovalManager } from '../approval/manager.js'
-import type { ApprovalChannel } from '../approval/gate.js'
-import { ownEntry } from '../json/own.js'
-import { TollgateError } from '../errors.js'
+import { ApprovalManager } from '../approval/policy.js'
+import type { ApprovalChannel } from '../approval/decision.js'
+import { ownEntry } from '../core/json/own.js'
+import { TollgateError } from '../core/errors.js'
 import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ModelProvider } from '../providers/types.js'
-import type { DeferredTools } from '../mcp/deferred.js'
-import type { McpToolSource } from '../mcp/manager.js'
-import { mcpOffer } from '../mcp/offer.js'
-import type { ActivatedToolSet } from '../tools/activated.js'
-import type { ToolCatalog } from '../tools/registry.js'
-import { assembleScopedTools, type ScopedRegistry, type ToolNarrowing } from '../tools/scoped.js'
+import type { DeferredTools } from '../tools/scope/deferred.js'
+import type { McpToolSource, TurnHandle } from '../tools/contract.js'
+import { mcpOffer } from '../tools/scope/offer.js'
+import type { ActivatedToolSet } from '../tools/scope/activated.js'
+import type { ToolCatalog } from '../tools/catalog.js'
+import { assembleScopedTools, type ScopedRegistry, type ToolNarrowing } from '../tools/scope/scoped.js'
 import type { ToolHooks } from './hooks.js'
 import { LoopDetector } from './loop-detector.js'
 
@@ -83,6 +83,23 @@ export interface ResolvedAgentExecution {
   workspaceDir: string
   /** The risk profile's `shell_network`: sandboxed commands may reach the network. */
   shellNetwork: boolean
+}
+
+/**
+ * What the engine hands a turn-scoped tool: the narrow `TurnHandle` of the tool contract plus
+ * the engine's own execution and state, which only engine-side tools (`delegate`) read.
+ */
+export interface TurnScope extends TurnHandle {
+  exec: ResolvedAgentExecution
+  state: TurnState
+}
+
+export function turnScope (exec: ResolvedAgentExecution, state: TurnState): TurnScope {
+  return { deferred: exec.deferred, exec, state }
+}
+
+export function isTurnScope (handle: TurnHandle): handle is TurnScope {
+  return 'exec' in handle && 'state' in handle
 }
 
 /** Per-turn mutable state; owned by one running turn, never shared. */
@@ -152,7 +169,9 @@ export interface ResolveOptions {
   workspaceDir: string
 }
 
-export function resolveAgent (config: Config, name: string): { agent: AgentConfig, runtime: RuntimeProfileConfig, risk: RiskProfileConfig } {
+export function resolveAgent (
+  config: Config, name: string
+): { agent: AgentConfig, runtime: RuntimeProfileConfig, risk: RiskProfileConfig } {
   const agent = ownEntry(config.agents, name)
   if (agent === undefined) throw new TollgateError('UNKNOWN_AGENT', `unknown agent ${JSON.stringify(name)}`)
   // Config loading checked that the profiles exist.
@@ -215,7 +234,10 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
     deferred: scoped.deferred,
     receipts: generator === null
       ? null
-      : { generator, showInResponse: runtime.tool_receipts.show_in_response, injectSystemPrompt: runtime.tool_receipts.inject_system_prompt },
+      : {
+          generator, showInResponse: runtime.tool_receipts.show_in_response,
+          injectSystemPrompt: runtime.tool_receipts.inject_system_prompt
+        },
     delegateDepth: 0,
     workspaceDir: options.workspaceDir,
     shellNetwork: risk.shell_network

@@ -4,9 +4,9 @@
  * must not race activation). Sequential dispatch checks cancellation before each call; a
  * cancelled parallel batch keeps finished siblings' real results and interrupts only the rest.
  */
-import { scrubText, scrubValue } from '../security/redact.js'
-import { TOOL_SEARCH } from '../tools/activated.js'
-import type { ResolvedAgentExecution, TurnState } from './context.js'
+import { scrubText, scrubValue } from '../core/security/redact.js'
+import { TOOL_SEARCH } from '../tools/scope/activated.js'
+import { turnScope, type ResolvedAgentExecution, type TurnState } from './context.js'
 import type { ParsedCall } from './parse.js'
 import { unavailableText } from './prepare.js'
 import { announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, unexecuted, type RawOutcome, type ToolSlot } from './results.js'
@@ -60,7 +60,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       log: state.log.child({ tool: slot.name, call_id: slot.callId }),
       workspaceDir: exec.workspaceDir,
       network: exec.shellNetwork,
-      ...(tool.turnScoped === true ? { turn: { exec, state } } : {})
+      ...(tool.turnScoped === true ? { turn: turnScope(exec, state) } : {})
     }).then((result): RawOutcome => {
       const durationMs = performance.now() - started
       if (result.success) return { status: 'ok', success: true, output: result.output, error: null, durationMs, executed: true }
@@ -90,7 +90,9 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
   await runAfterHooks(exec, state, slot, outcome.output, raw)
 }
 
-async function runAfterHooks (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, output: string, raw: RawOutcome): Promise<void> {
+async function runAfterHooks (
+  exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, output: string, raw: RawOutcome
+): Promise<void> {
   if (exec.hooks.after.length === 0) return
   const info = {
     name: slot.name, arguments: slot.arguments, turnId: state.turnId, sessionId: state.sessionId, agent: exec.agent,
@@ -106,7 +108,9 @@ async function runAfterHooks (exec: ResolvedAgentExecution, state: TurnState, sl
 }
 
 /** Runs a prepared round; every slot is settled, in model order where order is observable. */
-export async function dispatchRound (exec: ResolvedAgentExecution, state: TurnState, slots: readonly ToolSlot[], parallel: boolean): Promise<void> {
+export async function dispatchRound (
+  exec: ResolvedAgentExecution, state: TurnState, slots: readonly ToolSlot[], parallel: boolean
+): Promise<void> {
   const runnable = slots.filter((s) => s.prefill === null)
   if (parallel && runnable.length > 1) {
     for (const slot of slots) if (slot.prefill !== null) settleSlot(exec, state, slot, slot.prefill)

@@ -3,7 +3,7 @@
  * nudge (warning) to a louder nudge (block; the output is still delivered) to ending the turn
  * (break). One detector lives for one turn; the caller feeds it successful calls only.
  */
-import { canonicalJson, digest } from '../json/canonical.js'
+import { canonicalJson, digest } from '../core/json/canonical.js'
 
 export interface LoopDetectorOptions {
   enabled: boolean

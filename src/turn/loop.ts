@@ -2,9 +2,9 @@
  * Loop control: the model sees tool results and continues until it returns final text, the turn
  * is cancelled, a guard aborts it, or the iteration cap is reached.
  */
-import { TurnFailure, type TurnFailureCode } from '../errors.js'
+import { TurnFailure, type TurnFailureCode } from '../core/errors.js'
 import { ProviderError, type ChatResponse } from '../providers/types.js'
-import { scrubText } from '../security/redact.js'
+import { scrubText } from '../core/security/redact.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { dispatchRound, parallelEligible } from './dispatch.js'
 import { appendRound } from './history.js'
@@ -13,7 +13,7 @@ import { prepareRound } from './prepare.js'
 import { buildIterationRequest } from './prompt.js'
 import { collectRound } from './results.js'
 import { createThinkFilter } from './stream-filter.js'
-import { detectToolProtocolIssue, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks } from './text-protocol.js'
+import { detectToolProtocolIssue, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks } from './text-protocol/index.js'
 
 export type TurnOutcome =
   | { status: 'completed', finalText: string }
@@ -56,7 +56,9 @@ function receiptsBlock (exec: ResolvedAgentExecution, state: TurnState, text: st
   return text === '' ? block : `${text}\n\n${block}`
 }
 
-async function callModel (exec: ResolvedAgentExecution, state: TurnState, request: ReturnType<typeof buildIterationRequest>, live: boolean): Promise<ChatResponse> {
+async function callModel (
+  exec: ResolvedAgentExecution, state: TurnState, request: ReturnType<typeof buildIterationRequest>, live: boolean
+): Promise<ChatResponse> {
   const { provider, model } = exec.model
   const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
   exec.observer.record({ kind: 'llm_request', provider: provider.name, model, messages: request.messages.length, tools: request.useNative ? request.specs.length : 0, ...correlation })

@@ -6,7 +6,7 @@
 import type { ChatResponse, ChatToolCall } from '../providers/types.js'
 import {
   detectToolProtocolIssue, parseTextToolCalls, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks
-} from './text-protocol.js'
+} from './text-protocol/index.js'
 
 export interface ParsedCall {
   name: string

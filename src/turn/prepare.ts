@@ -5,13 +5,13 @@
  *   approval gate → restore the runtime `approved` marker → duplicate-call guard.
  * Calls that will not run get their slot filled here; the rest are returned as executable.
  */
-import { gateToolApproval } from '../approval/gate.js'
+import { gateToolApproval } from './approve.js'
 import { readOnlyRefusal } from '../approval/read-only.js'
-import { TurnFailure } from '../errors.js'
-import { canonicalJson } from '../json/canonical.js'
-import { scrubText, scrubValue } from '../security/redact.js'
-import { TOOL_SEARCH } from '../tools/activated.js'
-import type { Tool } from '../tools/tool.js'
+import { TurnFailure } from '../core/errors.js'
+import { canonicalJson } from '../core/json/canonical.js'
+import { scrubText, scrubValue } from '../core/security/redact.js'
+import { TOOL_SEARCH } from '../tools/scope/activated.js'
+import type { Tool } from '../tools/contract.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { sortedBeforeHooks } from './hooks.js'
 import type { ParsedCall } from './parse.js'
@@ -79,11 +79,16 @@ function observeUnavailable (exec: ResolvedAgentExecution, state: TurnState, slo
   exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: 0, success: false, status: 'error', result: scrubText(text), ...correlation })
 }
 
-async function runBeforeHooks (exec: ResolvedAgentExecution, state: TurnState, name: string, args: Record<string, unknown>): Promise<{ name: string, args: Record<string, unknown> } | { cancel: string }> {
+async function runBeforeHooks (
+  exec: ResolvedAgentExecution, state: TurnState, name: string, args: Record<string, unknown>
+): Promise<{ name: string, args: Record<string, unknown> } | { cancel: string }> {
   let current = { name, args }
   for (const hook of sortedBeforeHooks(exec.hooks)) {
     try {
-      const decision = await hook.run({ name: current.name, arguments: current.args, turnId: state.turnId, sessionId: state.sessionId, agent: exec.agent })
+      const decision = await hook.run({
+        name: current.name, arguments: current.args, turnId: state.turnId, sessionId: state.sessionId,
+        agent: exec.agent
+      })
       if (decision.action === 'cancel') return { cancel: decision.reason }
       current = { name: decision.name ?? current.name, args: decision.arguments ?? current.args }
     } catch (err) {
@@ -158,7 +163,9 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
       roundShellSignatures.add(signature)
     }
 
-    const gate = await gateToolApproval(exec, state, { callId: slot.callId, name: slot.name, arguments: withoutMarker(tool.name, slot.arguments) })
+    const gate = await gateToolApproval(
+      exec, state, { callId: slot.callId, name: slot.name, arguments: withoutMarker(tool.name, slot.arguments) }
+    )
     if (gate.kind === 'deny') {
       slot.prefill = unexecuted('denied', gate.text)
       continue

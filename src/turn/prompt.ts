@@ -3,10 +3,10 @@
  * on the wire (native) or into the prompt (text protocol), and the one leading system message.
  */
 import type { ChatMessage } from '../providers/types.js'
-import { TOOL_SEARCH } from '../tools/activated.js'
-import type { ToolSpec } from '../tools/tool.js'
+import { TOOL_SEARCH } from '../tools/scope/activated.js'
+import type { ToolSpec } from '../tools/contract.js'
 import type { ResolvedAgentExecution } from './context.js'
-import { buildToolProtocolInstructions } from './text-protocol.js'
+import { buildToolProtocolInstructions } from './text-protocol/index.js'
 
 export const RECEIPTS_ADDENDUM = [
   '## Tool Execution Receipts',
@@ -33,7 +33,9 @@ export interface IterationRequest {
 }
 
 /** `withTools: false` is the final-summary request at the iteration cap: nothing may be called. */
-export function buildIterationRequest (exec: ResolvedAgentExecution, history: readonly ChatMessage[], systemNotes: readonly string[], withTools = true): IterationRequest {
+export function buildIterationRequest (
+  exec: ResolvedAgentExecution, history: readonly ChatMessage[], systemNotes: readonly string[], withTools = true
+): IterationRequest {
   const specs = withTools ? iterationSpecs(exec) : []
   const useNative = exec.model.provider.nativeTools && specs.length > 0
   const sections = [exec.systemPrompt]

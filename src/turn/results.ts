@@ -7,9 +7,9 @@
 import { randomUUID } from 'node:crypto'
 import type { ToolCallStatus } from '../../schemas/events.js'
 import type { ToolCallRecord } from '../../schemas/turn.js'
-import { digest } from '../json/canonical.js'
-import { scrubText, scrubValue } from '../security/redact.js'
-import type { Tool } from '../tools/tool.js'
+import { digest } from '../core/json/canonical.js'
+import { scrubText, scrubValue } from '../core/security/redact.js'
+import type { Tool } from '../tools/contract.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { truncateToolResult } from './truncate.js'
 
@@ -76,7 +76,9 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
   let receipt: string | null = null
   if (raw.success && raw.executed && exec.receipts !== null) {
     // Signed over the untruncated normalised output; appended after bounding.
-    receipt = exec.receipts.generator.sign({ turnId: state.turnId, callId: slot.callId, tool: slot.name, arguments: slot.arguments, output })
+    receipt = exec.receipts.generator.sign({
+      turnId: state.turnId, callId: slot.callId, tool: slot.name, arguments: slot.arguments, output
+    })
     state.receipts.push(`${slot.name}: ${receipt}`)
   }
   const bounded = truncateToolResult(output, exec.knobs.maxToolResultChars)
@@ -123,7 +125,9 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
 }
 
 /** Outcome of a call that never runs. */
-export function unexecuted (status: ToolCallStatus, output: string, options: { success?: boolean, error?: string | null } = {}): RawOutcome {
+export function unexecuted (
+  status: ToolCallStatus, output: string, options: { success?: boolean, error?: string | null } = {}
+): RawOutcome {
   const success = options.success ?? false
   const error = options.error === undefined ? (success ? null : output) : options.error
   return { status, success, output, error, durationMs: 0, executed: false }
@@ -137,7 +141,10 @@ export type RoundVerdict =
  * Loop control input from one round's ordered results. Only successful calls feed the detectors:
  * a failing tool repeated is the model struggling, not looping on progress-free success.
  */
-export function collectRound (exec: ResolvedAgentExecution, state: TurnState, slots: readonly ToolSlot[], originalArgs: readonly Record<string, unknown>[]): RoundVerdict {
+export function collectRound (
+  exec: ResolvedAgentExecution, state: TurnState, slots: readonly ToolSlot[], originalArgs: readonly Record<string,
+  unknown>[]
+): RoundVerdict {
   const ignore = new Set(exec.knobs.loopDetection.ignore_tools)
   let relevant = ''
   for (const slot of slots) {

@@ -98,7 +98,7 @@ test('in Chromium, approving a risky call on the page shows its result card and 
 
 test('in Chromium, the approval card shows the exact arguments: both deceptions reveal their touch, escapes stand apart', async (t) => {
   const { g, page, problems } = await setup(t)
-  const kv = `echo 'password="'; touch PWN_KV; echo '"'`
+  const kv = 'echo \'password="\'; touch PWN_KV; echo \'"\''
   const url = 'echo http://u:$(touch${IFS}PWN_URL)@example.com'
   const padded = `ls${' '.repeat(400)}; touch PWN_TAIL\u202E`
   g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'risky', arguments: { label: kv, output: url, ms: 0, fail: false } }] }, { text: 'ok' })

@@ -47,7 +47,10 @@ export interface RecordedRequest {
   body: {
     model: string
     stream?: boolean
-    messages: Array<{ role: string, content: string | null, tool_calls?: Array<{ id: string, function: { name: string, arguments: string } }>, tool_call_id?: string }>
+    messages: Array<{
+      role: string, content: string | null,
+      tool_calls?: Array<{ id: string, function: { name: string, arguments: string } }>, tool_call_id?: string
+    }>
     tools?: Array<{ type: string, function: { name: string, description: string, parameters: unknown } }>
     [key: string]: unknown
   }

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { WebSocket } from 'ws'
 import { LOCAL_PRINCIPAL } from '../../src/auth/principal.js'
-import { deepMerge, loadConfig } from '../../src/config.js'
-import { buildServer, type BuildOptions, type Gateway } from '../../src/server.js'
+import { deepMerge, loadConfig } from '../../src/core/config.js'
+import { buildServer, type BuildOptions, type Gateway } from '../../src/app/server.js'
 import type { EventEnvelope, TurnEvent } from '../../schemas/events.js'
 import { startFakeProvider, type FakeProvider } from './fake-provider.js'
 
@@ -23,7 +23,9 @@ export interface TestGateway {
   workspace: string
   /** The folder the tools of `tenant`'s principals act in (created; without per-session folders). */
   tenantWorkspace (tenant: string): string
-  http (method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number, body: any, headers: Headers }>
+  http (
+    method: string, path: string, body?: unknown, headers?: Record<string, string>
+  ): Promise<{ status: number, body: any, headers: Headers }>
   socket (options?: { protocols?: string[], headers?: Record<string, string>, query?: string }): Promise<TestSocket>
   close (): Promise<void>
 }
@@ -40,7 +42,9 @@ export interface StartOptions extends Omit<BuildOptions, 'config'> {
 }
 
 /** One HTTP request to a gateway; the body is parsed as JSON when it is JSON. */
-export async function requestJson (baseUrl: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number, body: any, headers: Headers }> {
+export async function requestJson (
+  baseUrl: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}
+): Promise<{ status: number, body: any, headers: Headers }> {
   const init: RequestInit = { method, headers: { ...headers } }
   if (body !== undefined) {
     init.body = typeof body === 'string' ? body : JSON.stringify(body)

@@ -1,7 +1,7 @@
 /** Collects the gateway's real log output (the production logger, scrubbing included) in memory. */
 import { Writable } from 'node:stream'
 import type { Logger } from 'pino'
-import { createGatewayLogger } from '../../src/security/log-scrub.js'
+import { createGatewayLogger } from '../../src/core/security/log-scrub.js'
 
 export interface LogCapture {
   logger: Logger

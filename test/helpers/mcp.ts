@@ -7,7 +7,9 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const STDIO_FIXTURE = fileURLToPath(new URL('../fixtures/mcp/stdio-server.ts', import.meta.url))
 
 /** The stdio fixture spawned as `node --import tsx test/fixtures/mcp/stdio-server.ts`. */
-export function stdioServerConfig (options: { log?: string, env?: Record<string, string>, envFrom?: Record<string, string> } = {}): Record<string, unknown> {
+export function stdioServerConfig (options: {
+  log?: string, env?: Record<string, string>, envFrom?: Record<string, string>
+} = {}): Record<string, unknown> {
   return {
     transport: 'stdio',
     command: process.execPath,
@@ -31,7 +33,9 @@ export async function waitUntil (check: () => boolean | Promise<boolean>, what: 
 }
 
 /** Starts a turn over a fresh WebSocket (the turn's owner and backchannel) and waits for its end. */
-export async function runTurn (g: TestGateway, request: Record<string, unknown>): Promise<{ turnId: string, events: EventEnvelope[], socket: TestSocket }> {
+export async function runTurn (
+  g: TestGateway, request: Record<string, unknown>
+): Promise<{ turnId: string, events: EventEnvelope[], socket: TestSocket }> {
   const socket = await g.socket()
   const accepted = await socket.request({ type: 'turn.start', ...request })
   if (accepted.type !== 'turn.accepted') throw new Error(`turn refused: ${JSON.stringify(accepted)}`)

@@ -3,8 +3,8 @@
  * failure) while it runs, then returns normally: the events that follow are published while the
  * clients are disconnected, which is exactly what a resume must recover.
  */
-import type { Gateway } from '../../src/server.js'
-import { defineTool, ok, type Tool } from '../../src/tools/tool.js'
+import type { Gateway } from '../../src/app/server.js'
+import { defineTool, ok, type Tool } from '../../src/tools/contract.js'
 import { startGateway, type TestGateway } from './gateway.js'
 import { createProbes, probeOverrides } from './tools.js'
 

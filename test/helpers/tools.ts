@@ -2,9 +2,9 @@
  * Tools for lifecycle tests, registered through the public embedding API (buildServer({ tools })):
  * they record what actually ran, so tests can tell "executed" from "reported".
  */
-import { deepMerge } from '../../src/config.js'
+import { deepMerge } from '../../src/core/config.js'
 import { startGateway, type StartOptions, type TestGateway } from './gateway.js'
-import { defineTool, fail, ok, type Tool } from '../../src/tools/tool.js'
+import { defineTool, fail, ok, type Tool } from '../../src/tools/contract.js'
 
 export interface ProbeRun {
   tool: string

@@ -28,7 +28,9 @@ export async function until (check: () => boolean | Promise<boolean>, what: stri
 }
 
 /** POST /v1/turns that must be accepted; returns the 202 body. */
-export async function startTurn (g: TestGateway, body: Record<string, unknown>): Promise<{ turn_id: string, session_id: string, status: string, events_url: string }> {
+export async function startTurn (
+  g: TestGateway, body: Record<string, unknown>
+): Promise<{ turn_id: string, session_id: string, status: string, events_url: string }> {
   const res = await g.http('POST', '/v1/turns', body)
   assert.equal(res.status, 202, `POST /v1/turns answered ${res.status}: ${JSON.stringify(res.body)}`)
   return res.body

@@ -8,7 +8,7 @@ import { captureLogs } from '../helpers/log-capture.js'
 import { startProbeGateway } from '../helpers/tools.js'
 import { turnEvents } from '../helpers/turns.js'
 
-const KV_DECEPTION = `echo 'password="'; touch PWN_KV; echo '"'`
+const KV_DECEPTION = 'echo \'password="\'; touch PWN_KV; echo \'"\''
 const URL_DECEPTION = 'echo http://u:$(touch${IFS}PWN_URL)@example.com'
 
 /** Starts a turn whose model asks for one shell call, waits for its approval request and answers no. */

@@ -11,8 +11,9 @@ const RUNTIME_DENIAL = "Tool call not executed: 'risky' requires approval and no
 
 const risky = (id: string, label: string): { id: string, name: string, arguments: Record<string, unknown> } => ({ id, name: 'risky', arguments: { label } })
 
-
-async function startAndAwaitApproval (ws: TestSocket, body: Record<string, unknown> = {}): Promise<{ turnId: string, requestId: string, request: EventEnvelope }> {
+async function startAndAwaitApproval (
+  ws: TestSocket, body: Record<string, unknown> = {}
+): Promise<{ turnId: string, requestId: string, request: EventEnvelope }> {
   const accepted = await ws.request({ type: 'turn.start', message: 'go', ...body })
   const request = await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested')
   return { turnId: accepted.turn_id, requestId: requestIdOf(request), request }

@@ -28,9 +28,13 @@ async function cluster (defer: Defer): Promise<Cluster> {
   const prefix = scratchPrefix(defer)
   return {
     provider,
-    spawn: async (extra = {}) => await spawnGateway(defer, clusterOverrides({ provider, schema, prefix }, await scratchWorkspace(defer), extra)),
+    spawn: async (extra = {}) => await spawnGateway(
+      defer, clusterOverrides({ provider, schema, prefix }, await scratchWorkspace(defer), extra)
+    ),
     local: async (extra = {}) => {
-      const g = await startGateway({ provider, overrides: clusterOverrides({ provider, schema, prefix }, await scratchWorkspace(defer), extra) })
+      const g = await startGateway({
+        provider, overrides: clusterOverrides({ provider, schema, prefix }, await scratchWorkspace(defer), extra)
+      })
       defer(async () => { await g.close() })
       return { http: g.http, socket: g.socket, instanceId: g.gateway.instanceId }
     }

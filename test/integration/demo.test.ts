@@ -5,8 +5,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { loadConfig } from '../../src/config.js'
-import { buildServer } from '../../src/server.js'
+import { loadConfig } from '../../src/core/config.js'
+import { buildServer } from '../../src/app/server.js'
 
 const run = promisify(execFile)
 

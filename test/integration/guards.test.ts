@@ -130,9 +130,9 @@ test('a shell call allowlisted with always is not prompt-required any more, so a
 test('a before_tool_call hook can cancel a call, which keeps its slot and the model\'s name', async (t) => {
   const { g, probes } = await startProbeGateway(t, {}, {
     hooks: {
-    before: [{ name: 'block-secret', run: (c) => c.arguments.label === 'secret' ? { action: 'cancel', reason: 'labels named secret are blocked' } : { action: 'continue' } }],
-    after: []
-  }
+      before: [{ name: 'block-secret', run: (c) => c.arguments.label === 'secret' ? { action: 'cancel', reason: 'labels named secret are blocked' } : { action: 'continue' } }],
+      after: []
+    }
   })
   g.provider.enqueue({ toolCalls: [probe('a', 'secret'), probe('b', 'fine')] }, { text: 'ok' })
   const ws = await g.socket()
@@ -151,13 +151,13 @@ test('a before_tool_call hook can cancel a call, which keeps its slot and the mo
 test('a before_tool_call hook can rewrite a call, and the rewritten call is what gets approved and run', async (t) => {
   const { g, probes } = await startProbeGateway(t, {}, {
     hooks: {
-    before: [
-      { name: 'low', priority: 1, run: (c) => ({ action: 'continue', arguments: { ...c.arguments, output: `${String(c.arguments.output)}+low` } }) },
-      { name: 'high', priority: 10, run: (c) => ({ action: 'continue', name: 'probe', arguments: { ...c.arguments, output: 'high' } }) },
-      { name: 'broken', priority: 5, run: () => { throw new Error('hook bug') } }
-    ],
-    after: []
-  }
+      before: [
+        { name: 'low', priority: 1, run: (c) => ({ action: 'continue', arguments: { ...c.arguments, output: `${String(c.arguments.output)}+low` } }) },
+        { name: 'high', priority: 10, run: (c) => ({ action: 'continue', name: 'probe', arguments: { ...c.arguments, output: 'high' } }) },
+        { name: 'broken', priority: 5, run: () => { throw new Error('hook bug') } }
+      ],
+      after: []
+    }
   })
   g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'risky', arguments: { label: 'r' } }] }, { text: 'ok' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go', interactive: false })

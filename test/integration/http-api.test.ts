@@ -385,4 +385,3 @@ test('/healthz answers ok and /readyz answers ready while the gateway runs', asy
   assert.equal(ready.status, 200)
   assert.deepEqual(ready.body, { status: 'ready' })
 })
-

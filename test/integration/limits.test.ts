@@ -73,7 +73,9 @@ function slowTurnScript (request: RecordedRequest): ScriptedReply {
 
 test('a principal over its concurrent-turn cap gets 429 TOO_MANY_TURNS while another principal starts turns', async (t) => {
   const probes = createProbes()
-  const g = await startGateway({ tools: probes.tools, overrides: probeOverrides({ ...jwtAuth(), turns: { max_active_turns_per_principal: 2 } }) })
+  const g = await startGateway({
+    tools: probes.tools, overrides: probeOverrides({ ...jwtAuth(), turns: { max_active_turns_per_principal: 2 } })
+  })
   t.after(() => g.close())
   for (let i = 0; i < 6; i++) g.provider.enqueue(slowTurnScript)
   const alice = bearer(await mintToken({ sub: 'alice' }))
@@ -157,7 +159,10 @@ test('an SSE reader that stops reading loses its stream once its unsent bytes pa
   const probes = createProbes()
   const g = await startGateway({
     tools: probes.tools,
-    overrides: probeOverrides({ ws: { max_buffered_bytes: 65_536 }, turns: { max_event_output_chars: 65_536 }, runtime_profiles: { default: { max_tool_iterations: 20, loop_detection: { enabled: false } } } })
+    overrides: probeOverrides({
+      ws: { max_buffered_bytes: 65_536 }, turns: { max_event_output_chars: 65_536 },
+      runtime_profiles: { default: { max_tool_iterations: 20, loop_detection: { enabled: false } } }
+    })
   })
   t.after(() => g.close())
   let round = 0

@@ -1,13 +1,15 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { deepMerge } from '../../src/config.js'
+import { deepMerge } from '../../src/core/config.js'
 import { startGateway, shape, type TestGateway } from '../helpers/gateway.js'
 import { advertised, httpServerConfig, runTurn, systemPrompt, toolResults } from '../helpers/mcp.js'
 import { startHttpMcpServer, type HttpMcpServer } from '../fixtures/mcp/http-server.js'
 
 const BUILTINS = ['shell', 'file_read', 'file_write', 'http_request']
 
-async function deferredGateway (t: { after: (fn: () => Promise<void>) => void }, overrides: unknown = {}): Promise<{ g: TestGateway, server: HttpMcpServer }> {
+async function deferredGateway (
+  t: { after: (fn: () => Promise<void>) => void }, overrides: unknown = {}
+): Promise<{ g: TestGateway, server: HttpMcpServer }> {
   const server = await startHttpMcpServer()
   t.after(async () => { await server.close() })
   const g = await startGateway({

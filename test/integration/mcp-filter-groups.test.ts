@@ -6,7 +6,10 @@ import { startHttpMcpServer, type HttpMcpServer } from '../fixtures/mcp/http-ser
 
 const BUILTINS = ['shell', 'file_read', 'file_write', 'http_request']
 
-async function gatewayWithGroups (t: { after: (fn: () => Promise<void>) => void }, options: { deferred: boolean, groups: unknown[], excluded?: string[] }): Promise<{ g: TestGateway, server: HttpMcpServer }> {
+async function gatewayWithGroups (
+  t: { after: (fn: () => Promise<void>) => void },
+  options: { deferred: boolean, groups: unknown[], excluded?: string[] }
+): Promise<{ g: TestGateway, server: HttpMcpServer }> {
   const server = await startHttpMcpServer()
   t.after(async () => { await server.close() })
   const g = await startGateway({

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { deepMerge } from '../../src/config.js'
+import { deepMerge } from '../../src/core/config.js'
 import { startGateway, shape, type TestGateway } from '../helpers/gateway.js'
 import { advertised, httpServerConfig, runTurn, stdioServerConfig, toolResults, waitUntil } from '../helpers/mcp.js'
 import { startHttpMcpServer, type HttpMcpServer } from '../fixtures/mcp/http-server.js'
@@ -13,7 +13,9 @@ const FULL = { risk_profiles: { default: { level: 'full' } } }
 const STDIO = { connect_timeout_ms: 60_000 }
 
 /** A gateway whose default agent bundles the in-process HTTP fixture as server `web`. */
-async function withHttpServer (t: { after: (fn: () => Promise<void>) => void }, overrides: unknown = {}): Promise<{ g: TestGateway, server: HttpMcpServer }> {
+async function withHttpServer (
+  t: { after: (fn: () => Promise<void>) => void }, overrides: unknown = {}
+): Promise<{ g: TestGateway, server: HttpMcpServer }> {
   const server = await startHttpMcpServer()
   t.after(async () => { await server.close() })
   const g = await startGateway({

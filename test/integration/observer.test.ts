@@ -10,9 +10,14 @@ interface Recorded {
   records: ObserverEvent[]
 }
 
-async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}, observers: Observer[] = []): Promise<Recorded> {
+async function setup (
+  t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}, observers: Observer[] = []
+): Promise<Recorded> {
   const records: ObserverEvent[] = []
-  const g = await startGateway({ tools: createProbes().tools, overrides: probeOverrides(extra), observers: [...observers, { record: (e) => { records.push(e) } }] })
+  const g = await startGateway({
+    tools: createProbes().tools, overrides: probeOverrides(extra),
+    observers: [...observers, { record: (e) => { records.push(e) } }]
+  })
   t.after(async () => { await g.close() })
   return { g, records }
 }

@@ -19,7 +19,10 @@ async function setup (defer: Defer): Promise<{ provider: FakeProvider, path: str
 }
 
 /** Runs one turn to its end over a WebSocket and answers the turn record. */
-async function runTurn (g: { socket: () => Promise<TestSocket>, http: (method: string, path: string) => Promise<{ body: any }> }, body: Record<string, unknown>): Promise<any> {
+async function runTurn (
+  g: { socket: () => Promise<TestSocket>, http: (method: string, path: string) => Promise<{ body: any }> },
+  body: Record<string, unknown>
+): Promise<any> {
   const ws = await g.socket()
   const accepted = await ws.request({ type: 'turn.start', ...body })
   assert.equal(accepted.type, 'turn.accepted', JSON.stringify(accepted))
@@ -98,7 +101,11 @@ test('a turn running when its gateway process was killed ends interrupted at the
   assert.equal(turn.body.error.code, 'INTERRUPTED')
   assert.deepEqual(turn.body.approvals.map((a: { decision: string, tool: string }) => [a.tool, a.decision]), [['file_write', 'cancelled']])
   const tail = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}/events?after_seq=${asked.seq}`)
-  assert.deepEqual(tail.body.events.map((e: { event: { kind: string, decision?: string, code?: string } }) => [e.event.kind, e.event.decision ?? e.event.code]), [
+  assert.deepEqual(tail.body.events.map((e: {
+    event: {
+      kind: string, decision?: string, code?: string
+    }
+  }) => [e.event.kind, e.event.decision ?? e.event.code]), [
     ['approval.resolved', 'cancelled'],
     ['turn.failed', 'INTERRUPTED']
   ])
@@ -130,7 +137,11 @@ test('a gateway killed between writing a group of events and publishing it repla
   const restarted = await sqliteGateway(defer, provider, path)
   const page = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}/events`)
   assertSeqContiguous(page.body.events)
-  assert.deepEqual(page.body.events.map((e: { event: { kind: string, status?: string, code?: string } }) => [e.event.kind, e.event.status ?? e.event.code]), [
+  assert.deepEqual(page.body.events.map((e: {
+    event: {
+      kind: string, status?: string, code?: string
+    }
+  }) => [e.event.kind, e.event.status ?? e.event.code]), [
     ['turn.started', undefined],
     ['iteration', undefined],
     ['tool_call', 'pending'],

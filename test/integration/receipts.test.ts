@@ -11,7 +11,10 @@ import type { EventEnvelope, TurnEvent } from '../../schemas/events.js'
 
 const RECEIPT = /^tg-receipt-\d+-[A-Za-z0-9_-]{43}$/
 
-async function setup (t: { after: (fn: () => Promise<void>) => void }, receipts: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<{ g: TestGateway, probes: Probes }> {
+async function setup (
+  t: { after: (fn: () => Promise<void>) => void }, receipts: Record<string, unknown> = {}, extra: Record<string,
+  unknown> = {}
+): Promise<{ g: TestGateway, probes: Probes }> {
   const probes = createProbes()
   const g = await startGateway({
     tools: probes.tools,
@@ -42,7 +45,10 @@ async function runOverWs (g: TestGateway, body: Record<string, unknown> = {}): P
 
 /** The verify body a client builds from the events of a successful call. */
 function verifyBody (turnId: string, call: ToolCall, result: ToolResult): Record<string, unknown> {
-  return { receipt: result.receipt, turn_id: turnId, call_id: call.call_id, tool: call.name, arguments: call.arguments, output: result.output }
+  return {
+    receipt: result.receipt, turn_id: turnId, call_id: call.call_id, tool: call.name, arguments: call.arguments,
+    output: result.output
+  }
 }
 
 test('a successful tool result carries a receipt in its event, in the turn record and in the model-visible history', async (t) => {
@@ -215,7 +221,8 @@ async function signedCall (g: TestGateway): Promise<Record<string, unknown>> {
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   const record = res.body.tool_calls[0]
   return {
-    receipt: record.receipt, turn_id: res.body.turn_id, call_id: record.call_id, tool: record.name, arguments: record.arguments, output: record.output
+    receipt: record.receipt, turn_id: res.body.turn_id, call_id: record.call_id, tool: record.name, arguments: record.arguments,
+    output: record.output
   }
 }
 
@@ -309,13 +316,19 @@ test('a receipt is bound to its turn: presented under the next turn of the sessi
 
 test('with JWT auth only the turn\'s owner may verify, and only with the turns:read scope', async (t) => {
   const probes = createProbes()
-  const g = await startGateway({ tools: probes.tools, overrides: probeOverrides({ ...jwtAuth(), runtime_profiles: { default: { tool_receipts: { enabled: true } } } }) })
+  const g = await startGateway({
+    tools: probes.tools,
+    overrides: probeOverrides({ ...jwtAuth(), runtime_profiles: { default: { tool_receipts: { enabled: true } } } })
+  })
   t.after(async () => { await g.close() })
   const owner = await mintToken({ tenant: 'acme', sub: 'alice' })
   g.provider.enqueue({ toolCalls: [probe('c1', { label: 'a' })] }, { text: 'done' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' }, bearer(owner))
   const record = res.body.tool_calls[0]
-  const body = { receipt: record.receipt, turn_id: res.body.turn_id, call_id: record.call_id, tool: record.name, arguments: record.arguments, output: record.output }
+  const body = {
+    receipt: record.receipt, turn_id: res.body.turn_id, call_id: record.call_id, tool: record.name,
+    arguments: record.arguments, output: record.output
+  }
   assert.deepEqual((await g.http('POST', '/v1/receipts/verify', body, bearer(owner))).body, { valid: true })
   const stranger = await g.http('POST', '/v1/receipts/verify', body, bearer(await mintToken({ tenant: 'globex', sub: 'alice' })))
   assert.deepEqual([stranger.status, stranger.body.code], [404, 'TURN_NOT_FOUND'])

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import type { BusEnvelope, ControlMessage } from '../../src/bus/bus.js'
 import { RedisEventBus } from '../../src/bus/redis.js'
-import { followTurn } from '../../src/gateway/follow.js'
+import { followTurn } from '../../src/transport/follow.js'
 import { deferrer, REDIS_URL, scratchPrefix, startPrivateRedis, type Defer } from '../helpers/services.js'
 
 async function openBus (defer: Defer, prefix: string, url = REDIS_URL): Promise<RedisEventBus> {

@@ -13,7 +13,9 @@ const LONG_TEXT = 'abcdefgh'.repeat(40)
  * Two instances on a private redis-server; a turn streams on A while B follows it; Redis is
  * killed (it keeps nothing) and started again mid-turn. Answers what each side saw.
  */
-async function restartMidTurn (t: TestContext, eventLog: boolean): Promise<{ a: TestGateway, b: TestGateway, turnId: string, onA: number[], onB: number[], kind: string | undefined }> {
+async function restartMidTurn (
+  t: TestContext, eventLog: boolean
+): Promise<{ a: TestGateway, b: TestGateway, turnId: string, onA: number[], onB: number[], kind: string | undefined }> {
   const defer = deferrer(t)
   const provider = await startFakeProvider()
   defer(async () => { await provider.close() })
@@ -21,7 +23,10 @@ async function restartMidTurn (t: TestContext, eventLog: boolean): Promise<{ a: 
   const schema = scratchSchema(defer)
   const prefix = scratchPrefix(defer, redis.url)
   const start = async (): Promise<TestGateway> => {
-    const overrides = clusterOverrides({ provider, schema, prefix, redisUrl: redis.url }, await scratchWorkspace(defer), { store: { event_log: eventLog } })
+    const overrides = clusterOverrides(
+      { provider, schema, prefix, redisUrl: redis.url }, await scratchWorkspace(defer),
+      { store: { event_log: eventLog } }
+    )
     const g = await startGateway({ provider, overrides })
     defer(async () => { await g.close() })
     return g

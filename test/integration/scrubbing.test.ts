@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { ObserverEvent } from '../../src/observe/observer.js'
-import { defineTool, ok, type Tool } from '../../src/tools/tool.js'
+import { defineTool, ok, type Tool } from '../../src/tools/contract.js'
 import { startGateway } from '../helpers/gateway.js'
 import { captureLogs } from '../helpers/log-capture.js'
 import { jwtAuth, mintToken } from '../helpers/tokens.js'

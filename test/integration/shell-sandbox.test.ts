@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs'
 import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
-import { deepMerge } from '../../src/config.js'
+import { deepMerge } from '../../src/core/config.js'
 import { workspaceSlug } from '../../src/tools/builtin/workspace-layout.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway } from '../helpers/cluster.js'
 import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../helpers/fake-provider.js'
@@ -83,7 +83,9 @@ function secrets (): Secrets {
 }
 
 /** A gateway process holding real secrets in its environment, with a SQLite store, as deployed. */
-async function deployedGateway (defer: Defer, provider: FakeProvider, secret: Secrets, extra: unknown = {}): Promise<{ g: Awaited<ReturnType<typeof spawnGateway>>, root: string, dbPath: string }> {
+async function deployedGateway (
+  defer: Defer, provider: FakeProvider, secret: Secrets, extra: unknown = {}
+): Promise<{ g: Awaited<ReturnType<typeof spawnGateway>>, root: string, dbPath: string }> {
   const root = await scratchWorkspace(defer)
   const data = await mkdtemp(join(tmpdir(), 'tollgate-data-'))
   defer(async () => { await rm(data, { recursive: true, force: true }) })

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig } from '../../src/config.js'
-import { buildServer } from '../../src/server.js'
+import { loadConfig } from '../../src/core/config.js'
+import { buildServer } from '../../src/app/server.js'
 
 test('a start that fails part-way releases what it opened, so the next start on the same SQLite file succeeds', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'tollgate-startup-'))

@@ -20,7 +20,9 @@ async function sqlitePath (defer: Defer): Promise<string> {
 }
 
 async function openPostgres (defer: Defer, schema: string, instanceId: string): Promise<Store> {
-  const store = await PostgresStore.open({ connectionString: PG_URL, schema, instanceId, maxConnections: 4, connectTimeoutMs: 5000, onIdleError: () => {} })
+  const store = await PostgresStore.open({
+    connectionString: PG_URL, schema, instanceId, maxConnections: 4, connectTimeoutMs: 5000, onIdleError: () => {}
+  })
   defer(async () => { await store.close() })
   return store
 }

@@ -46,7 +46,7 @@ test('the terminal client streams a turn, asks about the approval at the prompt 
 
 test('the terminal client shows both deceptions whole, escapes and every line, and offers always for the exact command', async (t) => {
   const g = await setup(t)
-  const kv = `echo 'password="'; touch PWN_KV; echo '"'`
+  const kv = 'echo \'password="\'; touch PWN_KV; echo \'"\''
   const url = 'echo http://u:$(touch${IFS}PWN_URL)@example.com'
   const command = `${kv}\n${url}\u202E${' '.repeat(300)}; touch PWN_TAIL`
   g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'shell', arguments: { command } }] }, { text: 'ok' })
@@ -96,6 +96,7 @@ test('model text cannot drive the terminal: control and bidi characters are stri
   const run = await chat(['--url', g.url, 'hi'], '')
   assert.equal(run.code, 0, run.stderr)
   assert.match(run.stdout, /plain \[2J\]0;pwnedred text/)
+  // eslint-disable-next-line no-control-regex -- control characters are what this pattern finds
   assert.doesNotMatch(run.stdout, /[\u001b\u0007\u202e]/)
 })
 
@@ -111,7 +112,9 @@ test('a one-shot turn that fails exits with 1, and an unreachable gateway is rep
 })
 
 /** A chat whose stdin stays open, for tests that act while it waits at a prompt. */
-function openChat (args: string[]): { child: ReturnType<typeof spawn>, output: () => string, waitFor: (re: RegExp) => Promise<RegExpExecArray> } {
+function openChat (args: string[]): {
+  child: ReturnType<typeof spawn>, output: () => string, waitFor: (re: RegExp) => Promise<RegExpExecArray>
+} {
   const child = spawn(process.execPath, ['bin/tollgate.js', 'chat', ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
   let stdout = ''
   const wakers = new Set<() => void>()

@@ -4,7 +4,9 @@ import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { captureLogs, type LogCapture } from '../helpers/log-capture.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
 
-async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<{ g: TestGateway, logs: LogCapture }> {
+async function setup (
+  t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}
+): Promise<{ g: TestGateway, logs: LogCapture }> {
   const logs = captureLogs('info')
   const g = await startGateway({ logger: logs.logger, tools: createProbes().tools, overrides: probeOverrides(extra) })
   t.after(async () => { await g.close() })
@@ -26,7 +28,10 @@ test('each tool call writes one structured info line when it starts and one when
   const correlation = { turn_id: res.body.turn_id, session_id: 's-log', agent: 'default', channel: 'http' }
   const callId = res.body.tool_calls[0].call_id
   assert.deepEqual(
-    { level: start?.level, msg: start?.msg, event: start?.event, tool: start?.tool, call_id: start?.call_id, provider_call_id: start?.provider_call_id, arguments: start?.arguments },
+    {
+      level: start?.level, msg: start?.msg, event: start?.event, tool: start?.tool, call_id: start?.call_id,
+      provider_call_id: start?.provider_call_id, arguments: start?.arguments
+    },
     { level: 30, msg: 'tool call started', event: 'tool_call_start', tool: 'probe', call_id: callId, provider_call_id: 'prov-1', arguments: { label: 'a' } }
   )
   for (const [k, v] of Object.entries(correlation)) assert.equal(start?.[k], v, k)

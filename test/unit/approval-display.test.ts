@@ -2,9 +2,9 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { displayArguments, visibleText } from '../../src/approval/display.js'
 import { summarizeArgs } from '../../src/approval/summary.js'
-import { scrubValue } from '../../src/security/redact.js'
+import { scrubValue } from '../../src/core/security/redact.js'
 
-const KV_DECEPTION = `echo 'password="'; touch PWN_KV; echo '"'`
+const KV_DECEPTION = 'echo \'password="\'; touch PWN_KV; echo \'"\''
 const URL_DECEPTION = 'echo http://u:$(touch${IFS}PWN_URL)@example.com'
 
 test('the password-assignment deception is shown to the approver exactly, touch included', () => {

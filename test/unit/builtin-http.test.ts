@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { pino } from 'pino'
-import type { Tool, ToolContext } from '../../src/tools/tool.js'
+import type { Tool, ToolContext } from '../../src/tools/contract.js'
 import { createHttpRequestTool, type HttpOptions } from '../../src/tools/builtin/http-request.js'
 import { createDestinationGuard, isPrivateAddress } from '../../src/tools/builtin/net-guard.js'
 

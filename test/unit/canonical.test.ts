@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { canonicalJson, digest } from '../../src/json/canonical.js'
+import { canonicalJson, digest } from '../../src/core/json/canonical.js'
 
 function sortedCopy (value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortedCopy)

@@ -44,6 +44,7 @@ test('every iterator of a stream sees all its events and ends at the terminal ev
 test('a failed stream ends its iterators and done() with the failure', async () => {
   const stream = new TurnStream('turn_1')
   stream.offer(envelope(1))
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- draining only
   const reading = (async () => { for await (const _e of stream) { /* drain */ } })()
   stream.fail(new TollgateClientError('REPLAY_GAP', 'gone'))
   await assert.rejects(reading, { code: 'REPLAY_GAP' })

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ConfigError, loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig } from '../../src/core/config.js'
 
 test('a default_agent or agent provider named after an Object.prototype member is a configuration error', () => {
   assert.throws(

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { FrameRateLimiter } from '../../src/security/frame-rate-limit.js'
+import { FrameRateLimiter } from '../../src/core/security/frame-rate-limit.js'
 
 function limiter (perSecond: number, burst: number, maxRejected: number): { take: () => string, advance: (ms: number) => void } {
   let now = 0

@@ -1,9 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { exportSPKI } from 'jose'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/core/config.js'
 import { createAuthenticator, type Authenticator, type Credentials } from '../../src/auth/authenticate.js'
-import { TollgateError } from '../../src/errors.js'
+import { TollgateError } from '../../src/core/errors.js'
 import { jwtAuth, mintToken, TEST_AUDIENCE, TEST_ISSUER, TEST_SECRET, unsignedToken } from '../helpers/tokens.js'
 import { startJwksServer, type JwksServer } from '../helpers/jwks-server.js'
 

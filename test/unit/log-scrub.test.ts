@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { scrubLogLine } from '../../src/security/log-scrub.js'
+import { scrubLogLine } from '../../src/core/security/log-scrub.js'
 import { captureLogs } from '../helpers/log-capture.js'
 
 test('a log line without anything secret-looking is returned as the same string', () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ConfigError, loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig } from '../../src/core/config.js'
 
 function load (overrides: unknown): ReturnType<typeof loadConfig> {
   return loadConfig({ env: {}, overrides })

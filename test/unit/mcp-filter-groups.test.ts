@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { ToolFilterGroup } from '../../schemas/config.js'
-import { globMatches, matchesAlwaysGroup, visibleUnderGroups } from '../../src/mcp/filter-groups.js'
+import { globMatches, matchesAlwaysGroup, visibleUnderGroups } from '../../src/tools/scope/filter-groups.js'
 
 test('a pattern without a star matches only the exact name', () => {
   assert.equal(globMatches('web__echo', 'web__echo'), true)

@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { pino } from 'pino'
 import { prefixedName, wrapMcpTool, type McpCall } from '../../src/mcp/wrap.js'
-import { ok, type ToolContext } from '../../src/tools/tool.js'
+import { ok, type ToolContext } from '../../src/tools/contract.js'
 
 const calls: Array<{ tool: string, args: Record<string, unknown> }> = []
 const call: McpCall = async (tool, args) => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ConfigError, loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig } from '../../src/core/config.js'
 import { connectionUrl } from '../../src/store/create.js'
 
 test('the embedded default store is SQLite under ./data with an in-process bus', () => {

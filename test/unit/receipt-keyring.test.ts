@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { ConfigError, loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig } from '../../src/core/config.js'
 import { ReceiptKeyring, receiptKeyring } from '../../src/receipts/keyring.js'
 
 const INPUT = { turnId: 'turn_1', callId: 'c1', tool: 'file_read', arguments: { path: 'a' }, output: 'x' }

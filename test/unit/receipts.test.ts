@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHmac } from 'node:crypto'
-import { canonicalJson, digest } from '../../src/json/canonical.js'
-import { parseReceipt, ReceiptKey } from '../../src/receipts/receipts.js'
+import { canonicalJson, digest } from '../../src/core/json/canonical.js'
+import { parseReceipt, ReceiptKey } from '../../src/receipts/keys.js'
 import type { ReceiptInput } from '../../src/turn/context.js'
 
 const KEY = Buffer.alloc(32, 7)

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { isSecretKeyName, scrubText, scrubValue } from '../../src/security/redact.js'
+import { isSecretKeyName, scrubText, scrubValue } from '../../src/core/security/redact.js'
 
 test('a quoted JSON credential keeps its key, punctuation and first four characters', () => {
   assert.equal(scrubText('{"password": "hunter2hunter2"}'), '{"password": "hunt*[REDACTED]"}')

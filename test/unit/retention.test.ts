@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { RetentionQueue } from '../../src/gateway/retention.js'
+import { RetentionQueue } from '../../src/service/retention.js'
 
 test('a sweep expires exactly the entries whose time has come, oldest first', (t) => {
   const q = new RetentionQueue(60_000)

@@ -6,21 +6,23 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { DEFAULT_AUTO_APPROVE, type RiskProfileConfig } from '../../schemas/config.js'
 import { SessionGrants } from '../../src/approval/grants.js'
-import { ApprovalManager } from '../../src/approval/manager.js'
+import { ApprovalManager } from '../../src/approval/policy.js'
 import { readOnlyDeniedText, readOnlyRefusal } from '../../src/approval/read-only.js'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/core/config.js'
 import { createDelegateTool } from '../../src/delegate/tool.js'
-import { TOOL_SEARCH_TOOL } from '../../src/mcp/tool-search.js'
+import { TOOL_SEARCH_TOOL } from '../../src/tools/scope/tool-search.js'
 import { wrapMcpTool, type McpToolDefinition } from '../../src/mcp/wrap.js'
 import { createBuiltinTools } from '../../src/tools/builtin/index.js'
 import { unconfinedLauncher } from '../../src/tools/builtin/sandbox.js'
-import { callEffect, defineTool, ok, type Tool } from '../../src/tools/tool.js'
+import { callEffect, defineTool, ok, type Tool } from '../../src/tools/contract.js'
 
 type Outcome = 'runs' | 'asks' | 'refused'
 type Level = RiskProfileConfig['level']
 
 function profile (level: Level, autoApprove: string[] = DEFAULT_AUTO_APPROVE): ApprovalManager {
-  const risk: RiskProfileConfig = { level, auto_approve: autoApprove, always_ask: [], excluded_tools: [], allowed_tools: [], shell_network: false }
+  const risk: RiskProfileConfig = {
+    level, auto_approve: autoApprove, always_ask: [], excluded_tools: [], allowed_tools: [], shell_network: false
+  }
   return new ApprovalManager(risk, new SessionGrants())
 }
 

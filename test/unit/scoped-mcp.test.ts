@@ -1,11 +1,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { TollgateError } from '../../src/errors.js'
+import { TollgateError } from '../../src/core/errors.js'
 import type { RiskProfileConfig, ToolFilterGroup } from '../../schemas/config.js'
-import { loadConfig } from '../../src/config.js'
-import { ToolCatalog } from '../../src/tools/registry.js'
-import { assembleScopedRegistry, assembleScopedTools, type AssembleOptions, type ToolNarrowing } from '../../src/tools/scoped.js'
-import { defineTool, ok, type Tool } from '../../src/tools/tool.js'
+import { loadConfig } from '../../src/core/config.js'
+import { ToolCatalog } from '../../src/tools/catalog.js'
+import { assembleScopedRegistry, assembleScopedTools, type AssembleOptions, type ToolNarrowing } from '../../src/tools/scope/scoped.js'
+import { defineTool, ok, type Tool } from '../../src/tools/contract.js'
 import { resolveAgent } from '../../src/turn/context.js'
 
 function tool (name: string, source = 'builtin'): Tool {
@@ -23,7 +23,10 @@ const MCP = [tool('gh__issues', 'mcp:gh'), tool('gh__secret', 'mcp:gh'), tool('w
 // Loaded once: the real defaults, then each test varies the risk profile and groups directly.
 const BASE = resolveAgent(loadConfig({ env: {}, overrides: { agents: { default: { tools: ['read', 'write'] } } } }), 'default')
 
-function options (overrides: { risk?: Partial<RiskProfileConfig>, deferred?: boolean, groups?: ToolFilterGroup[], narrowing?: ToolNarrowing, message?: string } = {}): AssembleOptions {
+function options (overrides: {
+  risk?: Partial<RiskProfileConfig>, deferred?: boolean, groups?: ToolFilterGroup[], narrowing?: ToolNarrowing,
+  message?: string
+} = {}): AssembleOptions {
   const catalog = new ToolCatalog()
   catalog.add(tool('read'))
   catalog.add(tool('write'))

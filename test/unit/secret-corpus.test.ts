@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomInt } from 'node:crypto'
-import { findSecretSpans, mayHoldSecret, scrubText, scrubValue } from '../../src/security/redact.js'
-import { SECRET_RULES } from '../../src/security/secret-rules.js'
+import { findSecretSpans, mayHoldSecret, scrubText, scrubValue } from '../../src/core/security/redact.js'
+import { SECRET_RULES } from '../../src/core/security/secret-rules.js'
 import { corpusText, leakedSecrets, NEAR_MISSES, secretCorpus } from '../helpers/secret-corpus.js'
 
 test('the corpus has at least thirty secrets and thirty near-misses', () => {

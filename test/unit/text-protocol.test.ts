@@ -8,7 +8,7 @@ import {
   stripTerminalMarkers,
   stripThinkBlocks,
   stripToolResultBlocks
-} from '../../src/turn/text-protocol.js'
+} from '../../src/turn/text-protocol/index.js'
 
 const KNOWN = new Set(['shell', 'file_read', 'file_write', 'http_request', 'date'])
 

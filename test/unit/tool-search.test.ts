@@ -1,9 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ActivatedToolSet } from '../../src/tools/activated.js'
-import { buildDeferredSection, createDeferredTools } from '../../src/mcp/deferred.js'
-import { createToolSearchTool, NO_MATCH_TEXT, TOOL_SEARCH_TOOL } from '../../src/mcp/tool-search.js'
-import { defineTool, ok, type Tool, type ToolContext } from '../../src/tools/tool.js'
+import { ActivatedToolSet } from '../../src/tools/scope/activated.js'
+import { buildDeferredSection, createDeferredTools } from '../../src/tools/scope/deferred.js'
+import { createToolSearchTool, NO_MATCH_TEXT, TOOL_SEARCH_TOOL } from '../../src/tools/scope/tool-search.js'
+import { defineTool, ok, type Tool, type ToolContext } from '../../src/tools/contract.js'
 import { pino } from 'pino'
 
 function mcpTool (name: string, description: string): Tool {

@@ -28,7 +28,9 @@ export interface FetchResponseLike {
   text (): Promise<string>
 }
 
-export type FetchLike = (url: string, init: { method: string, headers: Record<string, string>, body?: string }) => Promise<FetchResponseLike>
+export type FetchLike = (
+  url: string, init: { method: string, headers: Record<string, string>, body?: string }
+) => Promise<FetchResponseLike>
 
 /** WebSocket.OPEN in every implementation. */
 export const WS_OPEN = 1

@@ -3,7 +3,7 @@
  */
 import { constants, promises as fs, type Stats } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
-import { defineTool, fail, ok, type Tool, type ToolContext, type ToolResult } from '../tool.js'
+import { defineTool, fail, ok, type Tool, type ToolContext, type ToolResult } from '../contract.js'
 import { filesystemFailure, resolveInWorkspace } from './workspace.js'
 import { appendNotice } from './text.js'
 

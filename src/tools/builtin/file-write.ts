@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { constants, promises as fs, type Stats } from 'node:fs'
 import path from 'node:path'
-import { defineTool, fail, ok, type Tool, type ToolContext, type ToolResult } from '../tool.js'
+import { defineTool, fail, ok, type Tool, type ToolContext, type ToolResult } from '../contract.js'
 import { filesystemFailure, resolveInWorkspace, workspaceRelative } from './workspace.js'
 import type { FileOwner } from './workspace-layout.js'
 

@@ -5,7 +5,7 @@
 import { STATUS_CODES } from 'node:http'
 import net from 'node:net'
 import { Agent, request, type Dispatcher } from 'undici'
-import { defineTool, fail, ok, type Tool, type ToolResult } from '../tool.js'
+import { defineTool, fail, ok, type Tool, type ToolResult } from '../contract.js'
 import { createDestinationGuard, DestinationNotAllowedError, type DestinationGuard } from './net-guard.js'
 import { appendNotice } from './text.js'
 

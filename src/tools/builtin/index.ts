@@ -3,7 +3,7 @@
  * options and by the workspace folder each call's context names; none reads configuration or
  * process state of its own (except the shell's env allowlist).
  */
-import type { Tool } from '../tool.js'
+import type { Tool } from '../contract.js'
 import { createFileReadTool } from './file-read.js'
 import { createFileWriteTool } from './file-write.js'
 import { createHttpRequestTool, type HttpOptions } from './http-request.js'

@@ -5,7 +5,7 @@
  * policy runs before anything is spawned.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { defineTool, fail, ok, type Tool, type ToolResult } from '../tool.js'
+import { defineTool, fail, ok, type Tool, type ToolResult } from '../contract.js'
 import type { ProcessLedger } from './process-ledger.js'
 import type { Launcher, LaunchPlan } from './sandbox.js'
 import { classifyCommand } from './shell-policy.js'

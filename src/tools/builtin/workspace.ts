@@ -4,7 +4,7 @@
  */
 import { promises as fs } from 'node:fs'
 import path from 'node:path'
-import { fail, type ToolResult } from '../tool.js'
+import { fail, type ToolResult } from '../contract.js'
 
 export type WorkspaceErrorCode = 'PATH_OUTSIDE_WORKSPACE' | 'INVALID_PATH'
 

@@ -1,0 +1,320 @@
+/**
+ * Composition root: builds every long-lived part once from config and wires the routes.
+ * Tests and embedders call buildServer() and get the real thing, listening on any port.
+ */
+import { randomUUID } from 'node:crypto'
+import { mkdirSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import Fastify, { type FastifyBaseLogger } from 'fastify'
+import websocket from '@fastify/websocket'
+import type { Logger } from 'pino'
+import { Ajv } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import type { Config } from '../core/config.js'
+import { createAuthenticator, isLoopbackHost } from '../auth/authenticate.js'
+import { enforceAuthentication, WS_PROTOCOL } from '../auth/http.js'
+import { createBus } from '../bus/create.js'
+import type { EventBus } from '../bus/bus.js'
+import { InstanceLease } from '../cluster/instance.js'
+import { ConnectionRegistry } from '../service/connections.js'
+import { TurnService } from '../service/turn-service.js'
+import { ApprovalBroker } from '../approval/broker.js'
+import { createDelegateTool } from '../delegate/tool.js'
+import { McpManager } from '../mcp/manager.js'
+import { composeObservers, type Observer } from '../observe/observer.js'
+import { createProviders } from '../providers/index.js'
+import { createObservability } from '../observe/observability.js'
+import { connectionUrl, createStore } from '../store/create.js'
+import type { Store } from '../store/store.js'
+import { createBuiltinTools } from '../tools/builtin/index.js'
+import { FileProcessLedger, sweepProcessLedger } from '../tools/builtin/process-ledger.js'
+import { bwrapLauncher, probeLauncher, unconfinedLauncher, type Launcher } from '../tools/builtin/sandbox.js'
+import { WorkspaceLayout, type FileOwner } from '../tools/builtin/workspace-layout.js'
+import { ToolCatalog } from '../tools/catalog.js'
+import type { Tool } from '../tools/contract.js'
+import { NO_HOOKS, type ToolHooks } from '../turn/hooks.js'
+import { createGatewayLogger } from '../core/security/log-scrub.js'
+import { createHostPolicy, hostCheck } from '../core/security/host-check.js'
+import { createOriginPolicy } from '../core/security/origin-check.js'
+import { answerClientError, answerFrameworkError, MAX_PATH_PARAM_CHARS } from '../http/early-refusals.js'
+import { echoRequestIds, echoRequestIdsOnUpgrade, RequestIds } from '../http/request-id.js'
+import { refusePlainRequestsToWebSockets } from '../http/websocket-only.js'
+import healthRoutes from '../../routes/health.js'
+import metricsRoutes from '../../routes/metrics.js'
+import turnRoutes from '../../routes/turns.js'
+import approvalRoutes from '../../routes/approvals.js'
+import receiptRoutes from '../../routes/receipts.js'
+import sessionRoutes from '../../routes/sessions.js'
+import toolRoutes from '../../routes/tools.js'
+import wsRoutes from '../../routes/ws.js'
+import uiRoutes from '../../routes/ui.js'
+import openapiRoutes from '../../routes/openapi.js'
+import { collectRoutes } from '../openapi/routes.js'
+import type { Gateway } from './gateway.js'
+import { installErrorHandlers } from './http-errors.js'
+import { Lifecycle } from './lifecycle.js'
+import { RedisTurnSlots } from '../cluster/turn-slots.js'
+import { receiptKeyring } from '../receipts/keyring.js'
+
+export type { Gateway } from './gateway.js'
+
+type AddFormats = (ajv: Ajv) => Ajv
+const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
+
+export interface BuildOptions {
+  config: Config
+  env?: NodeJS.ProcessEnv
+  hooks?: ToolHooks
+  observers?: readonly Observer[]
+  /** Extra tools added to the catalog (embedding, tests); agents still have to list them. */
+  tools?: readonly Tool[]
+  logger?: Logger
+  store?: Store
+  bus?: EventBus
+}
+
+/** Body validation is strict (no coercion, no stripping); query and params coerce from strings. */
+function validatorCompiler (): (route: { schema: object, httpPart?: string }) => (data: unknown) => boolean {
+  const strict = new Ajv({ allErrors: false, strict: false, removeAdditional: false, useDefaults: false, coerceTypes: false })
+  const lenient = new Ajv({ allErrors: false, strict: false, removeAdditional: false, useDefaults: true, coerceTypes: 'array' })
+  addFormats(strict)
+  addFormats(lenient)
+  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : lenient).compile(schema)
+}
+
+export interface ToolSetup {
+  catalog: ToolCatalog
+  workspaces: WorkspaceLayout
+}
+
+/**
+ * The shell's launcher, or null when `shell` cannot be offered. The bubblewrap sandbox is
+ * probed by running a command through it; if that fails the gateway says so once and leaves
+ * `shell` out rather than run commands unconfined behind the operator's back.
+ */
+async function shellLauncher (config: Config, root: string, owner: FileOwner | null, log: Logger): Promise<Launcher | null> {
+  const shell = config.tools.shell
+  if (shell.sandbox === 'none') {
+    log.warn('tools.shell.sandbox is "none": shell commands run unconfined, with the gateway\'s files, network and user')
+    return unconfinedLauncher()
+  }
+  const limits = shell.limits
+  const launcher = bwrapLauncher({
+    bwrapPath: shell.bwrap_path,
+    limits: {
+      cpuSeconds: limits.cpu_seconds,
+      memoryBytes: limits.memory_bytes,
+      fileBytes: limits.file_bytes,
+      processes: limits.processes,
+      tmpBytes: limits.tmp_bytes
+    },
+    dropTo: owner
+  })
+  const problem = await probeLauncher(launcher, root, owner)
+  if (problem === null) return launcher
+  log.error({ bwrap_path: shell.bwrap_path, reason: problem },
+    `the shell tool is disabled: the bubblewrap sandbox does not work here (${problem}); install bubblewrap and allow user namespaces, ` +
+    'or set tools.shell.sandbox = "none" to run commands unconfined')
+  return null
+}
+
+/** The local folder of the process ledger: by default in the data folder, beside the SQLite file. */
+function processLedgerDir (config: Config): string {
+  return resolve(config.tools.shell.process_ledger_dir ?? resolve(dirname(config.store.sqlite.path), 'tool-processes'))
+}
+
+/** Every tool the gateway can offer, and the workspace folders they act in. */
+export async function buildCatalog (config: Config, extra: readonly Tool[], log: Logger): Promise<ToolSetup> {
+  const root = resolve(config.workspace.dir)
+  mkdirSync(root, { recursive: true })
+  const { shell } = config.tools
+  // A root gateway hands its sandbox another uid; the workspaces then belong to that uid.
+  const sandboxOwner = shell.sandbox === 'bwrap' && process.getuid?.() === 0 ? { uid: shell.sandbox_uid, gid: shell.sandbox_gid } : null
+  const launcher = await shellLauncher(config, root, sandboxOwner, log)
+  const owner = launcher?.kind === 'bwrap' ? sandboxOwner : null
+  const workspaces = new WorkspaceLayout({ root, perSession: config.workspace.per_session, owner })
+  const catalog = new ToolCatalog()
+  const tools = createBuiltinTools({
+    shell: launcher === null
+      ? null
+      : {
+          launcher,
+          ledger: new FileProcessLedger(processLedgerDir(config)),
+          timeoutMs: shell.timeout_ms,
+          maxOutputBytes: shell.max_output_bytes,
+          blockHighRisk: shell.block_high_risk_commands,
+          requireApprovalForMedium: shell.require_approval_for_medium_risk,
+          envAllowlist: shell.env_allowlist
+        },
+    files: { maxReadBytes: config.tools.files.max_read_bytes, maxWriteBytes: config.tools.files.max_write_bytes, owner },
+    http: {
+      allowHosts: config.tools.http.allow_hosts,
+      allowPrivate: config.tools.http.allow_private,
+      timeoutMs: config.tools.http.timeout_ms,
+      maxResponseBytes: config.tools.http.max_response_bytes,
+      maxRedirects: config.tools.http.max_redirects
+    }
+  })
+  for (const tool of [...tools, ...extra]) catalog.add(tool)
+  return { catalog, workspaces }
+}
+
+export async function buildServer (options: BuildOptions): Promise<Gateway> {
+  const { config } = options
+  const env = options.env ?? process.env
+  const log = options.logger ?? createGatewayLogger(config.log.level)
+  const auth = createAuthenticator(config, env)
+  if (auth.mode === 'none' && !isLoopbackHost(config.server.host)) {
+    throw new Error(`auth.mode "none" is only allowed on a loopback address, not ${config.server.host}`)
+  }
+  if (auth.mode === 'none') log.warn('auth.mode is "none": every local client acts as one principal; bind stays on loopback')
+  const hosts = createHostPolicy(config, log)
+  const origins = createOriginPolicy(config)
+  const receipts = receiptKeyring(config, env)
+  if (config.receipts.keys.length === 0 && config.store.kind !== 'memory') {
+    log.warn('receipts.keys is empty: receipts verify only in this process, not on other instances or after a restart')
+  }
+
+  const connections = new ConnectionRegistry()
+  const instanceId = options.store?.instanceId ?? config.cluster.instance_id ?? `inst_${randomUUID()}`
+  // What start-up has opened so far: a failed start closes it, so it leaves no database handle,
+  // Redis connection or MCP child behind; shutdown closes it in the same one order.
+  const lifecycle = new Lifecycle()
+  lifecycle.opened('auth', async () => { await auth.close() })
+  try {
+    const store = options.store ?? await createStore(config, { instanceId, env, log })
+    lifecycle.opened('store', async () => { await store.close() })
+    const bus = options.bus ?? await createBus(config, { store, env, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
+    lifecycle.opened('bus', async () => { await bus.close() })
+    const slots = config.bus.kind === 'redis'
+      ? await RedisTurnSlots.connect({
+        url: connectionUrl(config.bus.redis, env, 'bus.redis'),
+        keyPrefix: config.bus.redis.key_prefix,
+        leaseMs: config.cluster.lease_ms,
+        connectTimeoutMs: config.bus.redis.connect_timeout_ms,
+        log
+      })
+      : null
+    if (slots !== null) lifecycle.opened('slots', async () => { await slots.close() })
+    const providers = createProviders(config, env)
+    lifecycle.opened('providers', async () => { for (const p of providers.values()) await p.close() })
+    const observability = createObservability({
+      config,
+      log,
+      sources: { activeTurns: () => turns.activeCount, wsConnections: () => connections.count('ws'), isKnownTool: (name) => turns.catalog.has(name) }
+    })
+    lifecycle.opened('observability', () => { observability.close() })
+    const observer = composeObservers(options.observers ?? [], (err) => { log.error({ err }, 'observer failed') })
+    const mcp = await McpManager.start({ config, env, log })
+    lifecycle.opened('mcp', async () => { await mcp.close() })
+    // Before any new tool process: end the ones a crashed gateway left behind.
+    sweepProcessLedger(processLedgerDir(config), log)
+    const { catalog, workspaces } = await buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])], log)
+    const turns = new TurnService({
+      config,
+      catalog,
+      workspaces,
+      providers,
+      observer: observability.around(observer),
+      hooks: options.hooks ?? NO_HOOKS,
+      store,
+      bus,
+      connections,
+      log,
+      mcp,
+      broker: new ApprovalBroker(),
+      instanceId,
+      receipts,
+      slots
+    })
+    lifecycle.opened('turns', async () => { await turns.shutdown() })
+    const lease = await InstanceLease.start({
+      store,
+      bus,
+      leaseMs: config.cluster.lease_ms,
+      eventRetentionMs: config.store.event_retention_ms,
+      retentionMs: config.turns.retention_ms,
+      isLocal: (turnId) => turns.isRunningHere(turnId),
+      log
+    })
+
+    lifecycle.opened('lease', async () => { await lease.close() })
+
+    const requestIds = new RequestIds()
+    const app = Fastify({
+      loggerInstance: log as unknown as FastifyBaseLogger,
+      bodyLimit: config.server.body_limit_bytes,
+      requestTimeout: config.server.request_timeout_ms,
+      requestIdHeader: false,
+      genReqId: requestIds.assign,
+      routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
+      clientErrorHandler: answerClientError(log as unknown as FastifyBaseLogger),
+      frameworkErrors: answerFrameworkError
+    })
+    lifecycle.opened('http', async () => {
+      for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
+      await app.close()
+    })
+    app.setValidatorCompiler(validatorCompiler())
+    // Only JSON bodies: a text/plain body is 415 UNSUPPORTED_MEDIA_TYPE like any other type.
+    app.removeContentTypeParser('text/plain')
+    // Before any route: the API documents are built from every route registered after this.
+    collectRoutes(app)
+    echoRequestIds(app)
+    refusePlainRequestsToWebSockets(app)
+    app.decorateRequest('principal', null)
+    await app.register(websocket, {
+      options: {
+        maxPayload: config.ws.max_payload_bytes,
+        // Echo only our protocol; the `bearer.<JWT>` entry is a credential, never a protocol choice.
+        handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false)
+      }
+    })
+    echoRequestIdsOnUpgrade(app.websocketServer, requestIds)
+    // Before every route, upgrade, document and 404, so none of them answers a foreign Host; after
+    // the websocket plugin, whose own hook marks upgrades so a refused one's socket gets closed.
+    app.addHook('onRequest', hostCheck(hosts))
+
+    const gateway: Gateway = {
+      app,
+      config,
+      turns,
+      connections,
+      metrics: observability.metrics,
+      bus,
+      store,
+      instanceId,
+      auth,
+      origins,
+      log,
+      mcp,
+      workspaces,
+      storeReachable: () => lease.held(),
+      busReachable: () => {
+        const since = bus.unreachableSince()
+        const limit = config.bus.redis.unready_after_ms
+        return since === null || limit === 0 || Date.now() - since < limit
+      },
+      close: async () => { await lifecycle.close() }
+    }
+    app.decorate('gateway', gateway)
+
+    installErrorHandlers(app, config)
+
+    enforceAuthentication(app)
+    await app.register(healthRoutes)
+    await app.register(metricsRoutes)
+    await app.register(turnRoutes)
+    await app.register(approvalRoutes)
+    await app.register(receiptRoutes)
+    await app.register(sessionRoutes)
+    await app.register(toolRoutes)
+    await app.register(wsRoutes)
+    await app.register(uiRoutes)
+    await app.register(openapiRoutes)
+    return gateway
+  } catch (err) {
+    await lifecycle.abandon()
+    throw err
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Admission of a new turn, before anything runs: an idempotent retry gets the turn it already
+ * started (the claim lives in the store, shared by every instance); the owner connection must
+ * be a live one of the same principal; capacity is bounded overall and per principal; a session belongs to one principal and runs one turn at a time (on
+ * any instance). Refusals are typed errors; cross-principal attempts are audited.
+ */
+import type { Logger } from 'pino'
+import type { TurnRequest } from '../../schemas/turn.js'
+import type { Config } from '../core/config.js'
+import { TollgateError } from '../core/errors.js'
+import { canonicalJson } from '../core/json/canonical.js'
+import type { IdempotencyClaim, SessionRecord, Store } from '../store/store.js'
+import type { ConnectionRegistry } from './connections.js'
+import type { RunningTurn } from './running-turn.js'
+
+export interface AdmissionDeps {
+  config: Config
+  store: Store
+  connections: ConnectionRegistry
+  log: Logger
+  /** The turns running on this instance, by id. */
+  active: ReadonlyMap<string, RunningTurn>
+}
+
+export class Admission {
+  private readonly busySessions = new Map<string, string>()
+
+  constructor (private readonly deps: AdmissionDeps) {}
+
+  /** The store claim a request with an `idempotency_key` makes (held for `turns.retention_ms`); null without one. */
+  claimOf (owner: string, request: TurnRequest): IdempotencyClaim | null {
+    if (request.idempotency_key === undefined) return null
+    // Defaults spelled out or left out are the same request; so is a retry from another socket
+    // (a client that lost its connection retries from a new one, on any instance).
+    const fingerprint = canonicalJson({
+      ...request,
+      interactive: request.interactive !== false,
+      detach: request.detach === true,
+      idempotency_key: undefined,
+      owner_connection: undefined
+    })
+    return { owner, key: request.idempotency_key, fingerprint, expiresMs: Date.now() + this.deps.config.turns.retention_ms }
+  }
+
+  /** The turn a claim's key already started (on any instance), or null; another body is a conflict. */
+  async repeatOf (claim: IdempotencyClaim): Promise<string | null> {
+    const seen = await this.deps.store.getIdempotency(claim.owner, claim.key)
+    if (seen === null) return null
+    if (seen.fingerprint !== claim.fingerprint) throw new TollgateError('IDEMPOTENCY_CONFLICT', 'this idempotency_key was used with a different request')
+    return seen.turnId
+  }
+
+  checkOwnerConnection (owner: string, request: TurnRequest, ownerConnection: string | null): void {
+    if (ownerConnection === null) return
+    const connection = this.deps.connections.get(ownerConnection)
+    // A client may name only a WebSocket as owner: it is the one kind that can answer approvals later.
+    const named = request.owner_connection === ownerConnection
+    if (connection === undefined || connection.principal !== owner || (named && connection.kind !== 'ws')) {
+      if (connection !== undefined && connection.principal !== owner) {
+        this.deps.log.warn({ audit: 'cross_principal_connection', principal: owner, connection_id: connection.id },
+          'refused a turn owned by a connection of another principal')
+      }
+      throw new TollgateError('CONNECTION_NOT_FOUND', 'owner_connection is not a live WebSocket connection of this principal')
+    }
+  }
+
+  /** One principal may not take every slot: the per-principal cap keeps other tenants served. */
+  checkCapacity (owner: string): void {
+    const { turns } = this.deps.config
+    if (this.deps.active.size >= turns.max_active_turns) throw new TollgateError('TOO_MANY_TURNS', 'too many turns are running; retry later')
+    let owned = 0
+    for (const a of this.deps.active.values()) if (a.record.owner === owner) owned++
+    if (owned >= turns.max_active_turns_per_principal) {
+      throw new TollgateError('TOO_MANY_TURNS',
+        `this principal already runs ${owned} turns (at most ${turns.max_active_turns_per_principal}); wait for one to finish`)
+    }
+  }
+
+  /**
+   * SESSION_BUSY only tells a principal about its own session: a session held by another
+   * principal's running turn (also one whose record is not stored yet) is FORBIDDEN.
+   */
+  checkSessionFree (sessionId: string, owner: string): void {
+    const running = this.busySessions.get(sessionId)
+    if (running === undefined) return
+    if (this.deps.active.get(running)?.record.owner !== owner) this.refuseSession(owner, sessionId)
+    throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+  }
+
+  /** The stored session the turn continues (null for a new one), once it may run in it. */
+  async admitSession (sessionId: string, owner: string): Promise<SessionRecord | null> {
+    // Ownership before busy-ness: another principal's session answers FORBIDDEN whether or not a
+    // turn runs in it, so the answer says nothing about that principal's activity.
+    const existing = await this.deps.store.getSession(sessionId)
+    if (existing !== null && existing.owner !== owner) this.refuseSession(owner, sessionId)
+    this.checkSessionFree(sessionId, owner)
+    // Another instance may run this session's latest turn (this process's busy map cannot see it).
+    const latest = existing?.turn_ids.at(-1)
+    if (latest !== undefined && !this.deps.active.has(latest) && (await this.deps.store.getTurn(latest))?.status === 'running') {
+      throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+    }
+    return existing
+  }
+
+  /** Marks the session busy (the idempotency claim is written with the turn, by the store). */
+  hold (turnId: string, sessionId: string): void {
+    this.busySessions.set(sessionId, turnId)
+  }
+
+  /** The turn has ended, or never started. */
+  release (sessionId: string): void {
+    this.busySessions.delete(sessionId)
+  }
+
+  private refuseSession (owner: string, sessionId: string): never {
+    this.deps.log.warn({ audit: 'cross_principal_session', principal: owner, session_id: sessionId }, 'refused a turn in a session of another principal')
+    throw new TollgateError('FORBIDDEN', 'this session belongs to another principal')
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * One turn while it runs on this instance: its cancellation token, its event sequence, its owner
+ * connection (and the disconnect grace that may hand ownership to a successor), its timeout, its
+ * checkpoints, and the finish that persists the outcome before the terminal event goes out.
+ */
+import type { Logger } from 'pino'
+import type { TurnEvent } from '../../schemas/events.js'
+import type { SessionGrants } from '../approval/grants.js'
+import type { BusEnvelope, EventBus } from '../bus/bus.js'
+import type { Config } from '../core/config.js'
+import { scrubText } from '../core/security/redact.js'
+import type { ReceiptKey } from '../receipts/keys.js'
+import { TERMINAL_TURN_STATUSES, type SessionRecord, type Store, type TurnRecord } from '../store/store.js'
+import type { TurnState } from '../turn/context.js'
+import { CancelReason, type TurnOutcome } from '../turn/loop.js'
+import type { ConnectionRegistry } from './connections.js'
+
+/** The cancellation reason of a turn that ran out of `turns.turn_timeout_ms`. */
+export class TurnTimeout extends CancelReason {}
+
+/** What a running turn needs from the service around it. */
+export interface TurnHost {
+  config: Config
+  store: Store
+  bus: EventBus
+  connections: ConnectionRegistry
+  /** An unref'd timer the service clears at shutdown. */
+  later (ms: number, fn: () => void): NodeJS.Timeout
+  clear (timer: NodeJS.Timeout): void
+}
+
+export class RunningTurn {
+  readonly controller = new AbortController()
+  readonly done: Promise<TurnRecord>
+  seq = 0
+  ownerConnection: string | null
+  private readonly disposers: Array<() => void> = []
+  private resolveDone!: (record: TurnRecord) => void
+
+  constructor (
+    private readonly host: TurnHost,
+    readonly record: TurnRecord,
+    ownerConnection: string | null,
+    readonly detach: boolean,
+    /** Receipt key of this turn (direct turns get a fresh key per turn). */
+    readonly receipts: ReceiptKey
+  ) {
+    this.ownerConnection = ownerConnection
+    this.done = new Promise((resolve) => { this.resolveDone = resolve })
+  }
+
+  /** `ts` is given for the terminal event, whose time the record was already saved with. */
+  emit (event: TurnEvent, ts: string = new Date().toISOString()): void {
+    this.seq += 1
+    const { record } = this
+    record.last_seq = this.seq
+    record.updated_at = ts
+    if (event.kind === 'iteration') record.iterations = event.n
+    const envelope: BusEnvelope = { turn_id: record.turn_id, session_id: record.session_id, seq: this.seq, ts, event }
+    this.host.bus.publish(envelope)
+  }
+
+  /** Saves the turn's progress, so a crash keeps its tool calls and approval audit. */
+  checkpoint (log: Logger): void {
+    this.host.store.saveTurn(this.record).catch((err: unknown) => { log.warn({ err }, 'could not checkpoint the turn') })
+  }
+
+  armTimeout (): void {
+    const ms = this.host.config.turns.turn_timeout_ms
+    if (ms <= 0) return
+    const timer = this.host.later(ms, () => { this.controller.abort(new TurnTimeout('turn timeout')) })
+    this.disposers.push(() => { this.host.clear(timer) })
+  }
+
+  /** Closing the owner connection cancels the turn, after the disconnect grace, unless detached. */
+  bindOwner (): void {
+    const id = this.ownerConnection
+    if (id === null) return
+    const { config, connections } = this.host
+    const dispose = connections.onClose(id, () => {
+      if (this.detach || TERMINAL_TURN_STATUSES.has(this.record.status)) return
+      const cancel = (): void => { this.controller.abort(new CancelReason('owner connection closed')) }
+      if (config.turns.disconnect_grace_ms === 0) {
+        cancel()
+        return
+      }
+      // The grace exists so a client can reconnect and resume: if the owner principal follows the
+      // turn again from a streaming connection by then, that connection becomes the owner.
+      const timer = this.host.later(config.turns.disconnect_grace_ms, () => {
+        if (TERMINAL_TURN_STATUSES.has(this.record.status)) return
+        const successor = connections.follower(this.record.owner, this.record.turn_id)
+        if (successor === undefined) {
+          cancel()
+          return
+        }
+        this.ownerConnection = successor.id
+        this.bindOwner()
+      })
+      this.disposers.push(() => { this.host.clear(timer) })
+    })
+    this.disposers.push(dispose)
+  }
+
+  /** The failure a cancelled outcome really was when the turn's own timeout cancelled it. */
+  settle (outcome: TurnOutcome): TurnOutcome {
+    if (outcome.status === 'cancelled' && this.controller.signal.reason instanceof TurnTimeout) {
+      return { status: 'failed', code: 'TURN_TIMEOUT', message: `turn exceeded ${this.host.config.turns.turn_timeout_ms} ms` }
+    }
+    return outcome
+  }
+
+  /**
+   * Records the outcome on the turn and its session, persists both, then publishes the terminal
+   * event and releases the turn's timers and owner binding.
+   */
+  async finish (session: SessionRecord, state: TurnState, outcome: TurnOutcome, grants: SessionGrants): Promise<void> {
+    const { record } = this
+    record.status = outcome.status
+    let terminal: TurnEvent
+    if (outcome.status === 'completed') {
+      record.final_text = outcome.finalText
+      terminal = { kind: 'turn.completed', final_text: outcome.finalText }
+    } else if (outcome.status === 'cancelled') {
+      terminal = { kind: 'turn.cancelled', reason: outcome.reason }
+    } else {
+      // Failure text can quote provider or tool errors, so it is rendered scrubbed.
+      const message = scrubText(outcome.message)
+      record.error = { code: outcome.code, message }
+      terminal = { kind: 'turn.failed', code: outcome.code, message }
+    }
+    session.history = state.history
+    session.always_allowed = grants.list()
+    // Persisted before the terminal event goes out: whoever sees it, on any instance, and then
+    // reads the turn or starts the session's next turn finds the finished state in the store.
+    record.last_seq = this.seq + 1
+    record.updated_at = new Date().toISOString()
+    session.updated_at = record.updated_at
+    try {
+      await this.host.store.saveTurnAndSession(record, session)
+    } catch (err) {
+      state.log.error({ err }, 'could not persist the finished turn')
+    }
+    this.emit(terminal, record.updated_at)
+    for (const dispose of this.disposers) dispose()
+  }
+
+  /** Wakes everyone waiting for the turn's end; called once the service has released it. */
+  resolve (): void {
+    this.resolveDone(this.record)
+  }
+}
