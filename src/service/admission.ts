@@ -1,8 +1,8 @@
 /**
  * Admission of a new turn, before anything runs: an idempotent retry gets the turn it already
  * started (the claim lives in the store, shared by every instance); the owner connection must
- * be a live one of the same principal; capacity is bounded overall and per principal; a session belongs to one principal and runs one turn at a time (on
- * any instance). Refusals are typed errors; cross-principal attempts are audited.
+ * be a live one of the same principal; capacity is bounded overall and per principal; a session
+ * belongs to one principal and runs one turn at a time (on any instance). Refusals are typed errors; cross-principal attempts are audited.
  */
 import type { Logger } from 'pino'
 import type { TurnRequest } from '../../schemas/turn.js'
