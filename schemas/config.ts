@@ -115,10 +115,16 @@ export const TurnsConfig = Type.Object({
       'again by then keeps it'
   }),
   turn_timeout_ms: Type.Integer({ minimum: 0, default: 600_000, description: '0: no limit' }),
-  retention_ms: Type.Integer({ minimum: 0, default: 3_600_000, description: 'How long finished turns stay queryable in memory' }),
+  retention_ms: Type.Integer({
+    minimum: 0,
+    default: 3_600_000,
+    description: 'How long finished turns stay queryable in memory, and how long an idempotency_key answers its turn'
+  }),
   max_events_per_turn: Type.Integer({ minimum: 16, default: 10_000, description: 'Replay buffer per turn; older events answer REPLAY_GAP' }),
   max_active_turns: Type.Integer({ minimum: 1, default: 256 }),
-  max_active_turns_per_principal: Type.Integer({ minimum: 1, default: 16 }),
+  max_active_turns_per_principal: Type.Integer({
+    minimum: 1, default: 16, description: 'Counted across all instances when bus.kind is redis'
+  }),
   max_event_output_chars: Type.Integer({ minimum: 256, default: 16_384, description: 'Bound on tool output carried in streamed events' }),
   tool_progress: Type.Object({
     max_events_per_second: Type.Integer({
@@ -243,6 +249,22 @@ export const ClusterConfig = Type.Object({
   instance_id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$', description: 'Stable id of this process (e.g. a pod name): on restart it interrupts its own unfinished turns at once. Must be unique among live instances; default: random per start' })),
   lease_ms: Type.Integer({ minimum: 1000, default: 15_000, description: 'An instance that has not renewed its lease for this long is dead: another instance interrupts its running turns' }),
   control_timeout_ms: Type.Integer({ minimum: 100, default: 5000, description: 'How long a cancel, approval answer or backchannel probe waits for the instance running the turn' })
+}, { additionalProperties: false, default: {} })
+
+export const ReceiptsConfig = Type.Object({
+  keys: Type.Array(Type.Object({
+    id: Type.String({
+      pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'Recorded with each turn signed under this key (the key itself never is)'
+    }),
+    secret_env: Type.String({
+      minLength: 1, description: 'Name of the environment variable holding the master key: base64 of at least 32 random bytes'
+    })
+  }, { additionalProperties: false }), {
+    default: [],
+    maxItems: 16,
+    description: 'Receipt master keys, newest first: the first signs new turns, every listed one verifies the turns signed under it. ' +
+      'Empty: a random key per process (receipts verify only in the process that made them)'
+  })
 }, { additionalProperties: false, default: {} })
 
 export const ProviderConfig = Type.Object({
@@ -398,6 +420,7 @@ export const GatewayConfig = Type.Object({
   store: StoreConfig,
   bus: BusConfig,
   cluster: ClusterConfig,
+  receipts: ReceiptsConfig,
   default_agent: Type.String({ default: 'default' }),
   providers: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
   agents: Type.Record(Type.String(), Type.Unknown(), { default: {} }),

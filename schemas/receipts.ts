@@ -22,7 +22,10 @@ export const ReceiptInvalidReason = Type.Union([
   Type.Literal('key_unavailable'),
   Type.Literal('malformed'),
   Type.Literal('mismatch')
-], { description: 'key_unavailable: the turn\'s key is gone (retention elapsed, restart, other instance); malformed: not a receipt; mismatch: not made for this call and output by this key' })
+], {
+  description: 'key_unavailable: the master key the turn was signed under is not configured here (retired, or a per-process key of ' +
+    'another process); malformed: not a receipt; mismatch: not made for this call and output by this key'
+})
 
 export const ReceiptVerifyResult = Type.Object({
   valid: Type.Boolean(),

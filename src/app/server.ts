@@ -24,7 +24,7 @@ import { McpManager } from '../mcp/manager.js'
 import { composeObservers, type Observer } from '../observe/observer.js'
 import { createProviders } from '../providers/index.js'
 import { createObservability } from '../observe/observability.js'
-import { createStore } from '../store/create.js'
+import { connectionUrl, createStore } from '../store/create.js'
 import type { Store } from '../store/store.js'
 import { createBuiltinTools } from '../tools/builtin/index.js'
 import { FileProcessLedger, sweepProcessLedger } from '../tools/builtin/process-ledger.js'
@@ -56,6 +56,8 @@ import { collectRoutes } from '../openapi/routes.js'
 import type { Gateway } from './gateway.js'
 import { installErrorHandlers } from './http-errors.js'
 import { Lifecycle } from './lifecycle.js'
+import { RedisTurnSlots } from '../cluster/turn-slots.js'
+import { receiptKeyring } from '../receipts/keyring.js'
 
 export type { Gateway } from './gateway.js'
 
@@ -172,6 +174,10 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   if (auth.mode === 'none') log.warn('auth.mode is "none": every local client acts as one principal; bind stays on loopback')
   const hosts = createHostPolicy(config, log)
   const origins = createOriginPolicy(config)
+  const receipts = receiptKeyring(config, env)
+  if (config.receipts.keys.length === 0 && config.store.kind !== 'memory') {
+    log.warn('receipts.keys is empty: receipts verify only in this process, not on other instances or after a restart')
+  }
 
   const connections = new ConnectionRegistry()
   const instanceId = options.store?.instanceId ?? config.cluster.instance_id ?? `inst_${randomUUID()}`
@@ -184,6 +190,16 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     lifecycle.opened('store', async () => { await store.close() })
     const bus = options.bus ?? await createBus(config, { store, env, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
     lifecycle.opened('bus', async () => { await bus.close() })
+    const slots = config.bus.kind === 'redis'
+      ? await RedisTurnSlots.connect({
+        url: connectionUrl(config.bus.redis, env, 'bus.redis'),
+        keyPrefix: config.bus.redis.key_prefix,
+        leaseMs: config.cluster.lease_ms,
+        connectTimeoutMs: config.bus.redis.connect_timeout_ms,
+        log
+      })
+      : null
+    if (slots !== null) lifecycle.opened('slots', async () => { await slots.close() })
     const providers = createProviders(config, env)
     lifecycle.opened('providers', async () => { for (const p of providers.values()) await p.close() })
     const observability = createObservability({
@@ -211,7 +227,9 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       log,
       mcp,
       broker: new ApprovalBroker(),
-      instanceId
+      instanceId,
+      receipts,
+      slots
     })
     lifecycle.opened('turns', async () => { await turns.shutdown() })
     const lease = await InstanceLease.start({

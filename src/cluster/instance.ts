@@ -46,6 +46,7 @@ export class InstanceLease {
   static async start (options: InstanceLeaseOptions): Promise<InstanceLease> {
     const lease = new InstanceLease(options)
     await options.store.renewLease(options.leaseMs)
+    lease.renewedAt = Date.now()
     await lease.sweep()
     await lease.prune()
     lease.timer = setInterval(() => { lease.tick() }, Math.max(250, Math.floor(options.leaseMs / 3)))
@@ -111,6 +112,7 @@ export class InstanceLease {
 
   private async prune (): Promise<void> {
     this.lastPrune = Date.now()
+    await this.options.store.pruneIdempotency(Date.now())
     if (this.options.eventRetentionMs > 0) await this.options.store.prune(Date.now() - this.options.eventRetentionMs)
   }
 

@@ -1,6 +1,6 @@
 /**
- * Receipt verification for a client: only the owner of a turn may ask, and only this gateway,
- * while the turn's key lives, can answer. Nothing here says the call was approved or persisted.
+ * Receipt verification for a client: only the owner of a turn may ask, on any instance that holds
+ * the master key the turn was signed under. Nothing here says the call was approved or persisted.
  */
 import type { ReceiptVerifyRequest, ReceiptVerifyResult } from '../../schemas/receipts.js'
 import type { Principal } from '../auth/principal.js'
@@ -10,8 +10,8 @@ export async function verifyToolReceipt (
   turns: TurnService, principal: Principal, request: ReceiptVerifyRequest
 ): Promise<ReceiptVerifyResult> {
   // Ownership first: another principal's turn answers TURN_NOT_FOUND, like a missing one.
-  await turns.get(principal, request.turn_id)
-  const key = turns.verifyReceipt(request.turn_id)
+  const turn = await turns.get(principal, request.turn_id)
+  const key = turns.receiptKeyOf(turn)
   if (key === null) return { valid: false, reason: 'key_unavailable' }
   return key.check(request.receipt, {
     turnId: request.turn_id,

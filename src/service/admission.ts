@@ -1,17 +1,16 @@
 /**
  * Admission of a new turn, before anything runs: an idempotent retry gets the turn it already
- * started; the owner connection must be a live one of the same principal; capacity is bounded
- * overall and per principal; a session belongs to one principal and runs one turn at a time (on
- * any instance). Refusals are typed errors; cross-principal attempts are audited.
+ * started (the claim lives in the store, shared by every instance); the owner connection must
+ * be a live one of the same principal; capacity is bounded overall and per principal; a session
+ * belongs to one principal and runs one turn at a time (on any instance). Refusals are typed errors; cross-principal attempts are audited.
  */
 import type { Logger } from 'pino'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
 import { canonicalJson } from '../core/json/canonical.js'
-import type { SessionRecord, Store } from '../store/store.js'
+import type { IdempotencyClaim, SessionRecord, Store } from '../store/store.js'
 import type { ConnectionRegistry } from './connections.js'
-import type { RetentionQueue } from './retention.js'
 import type { RunningTurn } from './running-turn.js'
 
 export interface AdmissionDeps {
@@ -19,35 +18,36 @@ export interface AdmissionDeps {
   store: Store
   connections: ConnectionRegistry
   log: Logger
-  retention: RetentionQueue
   /** The turns running on this instance, by id. */
   active: ReadonlyMap<string, RunningTurn>
 }
 
-/** A request's idempotency entry: `key` null without an idempotency_key; `seen` the turn it already started. */
-export interface IdempotencyCheck {
-  key: string | null
-  fingerprint: string
-  seen: string | null
-}
-
 export class Admission {
   private readonly busySessions = new Map<string, string>()
-  private readonly idempotency = new Map<string, { turnId: string, fingerprint: string, expires: number }>()
 
   constructor (private readonly deps: AdmissionDeps) {}
 
-  idempotent (owner: string, request: TurnRequest): IdempotencyCheck {
-    // Defaults spelled out or left out are the same request.
+  /** The store claim a request with an `idempotency_key` makes (held for `turns.retention_ms`); null without one. */
+  claimOf (owner: string, request: TurnRequest): IdempotencyClaim | null {
+    if (request.idempotency_key === undefined) return null
+    // Defaults spelled out or left out are the same request; so is a retry from another socket
+    // (a client that lost its connection retries from a new one, on any instance).
     const fingerprint = canonicalJson({
-      ...request, interactive: request.interactive !== false, detach: request.detach === true,
-      idempotency_key: undefined
+      ...request,
+      interactive: request.interactive !== false,
+      detach: request.detach === true,
+      idempotency_key: undefined,
+      owner_connection: undefined
     })
-    const key = request.idempotency_key === undefined ? null : `${owner}\u0000${request.idempotency_key}`
-    const seen = key === null ? undefined : this.idempotency.get(key)
-    if (seen === undefined) return { key, fingerprint, seen: null }
-    if (seen.fingerprint !== fingerprint) throw new TollgateError('IDEMPOTENCY_CONFLICT', 'this idempotency_key was used with a different request')
-    return { key, fingerprint, seen: seen.turnId }
+    return { owner, key: request.idempotency_key, fingerprint, expiresMs: Date.now() + this.deps.config.turns.retention_ms }
+  }
+
+  /** The turn a claim's key already started (on any instance), or null; another body is a conflict. */
+  async repeatOf (claim: IdempotencyClaim): Promise<string | null> {
+    const seen = await this.deps.store.getIdempotency(claim.owner, claim.key)
+    if (seen === null) return null
+    if (seen.fingerprint !== claim.fingerprint) throw new TollgateError('IDEMPOTENCY_CONFLICT', 'this idempotency_key was used with a different request')
+    return seen.turnId
   }
 
   checkOwnerConnection (owner: string, request: TurnRequest, ownerConnection: string | null): void {
@@ -102,20 +102,14 @@ export class Admission {
     return existing
   }
 
-  /** Marks the session busy and remembers the idempotency entry for `turns.retention_ms`. */
-  hold (turnId: string, sessionId: string, idem: IdempotencyCheck, now: number): void {
+  /** Marks the session busy (the idempotency claim is written with the turn, by the store). */
+  hold (turnId: string, sessionId: string): void {
     this.busySessions.set(sessionId, turnId)
-    const key = idem.key
-    if (key === null) return
-    const entry = { turnId, fingerprint: idem.fingerprint, expires: now + this.deps.config.turns.retention_ms }
-    this.idempotency.set(key, entry)
-    this.deps.retention.add(entry.expires, () => { if (this.idempotency.get(key) === entry) this.idempotency.delete(key) })
   }
 
-  /** The turn has ended (or never started: then its idempotency entry goes too, so a retry runs). */
-  release (sessionId: string, unstartedKey: string | null = null): void {
+  /** The turn has ended, or never started. */
+  release (sessionId: string): void {
     this.busySessions.delete(sessionId)
-    if (unstartedKey !== null) this.idempotency.delete(unstartedKey)
   }
 
   private refuseSession (owner: string, sessionId: string): never {

@@ -5,6 +5,7 @@
  * on the instance that runs the turn (remote.ts serves the other side).
  */
 import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { PendingApproval } from '../../schemas/approval.js'
@@ -16,13 +17,14 @@ import { SessionGrants } from '../approval/grants.js'
 import { principalKey, type Principal } from '../auth/principal.js'
 import type { EventBus, ReplayResult } from '../bus/bus.js'
 import { ControlRpc, remoteError } from '../cluster/control.js'
+import type { TurnSlots } from '../cluster/turn-slots.js'
 import { TollgateError } from '../core/errors.js'
 import type { McpToolSource } from '../tools/contract.js'
 import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
-import { ReceiptKey } from '../receipts/keys.js'
-import { ReceiptKeyring } from '../receipts/keyring.js'
-import type { PageKey, SessionRecord, Store, TurnFilter, TurnRecord } from '../store/store.js'
+import type { ReceiptKey } from '../receipts/keys.js'
+import type { ReceiptKeyring } from '../receipts/keyring.js'
+import type { IdempotencyClaim, PageKey, SessionRecord, Store, TurnFilter, TurnRecord } from '../store/store.js'
 import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import type { ToolCatalog } from '../tools/catalog.js'
 import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
@@ -53,6 +55,10 @@ export interface TurnServiceDeps {
   broker: ApprovalBroker
   /** This gateway instance, as named on the bus's control plane. */
   instanceId: string
+  /** Master keys the turns' receipt keys are derived from. */
+  receipts: ReceiptKeyring
+  /** Per-principal turn slots shared with the other instances (Redis bus); null: this instance's count alone. */
+  slots: TurnSlots | null
 }
 
 /** Bound on the running turns one principal's approval listing reads (max_active_turns_per_principal per instance). */
@@ -62,6 +68,10 @@ export interface Page<T> {
   items: T[]
   next_cursor: string | null
 }
+
+/** How long a refused start with an idempotency key looks for a racing original's claim: 10 × 50 ms. */
+const RACE_POLLS = 10
+const RACE_POLL_MS = 50
 
 export interface StartOptions {
   /** Connection whose closing cancels the turn (unless detached) and which answers approvals. */
@@ -75,7 +85,6 @@ export class TurnService {
   private readonly deps: TurnServiceDeps
   private readonly active = new Map<string, RunningTurn>()
   private readonly admission: Admission
-  private readonly receiptKeys = new ReceiptKeyring()
   private readonly timers = new Set<NodeJS.Timeout>()
   private readonly retention: RetentionQueue
   private readonly host: TurnHost
@@ -88,7 +97,7 @@ export class TurnService {
     this.broker = deps.broker
     this.retention = new RetentionQueue(deps.config.turns.retention_ms)
     const { config, store, bus, connections, log } = deps
-    this.admission = new Admission({ config, store, connections, log, retention: this.retention, active: this.active })
+    this.admission = new Admission({ config, store, connections, log, active: this.active })
     this.host = {
       config, store, bus, connections,
       later: (ms, fn) => this.later(ms, fn),
@@ -102,6 +111,7 @@ export class TurnService {
       log: deps.log
     })
     this.control.serve(async (request) => await applyControl({ active: this.active, broker: this.broker, connections }, request))
+    deps.slots?.track(() => [...this.active.values()].map((a) => ({ owner: a.record.owner, turnId: a.record.turn_id })))
   }
 
   get activeCount (): number {
@@ -126,14 +136,38 @@ export class TurnService {
     return timer
   }
 
+  /**
+   * Starts a turn, or answers the turn a principal's `idempotency_key` already started (on any
+   * instance, before any restart, within `turns.retention_ms`).
+   */
   async start (principal: Principal, request: TurnRequest, options: StartOptions): Promise<{ turn: TurnRecord, created: boolean }> {
     if (this.closingFlag) throw new TollgateError('SHUTTING_DOWN', 'the gateway is shutting down')
+    const claim = this.admission.claimOf(principalKey(principal), request)
+    const seen = claim === null ? null : await this.admission.repeatOf(claim)
+    if (seen !== null) return { turn: await this.get(principal, seen), created: false }
+    try {
+      return await this.startNew(principal, request, options, claim)
+    } catch (err) {
+      // A repeat racing its original (here or on another instance) can find the session busy or
+      // the principal's slots taken by the racers before its claim loses: the original's claim,
+      // once committed, is the answer then. Racers arrive within moments of each other.
+      if (claim === null || !(err instanceof TollgateError) || !(err.code === 'SESSION_BUSY' || err.code === 'TOO_MANY_TURNS')) throw err
+      for (let attempt = 0; attempt < RACE_POLLS; attempt++) {
+        const original = await this.admission.repeatOf(claim)
+        if (original !== null) return { turn: await this.get(principal, original), created: false }
+        await sleep(RACE_POLL_MS)
+      }
+      throw err
+    }
+  }
+
+  private async startNew (
+    principal: Principal, request: TurnRequest, options: StartOptions, claim: IdempotencyClaim | null
+  ): Promise<{ turn: TurnRecord, created: boolean }> {
     const { config } = this.deps
     const owner = principalKey(principal)
     const now = Date.now()
     this.retention.sweep(now)
-    const idem = this.admission.idempotent(owner, request)
-    if (idem.seen !== null) return { turn: await this.get(principal, idem.seen), created: false }
     this.admission.checkOwnerConnection(owner, request, options.ownerConnection)
     this.admission.checkCapacity(owner)
 
@@ -148,7 +182,8 @@ export class TurnService {
       turn_ids: [], history: [], always_allowed: []
     }
     const grants = new SessionGrants(session.always_allowed)
-    const receipts = new ReceiptKey()
+    const turnId = `turn_${randomUUID()}`
+    const { keyId: receiptKeyId, key: receipts } = this.deps.receipts.forNewTurn(turnId)
     const exec = resolveTurnContext({
       config,
       agentName,
@@ -169,26 +204,37 @@ export class TurnService {
     this.admission.checkSessionFree(sessionId, owner)
     this.admission.checkCapacity(owner)
 
-    const turnId = `turn_${randomUUID()}`
     const createdAt = new Date().toISOString()
     const record: TurnRecord = {
       turn_id: turnId, session_id: sessionId, agent: agentName, owner, status: 'running', created_at: createdAt, updated_at: createdAt,
-      iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0
+      iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0, receipt_key_id: receiptKeyId
     }
     const running = new RunningTurn(this.host, record, options.ownerConnection, request.detach === true, receipts)
     this.active.set(turnId, running)
-    this.admission.hold(turnId, sessionId, idem, now)
+    this.admission.hold(turnId, sessionId)
+    // The local count passed; the cluster-wide one (the principal's turns on every instance) decides.
+    const { slots } = this.deps
+    if (slots !== null && !await slots.acquire(owner, turnId, config.turns.max_active_turns_per_principal)) {
+      this.abandon(record, false)
+      const cap = config.turns.max_active_turns_per_principal
+      throw new TollgateError('TOO_MANY_TURNS', `this principal already runs ${cap} turns across all instances; wait for one to end`)
+    }
     session.turn_ids.push(turnId)
     // A session is "updated" when a turn starts in it too: listings show the active one first.
     session.updated_at = createdAt
+    let held
     try {
-      await this.deps.store.saveTurnAndSession(record, session)
+      held = await this.deps.store.createTurn(record, session, claim)
     } catch (err) {
-      // Nothing ran yet: release the slot and the session so the client can simply retry.
-      this.active.delete(turnId)
-      this.admission.release(sessionId, idem.key)
+      this.abandon(record)
       this.deps.log.error({ err, turn_id: turnId }, 'could not record a new turn')
       throw new TollgateError('NOT_READY', 'the store is unavailable; retry later')
+    }
+    if (held !== null && claim !== null) {
+      // Another start (here or on another instance) won this key meanwhile: nothing was written.
+      this.abandon(record)
+      const original = await this.admission.repeatOf(claim) ?? held.turnId
+      return { turn: await this.get(principal, original), created: false }
     }
     running.bindOwner()
     if (options.ownerConnection !== null) this.deps.connections.get(options.ownerConnection)?.follow?.(turnId)
@@ -198,6 +244,13 @@ export class TurnService {
     state.emit({ kind: 'turn.started', session_id: sessionId, agent: agentName })
     void this.run(running, exec, state, session, grants, options.channel)
     return { turn: record, created: true }
+  }
+
+  /** Nothing ran yet: releases the slots and the session, so the client can simply retry. */
+  private abandon (record: TurnRecord, heldSlot = true): void {
+    this.active.delete(record.turn_id)
+    this.admission.release(record.session_id)
+    if (heldSlot) this.deps.slots?.release(record.owner, record.turn_id)
   }
 
   private turnState (running: RunningTurn, session: SessionRecord, request: TurnRequest): TurnState {
@@ -273,12 +326,8 @@ export class TurnService {
     await running.finish(session, state, outcome, grants)
     this.active.delete(record.turn_id)
     this.admission.release(record.session_id)
-    const expires = Date.now() + this.deps.config.turns.retention_ms
-    this.receiptKeys.keep(record.turn_id, running.receipts, expires)
-    this.retention.add(expires, () => {
-      this.receiptKeys.forget(record.turn_id)
-      this.deps.bus.drop(record.turn_id)
-    })
+    this.deps.slots?.release(record.owner, record.turn_id)
+    this.retention.add(Date.now() + this.deps.config.turns.retention_ms, () => { this.deps.bus.drop(record.turn_id) })
     exec.observer.record({
       kind: 'turn_end', status: record.status, duration_ms: performance.now() - started, iterations: record.iterations,
       ...(outcome.status === 'failed' ? { code: outcome.code } : {}), ...correlation
@@ -450,11 +499,12 @@ export class TurnService {
     return { turnId: reply.turn_id }
   }
 
-  /** The turn's receipt key while it lives: during the turn and `turns.retention_ms` after it. */
-  verifyReceipt (turnId: string): ReceiptKey | null {
-    const active = this.active.get(turnId)
-    if (active !== undefined) return active.receipts
-    return this.receiptKeys.get(turnId)
+  /**
+   * The turn's receipt key, derived again from the master key its record names: the same on every
+   * instance and after a restart. Null when that master key is not configured here (any more).
+   */
+  receiptKeyOf (turn: TurnRecord): ReceiptKey | null {
+    return turn.receipt_key_id === undefined ? null : this.deps.receipts.keyFor(turn.turn_id, turn.receipt_key_id)
   }
 
   /** Cancels every running turn and waits for each to record its terminal event. */

@@ -6,7 +6,8 @@
 import type { BusEnvelope } from '../bus/bus.js'
 import { finishedMs } from './codec.js'
 import {
-  newestFirst, TERMINAL_TURN_STATUSES, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord
+  newestFirst, TERMINAL_TURN_STATUSES, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn,
+  type SessionRecord, type Store, type TurnFilter, type TurnRecord
 } from './store.js'
 
 /** One page of a listing in the SQL stores' order (time, then id, descending), copied. */
@@ -30,6 +31,7 @@ export class MemoryStore implements Store {
   private readonly sessions = new Map<string, SessionRecord>()
   private readonly turns = new Map<string, StoredTurn>()
   private readonly events = new Map<string, Map<number, BusEnvelope>>()
+  private readonly idempotency = new Map<string, IdempotencyRecord & { expiresMs: number }>()
   private leaseExpires = 0
 
   constructor (options: { instanceId?: string } = {}) {
@@ -82,6 +84,30 @@ export class MemoryStore implements Store {
         (filter.status === undefined || t.status === filter.status))
       .map((x) => ({ key: { at: x.created_at, id: x.turn_id }, x }))
     return page(mine, limit, before)
+  }
+
+  async createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null> {
+    if (claim !== null) {
+      const taken = this.liveClaim(claim.owner, claim.key)
+      if (taken !== null) return taken
+      const held = { turnId: turn.turn_id, fingerprint: claim.fingerprint, expiresMs: claim.expiresMs }
+      this.idempotency.set(idempotencyId(claim.owner, claim.key), held)
+    }
+    await this.saveTurnAndSession(turn, session)
+    return null
+  }
+
+  async getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null> {
+    return this.liveClaim(owner, key)
+  }
+
+  private liveClaim (owner: string, key: string): IdempotencyRecord | null {
+    const held = this.idempotency.get(idempotencyId(owner, key))
+    return held === undefined || held.expiresMs <= Date.now() ? null : { turnId: held.turnId, fingerprint: held.fingerprint }
+  }
+
+  async pruneIdempotency (nowMs: number): Promise<void> {
+    for (const [id, held] of this.idempotency) if (held.expiresMs <= nowMs) this.idempotency.delete(id)
   }
 
   async appendEvents (events: readonly BusEnvelope[]): Promise<void> {
@@ -142,5 +168,10 @@ export class MemoryStore implements Store {
     this.sessions.clear()
     this.turns.clear()
     this.events.clear()
+    this.idempotency.clear()
   }
+}
+
+function idempotencyId (owner: string, key: string): string {
+  return `${owner}\u0000${key}`
 }

@@ -10,7 +10,8 @@ import pg from 'pg'
 import type { BusEnvelope } from '../bus/bus.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import {
-  FIRST_PAGE, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord
+  FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,
+  type TurnFilter, type TurnRecord
 } from './store.js'
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
@@ -59,7 +60,15 @@ ALTER TABLE ${s}.tollgate_turns ADD COLUMN IF NOT EXISTS created_at text COLLATE
 UPDATE ${s}.tollgate_sessions SET updated_at = substring(doc from '"updated_at":"([^"]+)"') WHERE updated_at IS NULL;
 UPDATE ${s}.tollgate_turns SET created_at = substring(doc from '"created_at":"([^"]+)"') WHERE created_at IS NULL;
 CREATE INDEX IF NOT EXISTS tollgate_sessions_by_owner ON ${s}.tollgate_sessions (owner, updated_at DESC, session_id COLLATE "C" DESC);
-CREATE INDEX IF NOT EXISTS tollgate_turns_by_owner ON ${s}.tollgate_turns (owner, created_at DESC, turn_id COLLATE "C" DESC);`
+CREATE INDEX IF NOT EXISTS tollgate_turns_by_owner ON ${s}.tollgate_turns (owner, created_at DESC, turn_id COLLATE "C" DESC);
+CREATE TABLE IF NOT EXISTS ${s}.tollgate_idempotency (
+  owner text NOT NULL,
+  idem_key text NOT NULL,
+  turn_id text NOT NULL,
+  fingerprint text NOT NULL,
+  expires_ms bigint NOT NULL,
+  PRIMARY KEY (owner, idem_key)
+);`
 }
 
 function statements (s: string) {
@@ -87,6 +96,19 @@ function statements (s: string) {
         AND ($2::text IS NULL OR session_id = $2) AND ($3::text IS NULL OR status = $3)
         AND (created_at, turn_id COLLATE "C") < ($4, $5 COLLATE "C")
         ORDER BY created_at DESC, turn_id COLLATE "C" DESC LIMIT $6`
+    },
+    // An expired claim is taken over in place; an unexpired one (also one committed by another
+    // instance while this statement waited on its row lock) is left alone: no row is returned.
+    claim: {
+      name: 'tollgate_claim_idempotency',
+      text: `INSERT INTO ${s}.tollgate_idempotency AS i (owner, idem_key, turn_id, fingerprint, expires_ms) VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (owner, idem_key) DO UPDATE
+        SET turn_id = excluded.turn_id, fingerprint = excluded.fingerprint, expires_ms = excluded.expires_ms
+        WHERE i.expires_ms <= $6 RETURNING turn_id`
+    },
+    getIdempotency: {
+      name: 'tollgate_get_idempotency',
+      text: `SELECT turn_id, fingerprint FROM ${s}.tollgate_idempotency WHERE owner = $1 AND idem_key = $2 AND expires_ms > $3`
     },
     appendEvents: {
       name: 'tollgate_append_events',
@@ -202,6 +224,58 @@ export class PostgresStore implements Store {
     await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
       await this.pool.query({ ...this.sql.saveTurnAndSession, values })
     })
+  }
+
+  async createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null> {
+    if (claim === null) {
+      await this.saveTurnAndSession(turn, session)
+      return null
+    }
+    const values = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session)]
+    let held: IdempotencyRecord | null = null
+    await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
+      // The key's holder may expire between a lost claim and the read: then claim again.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        if (await this.claimAndSave(values, turn.turn_id, claim)) return
+        held = await this.getIdempotency(claim.owner, claim.key)
+        if (held !== null) return
+      }
+      throw new Error('could not claim an idempotency key that keeps expiring')
+    })
+    return held
+  }
+
+  /** One transaction: the claim, then (only if it was won) the turn and session. */
+  private async claimAndSave (values: unknown[], turnId: string, claim: IdempotencyClaim): Promise<boolean> {
+    const client = await this.pool.connect()
+    try {
+      await client.query('BEGIN')
+      const claimValues = [claim.owner, claim.key, turnId, claim.fingerprint, claim.expiresMs, Date.now()]
+      const won = await client.query({ ...this.sql.claim, values: claimValues })
+      if (won.rowCount !== 1) {
+        await client.query('ROLLBACK')
+        return false
+      }
+      await client.query({ ...this.sql.saveTurnAndSession, values })
+      await client.query('COMMIT')
+      return true
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    } finally {
+      client.release()
+    }
+  }
+
+  async getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null> {
+    const { rows } = await this.pool.query<{ turn_id: string, fingerprint: string }>({
+      ...this.sql.getIdempotency, values: [owner, key, Date.now()]
+    })
+    return rows[0] === undefined ? null : { turnId: rows[0].turn_id, fingerprint: rows[0].fingerprint }
+  }
+
+  async pruneIdempotency (nowMs: number): Promise<void> {
+    await this.pool.query(`DELETE FROM ${this.s}.tollgate_idempotency WHERE expires_ms <= $1`, [nowMs])
   }
 
   private turnRow (turn: TurnRecord): unknown[] {

@@ -16,7 +16,8 @@ import type { BusEnvelope } from '../bus/bus.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import type { SqlProbe } from './sql-probe.js'
 import {
-  FIRST_PAGE, type PageKey, type RunningTurn, type SessionRecord, type Store, type TurnFilter, type TurnRecord
+  FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,
+  type TurnFilter, type TurnRecord
 } from './store.js'
 
 const SCHEMA_VERSION = 2
@@ -54,6 +55,14 @@ CREATE TABLE IF NOT EXISTS tollgate_instances (
   instance_id TEXT PRIMARY KEY,
   expires_ms INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS tollgate_idempotency (
+  owner TEXT NOT NULL,
+  idem_key TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  PRIMARY KEY (owner, idem_key)
+) WITHOUT ROWID;
 `
 
 /** After the schema-1 upgrade: the listing columns exist. */
@@ -123,6 +132,13 @@ function prepare (db: Database.Database) {
       WHERE tollgate_turns.status = 'running'`)
   const saveSession = db.prepare(`INSERT INTO tollgate_sessions (session_id, owner, doc, updated_at) VALUES (?, ?, ?, ?)
       ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc, updated_at = excluded.updated_at`)
+  // An expired claim is taken over in place; an unexpired one is left alone (no row changes).
+  const claim = db.prepare(`INSERT INTO tollgate_idempotency (owner, idem_key, turn_id, fingerprint, expires_ms) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (owner, idem_key) DO UPDATE
+      SET turn_id = excluded.turn_id, fingerprint = excluded.fingerprint, expires_ms = excluded.expires_ms
+      WHERE tollgate_idempotency.expires_ms <= ?`)
+  const getIdempotency = db.prepare<[string, string, number], { turn_id: string, fingerprint: string }>(
+    'SELECT turn_id, fingerprint FROM tollgate_idempotency WHERE owner = ? AND idem_key = ? AND expires_ms > ?')
   const appendEvent = db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, doc) VALUES (?, ?, ?)')
   return {
     saveTurn,
@@ -131,6 +147,18 @@ function prepare (db: Database.Database) {
     saveTurnAndSession: db.transaction((turn: unknown[], session: unknown[]) => {
       saveTurn.run(...turn)
       saveSession.run(...session)
+    }),
+    getIdempotency,
+    pruneIdempotency: db.prepare('DELETE FROM tollgate_idempotency WHERE expires_ms <= ?'),
+    createTurn: db.transaction((turn: unknown[], session: unknown[], c: IdempotencyClaim | null, now: number): IdempotencyRecord | null => {
+      if (c !== null && claim.run(c.owner, c.key, turn[0], c.fingerprint, c.expiresMs, now).changes === 0) {
+        const held = getIdempotency.get(c.owner, c.key, now)
+        // Only an unexpired claim blocks the insert, and nothing else writes in between.
+        if (held !== undefined) return { turnId: held.turn_id, fingerprint: held.fingerprint }
+      }
+      saveTurn.run(...turn)
+      saveSession.run(...session)
+      return null
     }),
     appendEvents: db.transaction((events: readonly BusEnvelope[]) => {
       for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
@@ -226,6 +254,19 @@ export class SqliteStore implements Store {
 
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void> {
     this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session))
+  }
+
+  async createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null> {
+    return this.stmt.createTurn(this.turnRow(turn), [session.session_id, session.owner, encodeDoc(session)], claim, Date.now())
+  }
+
+  async getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null> {
+    const row = this.stmt.getIdempotency.get(owner, key, Date.now())
+    return row === undefined ? null : { turnId: row.turn_id, fingerprint: row.fingerprint }
+  }
+
+  async pruneIdempotency (nowMs: number): Promise<void> {
+    this.stmt.pruneIdempotency.run(nowMs)
   }
 
   private turnRow (turn: TurnRecord): unknown[] {

@@ -23,6 +23,22 @@ export interface SessionRecord {
 
 export interface TurnRecord extends Turn {
   owner: string
+  /** Id of the receipt master key this turn's receipts were signed under (never shown to clients). */
+  receipt_key_id?: string
+}
+
+/** A principal's idempotency key, bound to the turn it started until `expiresMs`. */
+export interface IdempotencyClaim {
+  owner: string
+  key: string
+  /** Canonical form of the request body: a repeat with another body is a conflict. */
+  fingerprint: string
+  expiresMs: number
+}
+
+export interface IdempotencyRecord {
+  turnId: string
+  fingerprint: string
 }
 
 /** Keyset position of a listing: the sort time and id of the last item of the previous page. */
@@ -76,6 +92,17 @@ export interface Store {
   listSessions (owner: string, limit: number, before?: PageKey): Promise<SessionRecord[]>
   /** The owner's turns matching `filter`, newest first (created_at, then id, descending), after `before`. */
   listTurns (owner: string, filter: TurnFilter, limit: number, before?: PageKey): Promise<TurnRecord[]>
+  /**
+   * Saves a new turn with its session (as saveTurnAndSession) together with its idempotency
+   * claim, atomically: when another turn already holds the unexpired key, nothing is written and
+   * that turn's record is answered instead; null means this turn was saved. Two instances racing
+   * with one key: exactly one saves its turn.
+   */
+  createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null>
+  /** The unexpired turn bound to a principal's idempotency key, if any. */
+  getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null>
+  /** Forgets idempotency keys that expired before `nowMs` (lookups ignore them anyway). */
+  pruneIdempotency (nowMs: number): Promise<void>
   /** Appends events (any turns, each turn's in seq order); an event already stored is kept. */
   appendEvents (events: readonly BusEnvelope[]): Promise<void>
   /**

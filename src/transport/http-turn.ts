@@ -18,8 +18,8 @@ function onClientGone (reply: FastifyReply, fn: () => void): void {
   reply.raw.on('close', () => { if (!reply.raw.writableFinished) fn() })
 }
 
-export function publicTurn (turn: TurnRecord): Omit<TurnRecord, 'owner'> {
-  const { owner: _owner, ...rest } = turn
+export function publicTurn (turn: TurnRecord): Omit<TurnRecord, 'owner' | 'receipt_key_id'> {
+  const { owner: _owner, receipt_key_id: _keyId, ...rest } = turn
   return rest
 }
 

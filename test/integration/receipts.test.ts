@@ -1,5 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
 import { createProbes, probeOverrides, type Probes } from '../helpers/tools.js'
@@ -189,16 +193,89 @@ test('a string that is not a receipt is answered as malformed', async (t) => {
   }
 })
 
-test('once the turn\'s key is gone the answer is key_unavailable, not a false negative', async (t) => {
-  const { g } = await setup(t, {}, { turns: { retention_ms: 0 } })
+const MASTER_1 = randomBytes(32).toString('base64')
+const MASTER_2 = randomBytes(32).toString('base64')
+const KEYS_ENV = { RECEIPT_K1: MASTER_1, RECEIPT_K2: MASTER_2 }
+
+/** A gateway on one SQLite file with the given receipt master keys: closing and starting again is a restart. */
+type After = { after: (fn: () => Promise<void>) => void }
+
+async function durable (t: After, path: string, keys: Array<{ id: string, secret_env: string }>): Promise<TestGateway> {
+  const probes = createProbes()
+  const g = await startGateway({
+    tools: probes.tools,
+    env: KEYS_ENV,
+    overrides: probeOverrides({
+      runtime_profiles: { default: { tool_receipts: { enabled: true } } },
+      store: { kind: 'sqlite', sqlite: { path } },
+      receipts: { keys }
+    })
+  })
+  t.after(async () => { await g.close() })
+  return g
+}
+
+/** Runs one probe call and answers the verify body of its receipt. */
+async function signedCall (g: TestGateway): Promise<Record<string, unknown>> {
   g.provider.enqueue({ toolCalls: [probe('c1', { label: 'a' })] }, { text: 'done' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
   const record = res.body.tool_calls[0]
-  const verify = await g.http('POST', '/v1/receipts/verify', {
+  return {
     receipt: record.receipt, turn_id: res.body.turn_id, call_id: record.call_id, tool: record.name, arguments: record.arguments,
     output: record.output
-  })
-  assert.deepEqual([verify.status, verify.body], [200, { valid: false, reason: 'key_unavailable' }])
+  }
+}
+
+async function scratchDb (t: After): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-receipts-'))
+  t.after(async () => { await rm(dir, { recursive: true, force: true }) })
+  return join(dir, 'tollgate.db')
+}
+
+test('a receipt still verifies after a restart when the gateway keeps its master key', async (t) => {
+  const path = await scratchDb(t)
+  const first = await durable(t, path, [{ id: 'k1', secret_env: 'RECEIPT_K1' }])
+  const body = await signedCall(first)
+  await first.close()
+  const again = await durable(t, path, [{ id: 'k1', secret_env: 'RECEIPT_K1' }])
+  assert.deepEqual((await again.http('POST', '/v1/receipts/verify', body)).body, { valid: true })
+  const altered = await again.http('POST', '/v1/receipts/verify', { ...body, output: 'something else' })
+  assert.deepEqual(altered.body, { valid: false, reason: 'mismatch' })
+})
+
+test('after a rotation an old turn verifies while its key is listed, and answers key_unavailable once the key is retired', async (t) => {
+  const path = await scratchDb(t)
+  const first = await durable(t, path, [{ id: 'k1', secret_env: 'RECEIPT_K1' }])
+  const old = await signedCall(first)
+  await first.close()
+  const rotated = await durable(t, path, [{ id: 'k2', secret_env: 'RECEIPT_K2' }, { id: 'k1', secret_env: 'RECEIPT_K1' }])
+  const fresh = await signedCall(rotated)
+  assert.deepEqual((await rotated.http('POST', '/v1/receipts/verify', old)).body, { valid: true })
+  assert.deepEqual((await rotated.http('POST', '/v1/receipts/verify', fresh)).body, { valid: true })
+  await rotated.close()
+  const retired = await durable(t, path, [{ id: 'k2', secret_env: 'RECEIPT_K2' }])
+  assert.deepEqual((await retired.http('POST', '/v1/receipts/verify', old)).body, { valid: false, reason: 'key_unavailable' })
+  assert.deepEqual((await retired.http('POST', '/v1/receipts/verify', fresh)).body, { valid: true })
+})
+
+test('without configured master keys a receipt verifies in its process and answers key_unavailable after a restart', async (t) => {
+  const path = await scratchDb(t)
+  const first = await durable(t, path, [])
+  const body = await signedCall(first)
+  assert.deepEqual((await first.http('POST', '/v1/receipts/verify', body)).body, { valid: true })
+  await first.close()
+  const again = await durable(t, path, [])
+  assert.deepEqual((await again.http('POST', '/v1/receipts/verify', body)).body, { valid: false, reason: 'key_unavailable' })
+})
+
+test('the turn record a client reads does not name the receipt master key', async (t) => {
+  const path = await scratchDb(t)
+  const g = await durable(t, path, [{ id: 'k1', secret_env: 'RECEIPT_K1' }])
+  const body = await signedCall(g)
+  const turn = await g.http('GET', `/v1/turns/${body.turn_id as string}`)
+  assert.equal(turn.status, 200)
+  assert.equal('receipt_key_id' in turn.body, false)
+  assert.equal(JSON.stringify(turn.body).includes('k1'), false)
 })
 
 test('verifying against an unknown turn answers 404 TURN_NOT_FOUND', async (t) => {
