@@ -231,7 +231,7 @@ export class PostgresStore implements Store {
       await this.saveTurnAndSession(turn, session)
       return null
     }
-    const values = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session)]
+    const values = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session), session.updated_at]
     let held: IdempotencyRecord | null = null
     await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
       // The key's holder may expire between a lost claim and the read: then claim again.

@@ -257,7 +257,7 @@ export class SqliteStore implements Store {
   }
 
   async createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null> {
-    return this.stmt.createTurn(this.turnRow(turn), [session.session_id, session.owner, encodeDoc(session)], claim, Date.now())
+    return this.stmt.createTurn(this.turnRow(turn), sessionRow(session), claim, Date.now())
   }
 
   async getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null> {
