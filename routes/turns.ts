@@ -52,7 +52,7 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
     const afterSeq = (request.query as { after_seq?: number }).after_seq ?? 0
     const { turn, replay } = await turns.replay(principalOf(request), id, afterSeq)
     if (replay.kind === 'gap' || (replay.kind === 'unknown' && turn.last_seq > afterSeq)) {
-      throw new TollgateError('REPLAY_GAP', 'these events are no longer retained; refetch the turn')
+      throw new TollgateError('REPLAY_GAP')
     }
     const events = replay.kind === 'events' ? replay.events.map(({ session_id: _s, ...e }) => e) : []
     return { turn_id: turn.turn_id, status: turn.status, events }

@@ -101,13 +101,13 @@ export class ApprovalBroker {
     const p = this.pending.get(requestId)
     if (p === undefined || p.owner !== answer.principal) {
       if (this.resolved.get(requestId) === answer.principal) {
-        throw new TollgateError('APPROVAL_ALREADY_RESOLVED', 'this approval request was already resolved')
+        throw new TollgateError('APPROVAL_ALREADY_RESOLVED')
       }
       // A request of another principal is indistinguishable from a missing one.
-      throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
+      throw new TollgateError('APPROVAL_NOT_FOUND')
     }
     if (answer.decision === 'edit' && (answer.replacement === undefined)) {
-      throw new TollgateError('INVALID_DECISION', 'decision "edit" needs a replacement text')
+      throw new TollgateError('INVALID_DECISION')
     }
     const reply: ApprovalReply = {
       decision: answer.decision,

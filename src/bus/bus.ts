@@ -3,11 +3,9 @@
  * control plane (approval answers, cancels, backchannel probes) for turns that run on another
  * instance. In-process by default (memory.ts); Redis (redis.ts) lets many instances share one.
  */
-import type { EventEnvelope } from '../../schemas/events.js'
+import type { BusEnvelope } from '../core/envelope.js'
 
-export interface BusEnvelope extends EventEnvelope {
-  session_id: string
-}
+export type { BusEnvelope }
 
 export type EnvelopeListener = (envelope: BusEnvelope) => void
 export type Unsubscribe = () => void
