@@ -55,11 +55,14 @@ export const ToolResultEvent = Type.Object({
   name: ToolName,
   success: Type.Boolean(),
   status: ToolCallStatus,
-  output: Type.String({ description: 'Model-visible result, bounded and secrets scrubbed' }),
+  output: Type.String({ description: 'Result, secrets scrubbed, cut once to the tighter bound (bytes): `[... N of M bytes truncated ...]`' }),
   error: Type.Optional(Type.String()),
   duration_ms: Type.Integer({ minimum: 0 }),
   receipt: Type.Optional(Type.String()),
-  truncated: Type.Optional(Type.Boolean())
+  truncated: Type.Optional(Type.Boolean({ description: 'Present (true) when the model or this output saw less than the whole result' })),
+  original_bytes: Type.Optional(Type.Integer({
+    minimum: 0, description: 'With `truncated`: UTF-8 bytes of the whole (scrubbed) result before any bound'
+  }))
 })
 
 /** One argument as the person deciding reads it (src/approval/display.ts). */

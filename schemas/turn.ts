@@ -63,7 +63,10 @@ export const ToolCallRecord = Type.Object({
   error: Type.Optional(Type.String()),
   duration_ms: Type.Integer({ minimum: 0 }),
   receipt: Type.Optional(Type.String()),
-  truncated: Type.Optional(Type.Boolean())
+  truncated: Type.Optional(Type.Boolean()),
+  original_bytes: Type.Optional(Type.Integer({
+    minimum: 0, description: 'With `truncated`: UTF-8 bytes of the whole (scrubbed) result before any bound'
+  }))
 })
 export type ToolCallRecord = Static<typeof ToolCallRecord>
 

@@ -58,7 +58,8 @@ export function createLogObserver (log: Logger, options: LogObserverOptions): Ob
             ...(event.provider_call_id === undefined ? {} : { provider_call_id: event.provider_call_id }),
             status: event.status,
             success: event.success,
-            duration_ms: event.duration_ms,
+            // Records carry the measured fraction; a microsecond is enough for a reader.
+            duration_ms: Math.round(event.duration_ms * 1000) / 1000,
             result: bounded(event.result, max),
             ...correlation(event)
           }, 'tool call finished')

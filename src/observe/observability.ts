@@ -4,8 +4,9 @@
  */
 import type { Logger } from 'pino'
 import type { Config } from '../core/config.js'
+import { modelNameFor } from '../turn/context.js'
 import { createLogObserver } from './log-observer.js'
-import { GatewayMetrics, type MetricsSources } from './metrics.js'
+import { GatewayMetrics, type MetricsSources, type ModelLabels } from './metrics.js'
 import { composeObservers, type Observer } from './observer.js'
 import { TracingObserver } from './tracing.js'
 
@@ -23,10 +24,25 @@ export interface Observability {
   close (): void
 }
 
+/** Each (provider, model) pair some agent calls, once. */
+function configuredModels (config: Config): ModelLabels[] {
+  const seen = new Map<string, ModelLabels>()
+  for (const agent of Object.values(config.agents)) {
+    const labels = { provider: agent.provider, model: modelNameFor(config, agent) }
+    seen.set(`${labels.provider}\u0000${labels.model}`, labels)
+  }
+  return [...seen.values()]
+}
+
 export function createObservability (options: ObservabilityOptions): Observability {
   const { config, log } = options
   const metrics = config.metrics.enabled
-    ? new GatewayMetrics({ prefix: config.metrics.prefix, processMetrics: config.metrics.process_metrics, sources: options.sources })
+    ? new GatewayMetrics({
+      prefix: config.metrics.prefix,
+      processMetrics: config.metrics.process_metrics,
+      sources: options.sources,
+      models: configuredModels(config)
+    })
     : null
   const tracing = config.tracing.enabled ? new TracingObserver() : null
   const observers: Observer[] = [createLogObserver(log, { toolCalls: config.log.tool_calls, maxFieldChars: config.log.max_field_chars })]

@@ -10,13 +10,34 @@ export interface ObserverCorrelation {
   channel: string
 }
 
+/** Where a tool came from (its attribution's provenance); absent for a name nothing resolves. */
+export type ObservedToolProvenance = 'native' | 'extension'
+
+/**
+ * Durations are milliseconds as measured (fractional, never rounded): metrics and spans keep the
+ * sub-millisecond resolution; log lines may round for reading.
+ */
 export type ObserverEvent =
-  | ({ kind: 'turn_start', provider: string, model: string } & ObserverCorrelation)
+  | ({ kind: 'turn_start', provider: string, provider_kind: string, model: string } & ObserverCorrelation)
   | ({ kind: 'turn_end', status: string, duration_ms: number, iterations: number, code?: string } & ObserverCorrelation)
-  | ({ kind: 'llm_request', provider: string, model: string, messages: number, tools: number } & ObserverCorrelation)
-  | ({ kind: 'llm_response', provider: string, model: string, duration_ms: number, success: boolean, error?: string, input_tokens?: number, output_tokens?: number } & ObserverCorrelation)
-  | ({ kind: 'tool_call_start', tool: string, call_id: string, provider_call_id?: string, arguments: unknown } & ObserverCorrelation)
-  | ({ kind: 'tool_call', tool: string, call_id: string, provider_call_id?: string, arguments: unknown, duration_ms: number, success: boolean, status: string, result: string } & ObserverCorrelation)
+  /** `delegate_depth` > 0: a round of a delegated sub-turn, which records under its parent turn's ids. */
+  | ({ kind: 'iteration', n: number, delegate_depth: number } & ObserverCorrelation)
+  | ({
+    kind: 'llm_request', provider: string, provider_kind: string, model: string, messages: number, tools: number,
+    server_address?: string, server_port?: number
+  } & ObserverCorrelation)
+  | ({
+    kind: 'llm_response', provider: string, model: string, duration_ms: number, success: boolean, error?: string, error_type?: string,
+    input_tokens?: number, output_tokens?: number, response_id?: string, response_model?: string, finish_reason?: string
+  } & ObserverCorrelation)
+  | ({
+    kind: 'tool_call_start', tool: string, call_id: string, provider_call_id?: string,
+    provenance?: ObservedToolProvenance, arguments: unknown
+  } & ObserverCorrelation)
+  | ({
+    kind: 'tool_call', tool: string, call_id: string, provider_call_id?: string, arguments: unknown, duration_ms: number,
+    success: boolean, status: string, error_type?: string, result: string
+  } & ObserverCorrelation)
   | ({ kind: 'approval', tool: string, call_id: string, request_id: string | null, decision: string, decided_by: string, approval_channel: string, principal: string } & ObserverCorrelation)
 
 export interface Observer {

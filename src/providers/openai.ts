@@ -11,7 +11,7 @@ import { callDeadline, parseRetryAfter, retryDelay, type CallDeadline, type Retr
 import { SseParser } from './sse.js'
 import {
   ProviderError, type ChatCallOptions, type ChatMessage, type ChatRequest, type ChatResponse,
-  type ChatToolCall, type ModelProvider
+  type ChatToolCall, type ModelProvider, type ProviderEndpoint
 } from './types.js'
 
 interface WireToolCallDelta {
@@ -27,6 +27,8 @@ interface WireChoice {
 }
 
 interface WireChunk {
+  id?: string
+  model?: string
   choices?: WireChoice[]
   usage?: { prompt_tokens?: number, completion_tokens?: number }
   error?: { message?: string }
@@ -44,6 +46,24 @@ function toWireMessage (m: ChatMessage): Record<string, unknown> {
   return { role: m.role, content: m.content ?? '' }
 }
 
+/** A URL the config validated still may not parse (no base_url): then no endpoint is reported. */
+function endpointOf (url: string): ProviderEndpoint | undefined {
+  try {
+    const parsed = new URL(url)
+    const port = parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port)
+    // URL keeps IPv6 hosts in brackets; server.address is the bare address.
+    return { address: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port }
+  } catch {
+    return undefined
+  }
+}
+
+/** The completion's id and answering model, from the body or the first chunk that names them. */
+function identify (response: ChatResponse, chunk: WireChunk): void {
+  if (response.id === undefined && typeof chunk.id === 'string' && chunk.id !== '') response.id = chunk.id
+  if (response.model === undefined && typeof chunk.model === 'string' && chunk.model !== '') response.model = chunk.model
+}
+
 export interface OpenAIProviderOptions {
   name: string
   config: ProviderConfig
@@ -54,6 +74,7 @@ export class OpenAIProvider implements ModelProvider {
   readonly name: string
   readonly kind = 'openai'
   readonly nativeTools: boolean
+  readonly endpoint: ProviderEndpoint | undefined
   private readonly config: ProviderConfig
   private readonly apiKey: string | undefined
   private readonly dispatcher: Agent
@@ -69,6 +90,7 @@ export class OpenAIProvider implements ModelProvider {
     this.apiKey = options.apiKey
     this.nativeTools = options.config.native_tools
     this.url = `${(options.config.base_url ?? '').replace(/\/+$/, '')}/chat/completions`
+    this.endpoint = endpointOf(this.url)
     this.connectTimeoutMs = Math.min(options.config.timeout_ms, 10_000)
     this.retry = {
       maxRetries: options.config.max_retries,
@@ -216,6 +238,7 @@ export class OpenAIProvider implements ModelProvider {
       arguments: c.function?.arguments ?? ''
     }))
     const response: ChatResponse = { text: choice.message.content ?? '', toolCalls }
+    identify(response, json)
     if (choice.finish_reason != null) response.finishReason = choice.finish_reason
     if (json.usage !== undefined) response.usage = { input_tokens: json.usage.prompt_tokens, output_tokens: json.usage.completion_tokens }
     return response
@@ -229,6 +252,7 @@ export class OpenAIProvider implements ModelProvider {
     let usage: ChatResponse['usage']
     let size = 0
     let done = false
+    const identity: ChatResponse = { text: '', toolCalls: [] }
     const calls = new Map<number, { id: string, name: string, arguments: string }>()
 
     const handle = (data: string): void => {
@@ -243,6 +267,7 @@ export class OpenAIProvider implements ModelProvider {
         throw new ProviderError('PROVIDER_BAD_RESPONSE', 'provider stream carried an event that is not JSON')
       }
       if (chunk.error !== undefined) throw new ProviderError('PROVIDER_ERROR', `provider error: ${scrubText(chunk.error.message ?? 'unknown')}`)
+      identify(identity, chunk)
       if (chunk.usage != null) usage = { input_tokens: chunk.usage.prompt_tokens, output_tokens: chunk.usage.completion_tokens }
       const choice = chunk.choices?.[0]
       if (choice === undefined) return
@@ -282,6 +307,8 @@ export class OpenAIProvider implements ModelProvider {
       .sort((a, b) => a[0] - b[0])
       .map(([index, c]) => ({ id: c.id === '' ? `call_${index}` : c.id, name: c.name, arguments: c.arguments }))
     const response: ChatResponse = { text, toolCalls }
+    if (identity.id !== undefined) response.id = identity.id
+    if (identity.model !== undefined) response.model = identity.model
     if (finishReason !== undefined) response.finishReason = finishReason
     if (usage !== undefined) response.usage = usage
     return response

@@ -37,6 +37,16 @@ export interface ChatResponse {
   toolCalls: ChatToolCall[]
   usage?: ChatUsage
   finishReason?: string
+  /** The provider's id for this completion (`id` of the chat-completions body or chunks). */
+  id?: string
+  /** The model that actually answered, as the provider names it (may be a dated variant of the requested one). */
+  model?: string
+}
+
+/** Host and port the provider's requests go to, for `server.address` / `server.port` on spans. */
+export interface ProviderEndpoint {
+  address: string
+  port: number
 }
 
 /** A failed attempt that is about to be retried. */
@@ -62,6 +72,8 @@ export interface ModelProvider {
   readonly kind: string
   /** Whether tool specs go on the wire (native) or into the prompt (text protocol). */
   readonly nativeTools: boolean
+  /** Absent for in-process providers (demo). */
+  readonly endpoint?: ProviderEndpoint
   chat (request: ChatRequest, options: ChatCallOptions): Promise<ChatResponse>
   close (): Promise<void>
 }

@@ -222,7 +222,10 @@ export class TurnService {
   ): Promise<void> {
     const { record } = running
     const correlation = { turn_id: record.turn_id, session_id: record.session_id, agent: record.agent, channel }
-    exec.observer.record({ kind: 'turn_start', provider: exec.model.provider.name, model: exec.model.model, ...correlation })
+    exec.observer.record({
+      kind: 'turn_start', provider: exec.model.provider.name, provider_kind: exec.model.provider.kind, model: exec.model.model,
+      ...correlation
+    })
     const started = performance.now()
     let outcome: TurnOutcome
     try {
@@ -242,7 +245,7 @@ export class TurnService {
       this.deps.bus.drop(record.turn_id)
     })
     exec.observer.record({
-      kind: 'turn_end', status: record.status, duration_ms: Math.round(performance.now() - started), iterations: record.iterations,
+      kind: 'turn_end', status: record.status, duration_ms: performance.now() - started, iterations: record.iterations,
       ...(outcome.status === 'failed' ? { code: outcome.code } : {}), ...correlation
     })
     running.resolve()

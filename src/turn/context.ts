@@ -180,11 +180,16 @@ export function resolveAgent (
   return { agent, runtime, risk }
 }
 
+/** The model an agent's requests name: its own, else its provider's default. */
+export function modelNameFor (config: Config, agent: AgentConfig): string {
+  return agent.model ?? ownEntry(config.providers, agent.provider)?.model ?? 'default'
+}
+
 export function resolveModelBinding (config: Config, agent: AgentConfig, providers: ReadonlyMap<string, ModelProvider>): ModelBinding {
   const provider = providers.get(agent.provider)
   if (provider === undefined) throw new TollgateError('INTERNAL', `provider ${agent.provider} is not built`)
   const providerConfig = ownEntry(config.providers, agent.provider)
-  const model: ModelBinding = { provider, model: agent.model ?? providerConfig?.model ?? 'default' }
+  const model: ModelBinding = { provider, model: modelNameFor(config, agent) }
   if (providerConfig?.temperature !== undefined) model.temperature = providerConfig.temperature
   return model
 }

@@ -5,11 +5,14 @@
  * cancelled parallel batch keeps finished siblings' real results and interrupts only the rest.
  */
 import { scrubText, scrubValue } from '../core/security/redact.js'
+import type { ObserverCorrelation } from '../observe/observer.js'
 import { TOOL_SEARCH } from '../tools/scope/activated.js'
 import { turnScope, type ResolvedAgentExecution, type TurnState } from './context.js'
 import type { ParsedCall } from './parse.js'
-import { unavailableText } from './prepare.js'
-import { announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, unexecuted, type RawOutcome, type ToolSlot } from './results.js'
+import { unavailableTool } from './prepare.js'
+import {
+  announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, unexecuted, type RawOutcome, type ToolSlot, type UnavailableTool
+} from './results.js'
 
 /** Decided on the model's calls before hooks, as the reference runtime does. */
 export function parallelEligible (exec: ResolvedAgentExecution, calls: readonly ParsedCall[]): boolean {
@@ -24,18 +27,50 @@ function errorMessage (err: unknown): string {
 
 class Interrupted {}
 
-async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot): Promise<void> {
-  const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
-  const ids = { call_id: slot.callId, ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }) }
-  // Observers (logs, metrics, tracing) only ever see scrubbed arguments and results.
+function correlationOf (exec: ResolvedAgentExecution, state: TurnState): ObserverCorrelation {
+  return { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
+}
+
+function idsOf (slot: ToolSlot): { call_id: string, provider_call_id?: string } {
+  return { call_id: slot.callId, ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }) }
+}
+
+/** A call naming no runnable tool never ran; it is still observed as a failed call (logs, metrics, spans). */
+function observeUnavailable (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, unavailable: UnavailableTool): void {
+  const correlation = correlationOf(exec, state)
+  const ids = idsOf(slot)
   const args = scrubValue(slot.arguments)
   exec.observer.record({ kind: 'tool_call_start', tool: slot.name, ...ids, arguments: args, ...correlation })
+  exec.observer.record({
+    kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: 0, success: false, status: 'error',
+    error_type: unavailable.errorType, result: scrubText(unavailable.text), ...correlation
+  })
+}
+
+/** Settles a call preparation decided; an unavailable one is observed now, when its turn in model order comes. */
+function settlePrefilled (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, prefill: RawOutcome): void {
+  if (slot.unavailable !== null) observeUnavailable(exec, state, slot, slot.unavailable)
+  settleSlot(exec, state, slot, prefill)
+}
+
+async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot): Promise<void> {
+  const correlation = correlationOf(exec, state)
+  const ids = idsOf(slot)
+  // Observers (logs, metrics, tracing) only ever see scrubbed arguments and results.
+  const args = scrubValue(slot.arguments)
+  const provenance = slot.tool?.attribution.provenance
+  exec.observer.record({
+    kind: 'tool_call_start', tool: slot.name, ...ids, ...(provenance === undefined ? {} : { provenance }), arguments: args, ...correlation
+  })
 
   // Checked again at the door: preparation resolved the tool, but nothing hidden may run.
-  const unavailable = unavailableText(exec, slot.name)
+  const unavailable = unavailableTool(exec, slot.name)
   if (unavailable !== null) {
-    exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: 0, success: false, status: 'error', result: scrubText(unavailable), ...correlation })
-    settleSlot(exec, state, slot, unexecuted('error', unavailable))
+    exec.observer.record({
+      kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: 0, success: false, status: 'error',
+      error_type: unavailable.errorType, result: scrubText(unavailable.text), ...correlation
+    })
+    settleSlot(exec, state, slot, unexecuted('error', unavailable.text))
     return
   }
   const tool = slot.tool
@@ -47,6 +82,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
   const onAbort = (): void => controller.abort(state.signal.reason)
   state.signal.addEventListener('abort', onAbort, { once: true })
   let raw: RawOutcome | Interrupted
+  let threw = false
   try {
     const interrupted = new Promise<Interrupted>((resolve) => {
       if (controller.signal.aborted) resolve(new Interrupted())
@@ -67,6 +103,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       const reason = result.error != null && result.error !== '' ? result.error : result.output
       return { status: 'error', success: false, output: `Error: ${reason}`, error: reason, durationMs, executed: true }
     }, (err: unknown): RawOutcome => {
+      threw = true
       const text = `Error executing ${slot.name}: ${errorMessage(err)}`
       return { status: 'error', success: false, output: text, error: text, durationMs: performance.now() - started, executed: true }
     })
@@ -79,13 +116,16 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
     const durationMs = performance.now() - started
     settleSlot(exec, state, slot, { status: 'interrupted', success: false, output: INTERRUPTED_TEXT, error: null, durationMs, executed: false })
     // Unlike the reference, a started call always gets its terminal record: spans end, metrics count it.
-    exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: Math.round(durationMs), success: false, status: 'interrupted', result: INTERRUPTED_TEXT, ...correlation })
+    exec.observer.record({
+      kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: durationMs, success: false, status: 'interrupted',
+      error_type: 'interrupted', result: INTERRUPTED_TEXT, ...correlation
+    })
     return
   }
   const outcome = settleSlot(exec, state, slot, raw)
   exec.observer.record({
-    kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: Math.round(raw.durationMs),
-    success: raw.success, status: raw.status, result: scrubText(outcome.output), ...correlation
+    kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: raw.durationMs, success: raw.success, status: raw.status,
+    ...(raw.success ? {} : { error_type: threw ? 'tool_exception' : 'tool_error' }), result: scrubText(outcome.output), ...correlation
   })
   await runAfterHooks(exec, state, slot, outcome.output, raw)
 }
@@ -113,12 +153,12 @@ export async function dispatchRound (
 ): Promise<void> {
   const runnable = slots.filter((s) => s.prefill === null)
   if (parallel && runnable.length > 1) {
-    for (const slot of slots) if (slot.prefill !== null) settleSlot(exec, state, slot, slot.prefill)
+    for (const slot of slots) if (slot.prefill !== null) settlePrefilled(exec, state, slot, slot.prefill)
     await Promise.all(runnable.map(async (slot) => await executeOne(exec, state, slot)))
     return
   }
   for (const slot of slots) {
-    if (slot.prefill !== null) settleSlot(exec, state, slot, slot.prefill)
+    if (slot.prefill !== null) settlePrefilled(exec, state, slot, slot.prefill)
     else if (state.signal.aborted) settleSlot(exec, state, slot, unexecuted('cancelled', NOT_RUN_TEXT, { error: null }))
     else await executeOne(exec, state, slot)
   }

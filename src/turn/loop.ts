@@ -3,6 +3,7 @@
  * is cancelled, a guard aborts it, or the iteration cap is reached.
  */
 import { TurnFailure, type TurnFailureCode } from '../core/errors.js'
+import type { ObserverCorrelation } from '../observe/observer.js'
 import { ProviderError, type ChatResponse } from '../providers/types.js'
 import { scrubText } from '../core/security/redact.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
@@ -56,12 +57,27 @@ function receiptsBlock (exec: ResolvedAgentExecution, state: TurnState, text: st
   return text === '' ? block : `${text}\n\n${block}`
 }
 
+function correlationOf (exec: ResolvedAgentExecution, state: TurnState): ObserverCorrelation {
+  return { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
+}
+
+/** A stable, low-cardinality name for why a model request failed (`error.type` on its span). */
+function errorType (err: unknown): string {
+  if (err instanceof ProviderError) return err.code
+  return err instanceof Error ? err.name : 'unknown'
+}
+
 async function callModel (
   exec: ResolvedAgentExecution, state: TurnState, request: ReturnType<typeof buildIterationRequest>, live: boolean
 ): Promise<ChatResponse> {
   const { provider, model } = exec.model
-  const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
-  exec.observer.record({ kind: 'llm_request', provider: provider.name, model, messages: request.messages.length, tools: request.useNative ? request.specs.length : 0, ...correlation })
+  const correlation = correlationOf(exec, state)
+  exec.observer.record({
+    kind: 'llm_request', provider: provider.name, provider_kind: provider.kind, model, messages: request.messages.length,
+    tools: request.useNative ? request.specs.length : 0,
+    ...(provider.endpoint === undefined ? {} : { server_address: provider.endpoint.address, server_port: provider.endpoint.port }),
+    ...correlation
+  })
   const started = performance.now()
   try {
     const response = await provider.chat({
@@ -75,15 +91,21 @@ async function callModel (
       onRetry: (retry) => { state.log.warn({ provider: provider.name, model, ...retry }, 'retrying the model call') }
     })
     exec.observer.record({
-      kind: 'llm_response', provider: provider.name, model, duration_ms: Math.round(performance.now() - started), success: true,
+      kind: 'llm_response', provider: provider.name, model, duration_ms: performance.now() - started, success: true,
       ...(response.usage?.input_tokens === undefined ? {} : { input_tokens: response.usage.input_tokens }),
       ...(response.usage?.output_tokens === undefined ? {} : { output_tokens: response.usage.output_tokens }),
+      ...(response.id === undefined ? {} : { response_id: response.id }),
+      ...(response.model === undefined ? {} : { response_model: response.model }),
+      ...(response.finishReason === undefined ? {} : { finish_reason: response.finishReason }),
       ...correlation
     })
     return response
   } catch (err) {
     if (!state.signal.aborted) {
-      exec.observer.record({ kind: 'llm_response', provider: provider.name, model, duration_ms: Math.round(performance.now() - started), success: false, error: scrubText((err as Error).message), ...correlation })
+      exec.observer.record({
+        kind: 'llm_response', provider: provider.name, model, duration_ms: performance.now() - started, success: false,
+        error: scrubText((err as Error).message), error_type: errorType(err), ...correlation
+      })
     }
     throw err
   }
@@ -114,6 +136,7 @@ async function loop (exec: ResolvedAgentExecution, state: TurnState): Promise<Tu
     if (state.signal.aborted) return cancelled(state)
     state.iteration = i + 1
     state.emit({ kind: 'iteration', n: state.iteration })
+    exec.observer.record({ kind: 'iteration', n: state.iteration, delegate_depth: exec.delegateDepth, ...correlationOf(exec, state) })
 
     const request = buildIterationRequest(exec, state.history, state.systemNotes)
     // Native providers stream visible text live; text-protocol output would leak call payloads,

@@ -9,13 +9,12 @@ import { gateToolApproval } from './approve.js'
 import { readOnlyRefusal } from '../approval/read-only.js'
 import { TurnFailure } from '../core/errors.js'
 import { canonicalJson } from '../core/json/canonical.js'
-import { scrubText, scrubValue } from '../core/security/redact.js'
 import { TOOL_SEARCH } from '../tools/scope/activated.js'
 import type { Tool } from '../tools/contract.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { sortedBeforeHooks } from './hooks.js'
 import type { ParsedCall } from './parse.js'
-import { newSlot, unexecuted, type ToolSlot } from './results.js'
+import { newSlot, unexecuted, type ToolSlot, type UnavailableTool } from './results.js'
 
 /** Tools whose `approved` argument is set by the runtime only, never by the model. */
 const APPROVAL_MARKER_TOOLS: ReadonlySet<string> = new Set(['shell'])
@@ -51,12 +50,13 @@ function resolveForRound (exec: ResolvedAgentExecution, name: string, searchPend
   return resolveTool(exec, name) ?? (searchPending ? exec.deferred?.lookup(name) : undefined)
 }
 
-export function unavailableText (exec: ResolvedAgentExecution, name: string, searchPending = false): string | null {
-  if (exec.registry.isExcluded(name)) return `Tool not available in this turn: ${name}`
+export function unavailableTool (exec: ResolvedAgentExecution, name: string, searchPending = false): UnavailableTool | null {
+  const hidden: UnavailableTool = { errorType: 'tool_not_available', text: `Tool not available in this turn: ${name}` }
+  if (exec.registry.isExcluded(name)) return hidden
   const tool = resolveForRound(exec, name, searchPending)
-  if (tool === undefined) return `Unknown tool: ${name}`
+  if (tool === undefined) return { errorType: 'unknown_tool', text: `Unknown tool: ${name}` }
   // The resolved tool's real name is checked too, so a suffix alias cannot route around a denylist.
-  if (exec.registry.isExcluded(tool.name)) return `Tool not available in this turn: ${name}`
+  if (exec.registry.isExcluded(tool.name)) return hidden
   return null
 }
 
@@ -69,14 +69,6 @@ function withoutMarker (name: string, args: Record<string, unknown>): Record<str
   if (!APPROVAL_MARKER_TOOLS.has(name)) return args
   const { approved: _approved, ...rest } = args
   return rest
-}
-
-function observeUnavailable (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, text: string): void {
-  const correlation = { turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel }
-  const ids = { call_id: slot.callId, ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }) }
-  const args = scrubValue(slot.arguments)
-  exec.observer.record({ kind: 'tool_call_start', tool: slot.name, ...ids, arguments: args, ...correlation })
-  exec.observer.record({ kind: 'tool_call', tool: slot.name, ...ids, arguments: args, duration_ms: 0, success: false, status: 'error', result: scrubText(text), ...correlation })
 }
 
 async function runBeforeHooks (
@@ -127,10 +119,10 @@ export async function prepareRound (exec: ResolvedAgentExecution, state: TurnSta
     slot.name = hooked.name
     slot.arguments = hooked.args
 
-    const unavailable = unavailableText(exec, slot.name, searchPending)
+    const unavailable = unavailableTool(exec, slot.name, searchPending)
     if (unavailable !== null) {
-      observeUnavailable(exec, state, slot, unavailable)
-      slot.prefill = unexecuted('error', unavailable)
+      slot.unavailable = unavailable
+      slot.prefill = unexecuted('error', unavailable.text)
       continue
     }
     const tool = resolveForRound(exec, slot.name, searchPending) as Tool

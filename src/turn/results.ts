@@ -11,7 +11,13 @@ import { digest } from '../core/json/canonical.js'
 import { scrubText, scrubValue } from '../core/security/redact.js'
 import type { Tool } from '../tools/contract.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
-import { truncateToolResult } from './truncate.js'
+import { CLIENT_MARKER, truncateToolResult } from './truncate.js'
+
+/** Why a call names no runnable tool; `errorType` is the stable `error.type` of its span. */
+export interface UnavailableTool {
+  errorType: 'unknown_tool' | 'tool_not_available'
+  text: string
+}
 
 export interface ToolSlot {
   index: number
@@ -27,6 +33,11 @@ export interface ToolSlot {
    * model order.
    */
   prefill: RawOutcome | null
+  /**
+   * Set when preparation found no runnable tool for the name: such a call never runs but is observed
+   * (start and failed end records) when dispatch reaches it, in model order.
+   */
+  unavailable: UnavailableTool | null
   /** True once a `tool_call` event was sent for this slot. */
   announced: boolean
   outcome: SlotOutcome | null
@@ -54,7 +65,10 @@ export const INTERRUPTED_TEXT = '[interrupted by user before this tool produced 
 export const NOT_RUN_TEXT = '[not executed: the turn was cancelled before this tool ran]'
 
 export function newSlot (index: number, name: string, args: Record<string, unknown>, providerCallId: string | null): ToolSlot {
-  return { index, callId: `call_${randomUUID()}`, providerCallId, name, arguments: args, tool: null, prefill: null, announced: false, outcome: null }
+  return {
+    index, callId: `call_${randomUUID()}`, providerCallId, name, arguments: args,
+    tool: null, prefill: null, unavailable: null, announced: false, outcome: null
+  }
 }
 
 /** Emits the pending card for a slot; every slot gets exactly one, before its result. */
@@ -69,6 +83,11 @@ export function announceSlot (state: TurnState, slot: ToolSlot): void {
     status: 'pending' as const
   }
   state.emit(slot.providerCallId === null ? event : { ...event, provider_call_id: slot.providerCallId })
+}
+
+/** `max_tool_result_chars = 0` disables the history bound; the event bound always applies. */
+function eventLimit (historyLimit: number, streamLimit: number): number {
+  return historyLimit > 0 ? Math.min(historyLimit, streamLimit) : streamLimit
 }
 
 export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, raw: RawOutcome): SlotOutcome {
@@ -88,11 +107,14 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
 
   announceSlot(state, slot)
   // Scrubbed before it is bounded: a cut through a secret would leave a piece too short to recognise.
-  const shown = truncateToolResult(scrubText(output), exec.knobs.maxToolResultChars)
-  const streamed = truncateToolResult(shown.text, exec.knobs.maxEventOutputChars)
+  // Bounded once, from the whole output, by the tighter of the two limits: the event shows what the
+  // model saw (or less), and its one marker counts what was really dropped from how much.
+  const scrubbed = scrubText(output)
+  const streamed = truncateToolResult(scrubbed, eventLimit(exec.knobs.maxToolResultChars, exec.knobs.maxEventOutputChars), CLIENT_MARKER)
   const eventOutput = streamed.text
   const error = raw.error === null ? undefined : scrubText(raw.error)
   const truncated = bounded.truncated || streamed.truncated
+  const size = truncated ? { truncated: true, original_bytes: Buffer.byteLength(scrubbed, 'utf8') } : {}
   state.emit({
     kind: 'tool_result',
     call_id: slot.callId,
@@ -103,7 +125,7 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
     ...(error === undefined ? {} : { error }),
     duration_ms: Math.max(0, Math.round(raw.durationMs)),
     ...(receipt === null ? {} : { receipt }),
-    ...(truncated ? { truncated: true } : {})
+    ...size
   })
   const record: ToolCallRecord = {
     call_id: slot.callId,
@@ -118,7 +140,7 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
     ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }),
     ...(error === undefined ? {} : { error }),
     ...(receipt === null ? {} : { receipt }),
-    ...(truncated ? { truncated: true } : {})
+    ...size
   }
   state.recordToolCall(record)
   return outcome

@@ -12,7 +12,16 @@ export interface TruncatedText {
   truncated: boolean
 }
 
-export function truncateToolResult (text: string, limit: number): TruncatedText {
+/** Writes the line that stands for the dropped middle. */
+export type TruncationMarker = (droppedBytes: number, totalBytes: number) => string
+
+/** The reference runtime's model-visible marker: it says "characters" but counts bytes (its contract). */
+export const REFERENCE_MARKER: TruncationMarker = (dropped) => `[... ${dropped} characters truncated ...]`
+
+/** What clients are shown: what was dropped and out of how much, in the unit really counted. */
+export const CLIENT_MARKER: TruncationMarker = (dropped, total) => `[... ${dropped} of ${total} bytes truncated ...]`
+
+export function truncateToolResult (text: string, limit: number, marker: TruncationMarker = REFERENCE_MARKER): TruncatedText {
   const max = Math.floor(limit)
   const bytes = Buffer.from(text, 'utf8')
   if (!(max > 0) || bytes.length <= max) return { text, truncated: false }
@@ -25,10 +34,9 @@ export function truncateToolResult (text: string, limit: number): TruncatedText 
   const headEnd = nudgeOutOfMarker(bytes, floorCharBoundary(bytes, headLength), 'head')
   const tailStart = nudgeOutOfMarker(bytes, ceilCharBoundary(bytes, bytes.length - tailLength), 'tail')
 
-  // The marker says "characters" but counts bytes; the wording is the reference runtime's contract.
   const head = bytes.subarray(0, headEnd).toString('utf8')
   const tail = bytes.subarray(tailStart).toString('utf8')
-  return { text: `${head}\n\n[... ${tailStart - headEnd} characters truncated ...]\n\n${tail}`, truncated: true }
+  return { text: `${head}\n\n${marker(tailStart - headEnd, bytes.length)}\n\n${tail}`, truncated: true }
 }
 
 function isContinuationByte (byte: number | undefined): boolean {

@@ -36,6 +36,9 @@ export interface ScriptedReply {
   /** Never answer; the request stays open until the client gives up. */
   hang?: boolean
   usage?: { prompt_tokens: number, completion_tokens: number }
+  /** The completion's `id` (default `chatcmpl-fake`) and the answering `model` (default `fake-model`). */
+  responseId?: string
+  responseModel?: string
 }
 
 export type Script = ScriptedReply | ((request: RecordedRequest) => ScriptedReply)
@@ -97,19 +100,21 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
   if (!stream) {
     res.writeHead(200, { 'content-type': 'application/json' })
     res.end(JSON.stringify({
-      id: 'chatcmpl-fake', object: 'chat.completion', model: 'fake-model',
+      id: reply.responseId ?? 'chatcmpl-fake', object: 'chat.completion', model: reply.responseModel ?? 'fake-model',
       choices: [{ index: 0, finish_reason: finish, message: { role: 'assistant', content: reply.text ?? null, ...(calls.length > 0 ? { tool_calls: calls } : {}) } }],
       usage
     }))
     return
   }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...reply.headers })
+  // Like OpenAI's, every chunk names the completion and the model answering.
+  const identity = { id: reply.responseId ?? 'chatcmpl-fake', model: reply.responseModel ?? 'fake-model' }
   let written = 0
   // A scripted cut (resetAfter/endAfter) stops the rest of the script, not only a client's close.
   const stopped = (): boolean => isClosed() || res.writableEnded || res.destroyed
   const chunk = async (delta: Record<string, unknown>, finishReason: string | null = null): Promise<void> => {
     if (stopped()) return
-    const payload = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] }
+    const payload = { ...identity, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] }
     const line = `data: ${JSON.stringify(payload)}\n\n`
     written++
     if (written === reply.resetAfter) {
@@ -135,7 +140,7 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
   }
   await chunk({}, finish)
   if (!stopped()) {
-    res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [], usage })}\n\n`)
+    res.write(`data: ${JSON.stringify({ ...identity, object: 'chat.completion.chunk', choices: [], usage })}\n\n`)
     res.end('data: [DONE]\n\n')
   }
 }

@@ -1,4 +1,9 @@
-/** A reader of the Prometheus text exposition format, enough for assertions on scraped values. */
+/**
+ * Scraped /metrics read with a real Prometheus text-format parser (prom2javascript), flattened
+ * back into the samples a query sees: histograms as `_bucket{le}`, `_sum` and `_count`.
+ */
+import { Readable } from 'node:stream'
+import { getMetricsFromStream, type PromData, type PromHistogramData, type PromSummaryData } from 'prom2javascript'
 
 export interface Sample {
   name: string
@@ -6,18 +11,29 @@ export interface Sample {
   value: number
 }
 
-const LINE = /^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})? (\S+)(?: \d+)?$/
-const LABEL = /([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"/g
-
-export function parseExposition (text: string): Sample[] {
+export async function parseExposition (text: string): Promise<Sample[]> {
+  const families = await getMetricsFromStream(Readable.from([text]))
   const samples: Sample[] = []
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue
-    const m = LINE.exec(line)
-    if (m === null) throw new Error(`not an exposition line: ${line}`)
-    const labels: Record<string, string> = {}
-    for (const l of (m[2] ?? '').matchAll(LABEL)) labels[l[1] as string] = (l[2] as string).replace(/\\(.)/g, (_s, c: string) => (c === 'n' ? '\n' : c))
-    samples.push({ name: m[1] as string, labels, value: Number(m[3]) })
+  for (const [name, family] of Object.entries(families)) {
+    if (family.type === 'histogram') {
+      for (const series of family.data as PromHistogramData[]) {
+        for (const [bound, count] of Object.entries(series.buckets)) {
+          samples.push({ name: `${name}_bucket`, labels: { ...series.labels, le: bound }, value: count })
+        }
+        samples.push({ name: `${name}_count`, labels: series.labels, value: series.count })
+        if (series.sum !== undefined) samples.push({ name: `${name}_sum`, labels: series.labels, value: series.sum })
+      }
+    } else if (family.type === 'summary') {
+      for (const series of family.data as PromSummaryData[]) {
+        for (const [quantile, value] of Object.entries(series.quantiles)) {
+          samples.push({ name, labels: { ...series.labels, quantile }, value })
+        }
+        if (series.count !== undefined) samples.push({ name: `${name}_count`, labels: series.labels, value: series.count })
+        if (series.sum !== undefined) samples.push({ name: `${name}_sum`, labels: series.labels, value: series.sum })
+      }
+    } else {
+      for (const series of family.data as PromData[]) samples.push({ name, labels: series.labels, value: series.value })
+    }
   }
   return samples
 }
@@ -27,4 +43,11 @@ export function valueOf (samples: readonly Sample[], name: string, labels: Recor
   const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
   if (found.length > 1) throw new Error(`${found.length} samples of ${name} match ${JSON.stringify(labels)}`)
   return found[0]?.value ?? 0
+}
+
+/** Like valueOf, but the sample must exist: a pre-initialised series is there before its first event. */
+export function presentValueOf (samples: readonly Sample[], name: string, labels: Record<string, string> = {}): number {
+  const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+  if (found.length !== 1) throw new Error(`${found.length} samples of ${name} match ${JSON.stringify(labels)}`)
+  return (found[0] as Sample).value
 }

@@ -159,7 +159,39 @@ test('max_tool_result_chars bounds the model-visible result with a truncation ma
   assert.ok(visible.includes('[... ') && visible.includes('characters truncated ...]'), visible)
   assert.equal(visible, `${'A'.repeat(66)}\n\n[... 900 characters truncated ...]\n\n${'B'.repeat(34)}`)
   const result = events.find((e) => e.event.kind === 'tool_result')?.event
-  assert.equal(result?.kind === 'tool_result' && result.truncated, true)
-  assert.equal(result?.kind === 'tool_result' && result.output, visible)
-  assert.equal(turn.tool_calls[0]?.truncated, true)
+  assert.ok(result?.kind === 'tool_result')
+  // The client sees the same head and tail; its marker names the unit it counts and the whole size.
+  const shown = `${'A'.repeat(66)}\n\n[... 900 of 1000 bytes truncated ...]\n\n${'B'.repeat(34)}`
+  assert.deepEqual([result.truncated, result.original_bytes, result.output], [true, 1000, shown])
+  const recorded = turn.tool_calls[0]
+  assert.deepEqual([recorded?.truncated, recorded?.original_bytes, recorded?.output], [true, 1000, shown])
+})
+
+test('a result over both bounds reaches the client cut once, from the whole output, under one marker of bytes dropped', async (t) => {
+  const g = await gateway(t, { turns: { max_event_output_chars: 16_384 } })
+  // Larger than max_tool_result_chars (default 50,000) and the event bound: the issue's 200 kB case.
+  const body = `${'H'.repeat(100_000)}${'T'.repeat(100_000)}`
+  await writeFile(join(g.workspace, 'huge.txt'), body)
+  g.provider.enqueue({ toolCalls: [{ id: 'h1', name: 'file_read', arguments: { path: 'huge.txt' } }] }, { text: 'Huge file.' })
+  const { turn, events } = await runTurn(g, { message: 'read huge.txt' })
+  const visible = g.provider.requests[1]?.body.messages.find((m) => m.role === 'tool')?.content ?? ''
+  assert.equal(visible, `${'H'.repeat(33_333)}\n\n[... 150000 characters truncated ...]\n\n${'T'.repeat(16_667)}`)
+  const result = events.find((e) => e.event.kind === 'tool_result')?.event
+  assert.ok(result?.kind === 'tool_result')
+  const kept = { head: Math.floor(16_384 * 2 / 3), tail: 16_384 - Math.floor(16_384 * 2 / 3) }
+  const marker = `[... ${200_000 - 16_384} of 200000 bytes truncated ...]`
+  assert.equal(result.output, `${'H'.repeat(kept.head)}\n\n${marker}\n\n${'T'.repeat(kept.tail)}`)
+  assert.equal(result.output.match(/truncated/g)?.length, 1, 'one marker, not the model\'s marker cut again')
+  assert.deepEqual([result.truncated, result.original_bytes], [true, 200_000])
+  assert.deepEqual([turn.tool_calls[0]?.output, turn.tool_calls[0]?.original_bytes], [result.output, 200_000])
+})
+
+test('a result within every bound carries neither truncated nor original_bytes', async (t) => {
+  const g = await gateway(t)
+  await writeFile(join(g.workspace, 'small.txt'), 'small')
+  g.provider.enqueue({ toolCalls: [{ id: 's1', name: 'file_read', arguments: { path: 'small.txt' } }] }, { text: 'Small file.' })
+  const { events } = await runTurn(g, { message: 'read small.txt' })
+  const result = events.find((e) => e.event.kind === 'tool_result')?.event
+  assert.ok(result?.kind === 'tool_result')
+  assert.deepEqual([result.output, 'truncated' in result, 'original_bytes' in result], ['small', false, false])
 })

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
-import { parseExposition, valueOf, type Sample } from '../helpers/prometheus.js'
+import { parseExposition, presentValueOf, valueOf, type Sample } from '../helpers/prometheus.js'
 import { jwtAuth } from '../helpers/tokens.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
 
@@ -14,7 +14,7 @@ async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Re
 async function scrape (g: TestGateway): Promise<Sample[]> {
   const res = await fetch(`${g.url}/metrics`)
   assert.equal(res.status, 200)
-  return parseExposition(await res.text())
+  return await parseExposition(await res.text())
 }
 
 /** Gauges follow server-side state that settles a moment after the client acts; no timing assumed, only a bound. */
@@ -66,9 +66,83 @@ test('a scripted turn is counted: tool calls by tool and status, their durations
   assert.equal(valueOf(m, 'tollgate_tool_call_duration_seconds_bucket', { tool: 'probe', status: 'ok', le: '+Inf' }), 1)
   assert.equal(valueOf(m, 'tollgate_turns_total', { status: 'completed' }), 1)
   assert.equal(valueOf(m, 'tollgate_provider_request_duration_seconds_count', { provider: 'fake', model: 'fake-model', outcome: 'ok' }), 2)
-  assert.equal(valueOf(m, 'tollgate_provider_tokens_total', { provider: 'fake', type: 'input' }), 80)
-  assert.equal(valueOf(m, 'tollgate_provider_tokens_total', { provider: 'fake', type: 'output' }), 10)
+  assert.equal(valueOf(m, 'tollgate_provider_tokens_total', { provider: 'fake', token_type: 'input' }), 80)
+  assert.equal(valueOf(m, 'tollgate_provider_tokens_total', { provider: 'fake', token_type: 'output' }), 10)
   assert.equal(valueOf(m, 'tollgate_provider_errors_total', { provider: 'fake' }), 0)
+})
+
+test('series with a fixed label set exist at zero before anything happened', async (t) => {
+  const g = await setup(t)
+  const m = await scrape(g)
+  for (const status of ['completed', 'cancelled', 'failed']) {
+    assert.equal(presentValueOf(m, 'tollgate_turns_total', { status }), 0, status)
+    assert.equal(presentValueOf(m, 'tollgate_turn_duration_seconds_count', { status }), 0, status)
+  }
+  for (const transport of ['ws', 'sse']) assert.equal(presentValueOf(m, 'tollgate_events_sent_total', { transport }), 0)
+  assert.equal(presentValueOf(m, 'tollgate_approvals_total', { decision: 'auto-deny', channel: 'runtime' }), 0)
+  assert.equal(presentValueOf(m, 'tollgate_approvals_total', { decision: 'yes', channel: 'rest' }), 0)
+  const model = { provider: 'fake', model: 'fake-model' }
+  assert.equal(presentValueOf(m, 'tollgate_provider_errors_total', model), 0)
+  assert.equal(presentValueOf(m, 'tollgate_provider_request_duration_seconds_count', { ...model, outcome: 'error' }), 0)
+  for (const tokenType of ['input', 'output']) {
+    assert.equal(presentValueOf(m, 'tollgate_provider_tokens_total', { ...model, token_type: tokenType }), 0)
+  }
+  assert.equal(m.some((s) => s.name === 'tollgate_provider_tokens_total' && 'type' in s.labels), false, 'the token label is token_type')
+})
+
+test('a known workload is counted exactly: turns and their durations, sub-millisecond tool calls, provider requests', async (t) => {
+  const g = await setup(t)
+  g.provider.enqueue(
+    {
+      toolCalls: [probe('c1', { label: 'a' }), probe('c2', { label: 'b', fail: true }), { id: 'c3', name: 'invented_tool', arguments: {} }],
+      usage: { prompt_tokens: 30, completion_tokens: 7 }
+    },
+    { text: 'done', usage: { prompt_tokens: 50, completion_tokens: 3 } },
+    { status: 503 },
+    { toolCalls: [probe('c4', { label: 'slow', ms: 10_000 })] }
+  )
+  assert.equal((await g.http('POST', '/v1/turns?wait=true', { message: 'go' })).body.status, 'completed')
+  assert.equal((await g.http('POST', '/v1/turns?wait=true', { message: 'go' })).body.status, 'failed')
+  const ws = await g.socket()
+  const accepted = await ws.request({ type: 'turn.start', message: 'go' })
+  await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'tool_call')
+  await ws.request({ type: 'cancel', turn_id: accepted.turn_id })
+  await ws.waitForTerminal(accepted.turn_id)
+  // turn_end is recorded once the turn is persisted, just after its terminal event went out.
+  const m = await eventually(g, (s) => valueOf(s, 'tollgate_turns_total', { status: 'cancelled' }) === 1)
+
+  for (const status of ['completed', 'failed', 'cancelled']) {
+    assert.equal(presentValueOf(m, 'tollgate_turns_total', { status }), 1, status)
+    assert.equal(presentValueOf(m, 'tollgate_turn_duration_seconds_count', { status }), 1, status)
+    assert.ok(presentValueOf(m, 'tollgate_turn_duration_seconds_sum', { status }) > 0, status)
+  }
+  const cancelledSum = presentValueOf(m, 'tollgate_turn_duration_seconds_sum', { status: 'cancelled' })
+  assert.ok(cancelledSum >= 0.005, 'the cancelled turn ran a tool for a while')
+  const tools = (status: string, tool = 'probe'): Record<string, string> => ({ tool, status })
+  assert.deepEqual(
+    [valueOf(m, 'tollgate_tool_calls_total', tools('ok')), valueOf(m, 'tollgate_tool_calls_total', tools('error')),
+      valueOf(m, 'tollgate_tool_calls_total', tools('interrupted')), valueOf(m, 'tollgate_tool_calls_total', tools('error', '_unknown'))],
+    [1, 1, 1, 1]
+  )
+  // The unknown tool took no time: it lands in the lowest bucket, half a millisecond.
+  assert.equal(presentValueOf(m, 'tollgate_tool_call_duration_seconds_bucket', { ...tools('error', '_unknown'), le: '0.0005' }), 1)
+  const okSum = presentValueOf(m, 'tollgate_tool_call_duration_seconds_sum', tools('ok'))
+  assert.ok(okSum > 0 && okSum < 5, `${okSum}`)
+  assert.notEqual(okSum, Math.round(okSum * 1000) / 1000, 'durations are not rounded to whole milliseconds')
+  const buckets = m
+    .filter((s) => s.name === 'tollgate_tool_call_duration_seconds_bucket' && s.labels.tool === 'probe' && s.labels.status === 'ok')
+    .map((s) => s.labels.le ?? '')
+  const bound = (le: string): number => (le === '+Inf' ? Infinity : Number(le))
+  assert.deepEqual(buckets.sort((a, b) => bound(a) - bound(b)).slice(0, 4), ['0.0005', '0.001', '0.0025', '0.005'])
+
+  const model = { provider: 'fake', model: 'fake-model' }
+  // Two requests of the completed turn and the one of the cancelled turn answered; the failed turn's did not.
+  assert.equal(presentValueOf(m, 'tollgate_provider_request_duration_seconds_count', { ...model, outcome: 'ok' }), 3)
+  assert.equal(presentValueOf(m, 'tollgate_provider_request_duration_seconds_count', { ...model, outcome: 'error' }), 1)
+  assert.equal(presentValueOf(m, 'tollgate_provider_errors_total', model), 1)
+  // 30 + 50 scripted, 10 + 5 the fake provider's default usage for the cancelled turn's request.
+  assert.equal(presentValueOf(m, 'tollgate_provider_tokens_total', { ...model, token_type: 'input' }), 90)
+  assert.equal(presentValueOf(m, 'tollgate_provider_tokens_total', { ...model, token_type: 'output' }), 15)
 })
 
 test('a failing provider is counted as a provider error and a failed turn', async (t) => {
@@ -137,8 +211,9 @@ test('no label value is a turn, session or call id', async (t) => {
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go', session_id: 'session-visible-in-no-label' })
   const text = await (await fetch(`${g.url}/metrics`)).text()
   for (const id of [res.body.turn_id, res.body.session_id, res.body.tool_calls[0].call_id, 'c1']) assert.equal(text.includes(`"${String(id)}"`), false, id)
-  const labelNames = new Set(parseExposition(text).filter((s) => s.name.startsWith('tollgate_')).flatMap((s) => Object.keys(s.labels)))
-  const bounded = new Set(['channel', 'decision', 'le', 'model', 'outcome', 'provider', 'status', 'tool', 'transport', 'type'])
+  const ours = (await parseExposition(text)).filter((s) => s.name.startsWith('tollgate_'))
+  const labelNames = new Set(ours.flatMap((s) => Object.keys(s.labels)))
+  const bounded = new Set(['channel', 'decision', 'le', 'model', 'outcome', 'provider', 'status', 'tool', 'transport', 'token_type'])
   for (const name of labelNames) assert.ok(bounded.has(name), `unexpected label ${name}`)
 })
 

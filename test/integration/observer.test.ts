@@ -40,7 +40,9 @@ test('an executed call is recorded at its start and its end with the correlation
   const [start, end, ...rest] = toolRecords(records)
   assert.equal(rest.length, 0)
   const correlation = { turn_id: accepted.turn_id, session_id: 's-obs', agent: 'default', channel: 'websocket' }
-  assert.deepEqual(start, { kind: 'tool_call_start', tool: 'probe', call_id: callId, provider_call_id: 'prov-1', arguments: { label: 'a' }, ...correlation })
+  assert.deepEqual(start, {
+    kind: 'tool_call_start', tool: 'probe', call_id: callId, provider_call_id: 'prov-1', provenance: 'native', arguments: { label: 'a' }, ...correlation
+  })
   assert.ok(end?.kind === 'tool_call')
   assert.equal(typeof end.duration_ms, 'number')
   assert.deepEqual({ ...end, duration_ms: 0 }, {
@@ -53,7 +55,13 @@ test('the turn is framed by turn_start and turn_end around its model requests an
   const { g, records } = await setup(t)
   g.provider.enqueue({ toolCalls: [probe('c1', { label: 'a' })] }, { text: 'done' })
   const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
-  assert.deepEqual(records.map((r) => r.kind), ['turn_start', 'llm_request', 'llm_response', 'tool_call_start', 'tool_call', 'llm_request', 'llm_response', 'turn_end'])
+  assert.deepEqual(records.map((r) => r.kind), [
+    'turn_start',
+    'iteration', 'llm_request', 'llm_response', 'tool_call_start', 'tool_call',
+    'iteration', 'llm_request', 'llm_response',
+    'turn_end'
+  ])
+  assert.deepEqual(records.flatMap((r) => r.kind === 'iteration' ? [r.n] : []), [1, 2])
   assert.ok(records.every((r) => r.turn_id === res.body.turn_id && r.channel === 'http'))
   const end = records.at(-1)
   assert.ok(end?.kind === 'turn_end')
@@ -76,7 +84,43 @@ test('an unknown tool gets a start and an end record although nothing ran', asyn
   const [start, end] = toolRecords(records)
   assert.equal(start?.kind, 'tool_call_start')
   assert.ok(end?.kind === 'tool_call')
-  assert.deepEqual([end.tool, end.success, end.status, end.result, end.duration_ms], ['no_such_tool', false, 'error', 'Unknown tool: no_such_tool', 0])
+  assert.deepEqual(
+    [end.tool, end.success, end.status, end.error_type, end.result, end.duration_ms],
+    ['no_such_tool', false, 'error', 'unknown_tool', 'Unknown tool: no_such_tool', 0]
+  )
+})
+
+test('unknown and hidden tools are recorded in the model\'s call order, between the calls around them', async (t) => {
+  const { g, records } = await setup(t, { agents: { default: { tools: ['probe', 'risky', 'quiet'] } } })
+  g.provider.enqueue({
+    toolCalls: [
+      probe('c1', { label: 'first' }), { id: 'c2', name: 'no_such_tool', arguments: {} },
+      probe('c3', { label: 'third' }), { id: 'c4', name: 'shell', arguments: { command: 'true' } }
+    ]
+  }, { text: 'ok' })
+  const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
+  const statuses = res.body.tool_calls.map((c: { name: string, status: string }) => `${c.name}:${c.status}`)
+  assert.deepEqual(statuses, ['probe:ok', 'no_such_tool:error', 'probe:ok', 'shell:error'])
+  assert.deepEqual(toolRecords(records).map((r) => `${r.kind}:${r.provider_call_id ?? ''}`), [
+    'tool_call_start:c1', 'tool_call:c1', 'tool_call_start:c2', 'tool_call:c2',
+    'tool_call_start:c3', 'tool_call:c3', 'tool_call_start:c4', 'tool_call:c4'
+  ])
+  const ends = toolRecords(records).flatMap((r) => r.kind === 'tool_call' ? [`${r.tool}:${r.error_type ?? '-'}`] : [])
+  assert.deepEqual(ends, ['probe:-', 'no_such_tool:unknown_tool', 'probe:-', 'shell:unknown_tool'])
+})
+
+test('a tool the turn\'s narrowing hides is recorded in order as not available', async (t) => {
+  const { g, records } = await setup(t)
+  g.provider.enqueue(
+    { toolCalls: [probe('c1', { label: 'first' }), { id: 'c2', name: 'quiet', arguments: { label: 'x' } }, probe('c3', { label: 'third' })] },
+    { text: 'ok' }
+  )
+  await g.http('POST', '/v1/turns?wait=true', { message: 'go', tools: { exclude: ['quiet'] } })
+  assert.deepEqual(toolRecords(records).map((r) => `${r.kind}:${r.tool}:${r.kind === 'tool_call' ? r.error_type ?? '-' : ''}`), [
+    'tool_call_start:probe:', 'tool_call:probe:-',
+    'tool_call_start:quiet:', 'tool_call:quiet:tool_not_available',
+    'tool_call_start:probe:', 'tool_call:probe:-'
+  ])
 })
 
 test('an interrupted call still gets its end record, with status interrupted', async (t) => {

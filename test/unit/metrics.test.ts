@@ -18,14 +18,14 @@ test('a tool name outside the catalog is counted under _unknown', async () => {
   for (const tool of ['probe', 'made_up_1', 'made_up_2']) {
     m.record({ kind: 'tool_call', tool, call_id: 'c', arguments: {}, duration_ms: 1500, success: false, status: 'error', result: '', ...correlation })
   }
-  const samples = parseExposition(await m.exposition())
+  const samples = await parseExposition(await m.exposition())
   assert.equal(valueOf(samples, 't_tool_calls_total', { tool: 'probe', status: 'error' }), 1)
   assert.equal(valueOf(samples, 't_tool_calls_total', { tool: '_unknown', status: 'error' }), 2)
   assert.equal(valueOf(samples, 't_tool_call_duration_seconds_sum', { tool: 'probe' }), 1.5)
 })
 
 test('gauges read their sources at scrape time', async () => {
-  const samples = parseExposition(await metrics().exposition())
+  const samples = await parseExposition(await metrics().exposition())
   assert.equal(valueOf(samples, 't_turns_active'), 3)
   assert.equal(valueOf(samples, 't_ws_connections'), 2)
 })
@@ -34,9 +34,9 @@ test('nonsense token counts from a provider are ignored instead of throwing', as
   const m = metrics()
   m.record({ kind: 'llm_response', provider: 'p', model: 'm', duration_ms: 1, success: true, input_tokens: -5, output_tokens: Number.NaN, ...correlation })
   m.record({ kind: 'llm_response', provider: 'p', model: 'm', duration_ms: 1, success: true, input_tokens: 4, ...correlation })
-  const samples = parseExposition(await m.exposition())
-  assert.equal(valueOf(samples, 't_provider_tokens_total', { type: 'input' }), 4)
-  assert.equal(valueOf(samples, 't_provider_tokens_total', { type: 'output' }), 0)
+  const samples = await parseExposition(await m.exposition())
+  assert.equal(valueOf(samples, 't_provider_tokens_total', { token_type: 'input' }), 4)
+  assert.equal(valueOf(samples, 't_provider_tokens_total', { token_type: 'output' }), 0)
   assert.equal(valueOf(samples, 't_provider_request_duration_seconds_count', { outcome: 'ok' }), 2)
 })
 
@@ -44,7 +44,7 @@ test('kinds the metrics do not use are ignored', async () => {
   const m = metrics()
   m.record({ kind: 'tool_call_start', tool: 'probe', call_id: 'c', arguments: {}, ...correlation })
   m.record({ kind: 'future_kind' } as never)
-  assert.equal(valueOf(parseExposition(await m.exposition()), 't_tool_calls_total', { tool: 'probe' }), 0)
+  assert.equal(valueOf(await parseExposition(await m.exposition()), 't_tool_calls_total', { tool: 'probe' }), 0)
 })
 
 test('close empties the registry', async () => {

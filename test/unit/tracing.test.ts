@@ -7,8 +7,9 @@ import { TracingObserver } from '../../src/observe/tracing.js'
 const correlation = { turn_id: 'turn_1', session_id: 'ses_1', agent: 'default', channel: 'http' }
 
 const TURN: ObserverEvent[] = [
-  { kind: 'turn_start', provider: 'fake', model: 'm', ...correlation },
-  { kind: 'llm_request', provider: 'fake', model: 'm', messages: 2, tools: 1, ...correlation },
+  { kind: 'turn_start', provider: 'fake', provider_kind: 'openai', model: 'm', ...correlation },
+  { kind: 'iteration', n: 1, delegate_depth: 0, ...correlation },
+  { kind: 'llm_request', provider: 'fake', provider_kind: 'openai', model: 'm', messages: 2, tools: 1, ...correlation },
   { kind: 'llm_response', provider: 'fake', model: 'm', duration_ms: 5, success: true, ...correlation },
   { kind: 'tool_call_start', tool: 'probe', call_id: 'call_1', arguments: {}, ...correlation },
   { kind: 'tool_call', tool: 'probe', call_id: 'call_1', arguments: {}, duration_ms: 1, success: true, status: 'ok', result: 'x', ...correlation },
@@ -32,7 +33,7 @@ test('without a recording SDK only the turn span is attempted and nothing is kep
   const { provider, started } = countingNoopProvider()
   const observer = new TracingObserver(provider)
   for (const event of TURN) observer.record(event)
-  assert.deepEqual(started, ['tollgate.turn'])
+  assert.deepEqual(started, ['invoke_agent default'])
 })
 
 test('records of a turn the observer never saw start are ignored', () => {

@@ -38,12 +38,15 @@ export type ToolResultEvent = {
   name: string
   success: boolean
   status: ToolCallStatus
-  /** Model-visible result, bounded and secrets scrubbed */
+  /** Result, secrets scrubbed, cut once to the tighter bound (bytes): `[... N of M bytes truncated ...]` */
   output: string
   error?: string
   duration_ms: number
   receipt?: string
+  /** Present (true) when the model or this output saw less than the whole result */
   truncated?: boolean
+  /** With `truncated`: UTF-8 bytes of the whole (scrubbed) result before any bound */
+  original_bytes?: number
 }
 
 export type ApprovalRequestedEvent = {
@@ -157,6 +160,8 @@ export type ToolCallRecord = {
   duration_ms: number
   receipt?: string
   truncated?: boolean
+  /** With `truncated`: UTF-8 bytes of the whole (scrubbed) result before any bound */
+  original_bytes?: number
 }
 
 export type ApprovalAuditEntry = {
