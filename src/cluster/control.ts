@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
-import type { ControlMessage, ControlReply, ControlRequest, EventBus, Unsubscribe } from '../bus/bus.js'
+import type { ControlMessage, ControlReply, ControlRequest, ControlPlane, Unsubscribe } from '../bus/bus.js'
 import { isErrorCode, TollgateError, type ErrorCode } from '../core/errors.js'
 
 export type ReplyBody = Pick<ControlReply, 'error' | 'turn_id' | 'status'>
@@ -24,7 +24,7 @@ export function remoteError (code: string): TollgateError {
 export type ControlHandler = (request: ControlRequest) => Promise<ReplyBody | null>
 
 export interface ControlRpcOptions {
-  bus: EventBus
+  bus: ControlPlane
   instanceId: string
   /** Live instances (this one included); null when unknown, which makes askers wait the full timeout. */
   peers: () => Promise<string[] | null>
