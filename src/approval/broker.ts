@@ -139,7 +139,7 @@ export class ApprovalBroker {
       throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
     }
     if (answer.decision === 'edit' && (answer.replacement === undefined)) {
-      throw new TollgateError('INVALID_DECISION', 'decision "edit" needs a replacement text')
+      throw new TollgateError('INVALID_DECISION')
     }
     const reply: ApprovalReply = {
       decision: answer.decision,

@@ -21,7 +21,7 @@ export interface ClaimRules {
 }
 
 function invalid (detail: string): TollgateError {
-  return new TollgateError('TOKEN_INVALID', 'the bearer token is not acceptable', { detail })
+  return new TollgateError('TOKEN_INVALID', { detail })
 }
 
 function identifier (value: unknown, claim: string, maxChars: number): string {

@@ -103,6 +103,6 @@ export function enforceAuthentication (app: FastifyInstance): void {
 
 /** The principal the route's onRequest hook resolved; routes without the hook must not call this. */
 export function principalOf (request: FastifyRequest): Principal {
-  if (request.principal === null) throw new TollgateError('UNAUTHENTICATED', 'authentication required')
+  if (request.principal === null) throw new TollgateError('UNAUTHENTICATED')
   return request.principal
 }

@@ -119,11 +119,11 @@ export function bearerToken (credentials: Credentials): string | undefined {
 
 function refusal (err: unknown): TollgateError {
   if (err instanceof TollgateError) return err
-  if (err instanceof KeySetUnavailable) return new TollgateError('AUTH_UNAVAILABLE', 'tokens cannot be verified right now; retry later', { cause: err })
-  if (err instanceof errors.JWTExpired) return new TollgateError('TOKEN_EXPIRED', 'the bearer token has expired', { cause: err })
+  if (err instanceof KeySetUnavailable) return new TollgateError('AUTH_UNAVAILABLE', { cause: err })
+  if (err instanceof errors.JWTExpired) return new TollgateError('TOKEN_EXPIRED', { cause: err })
   if (err instanceof errors.JOSEError) {
     // jose's messages name the failing check (alg, signature, claim), never the token's content.
-    return new TollgateError('TOKEN_INVALID', 'the bearer token is not acceptable', { detail: err.message, cause: err })
+    return new TollgateError('TOKEN_INVALID', { detail: err.message, cause: err })
   }
   throw err
 }
@@ -137,7 +137,7 @@ export function createJwtAuthenticator (auth: AuthSettings, env: NodeJS.ProcessE
       const token = bearerToken(credentials)
       if (token === undefined) throw new TollgateError('UNAUTHENTICATED', 'a bearer token is required')
       if (Buffer.byteLength(token, 'utf8') > auth.max_token_bytes) {
-        throw new TollgateError('TOKEN_INVALID', 'the bearer token is not acceptable', { detail: `tokens are limited to ${auth.max_token_bytes} bytes` })
+        throw new TollgateError('TOKEN_INVALID', { detail: `tokens are limited to ${auth.max_token_bytes} bytes` })
       }
       try {
         const { payload } = await jwtVerify(token, verifier.key, verifier.options)

@@ -3,11 +3,9 @@
  * control plane (approval answers, cancels, backchannel probes) for turns that run on another
  * instance. In-process by default (memory.ts); Redis (redis.ts) lets many instances share one.
  */
-import type { EventEnvelope } from '../../schemas/events.js'
+import type { BusEnvelope } from '../core/envelope.js'
 
-export interface BusEnvelope extends EventEnvelope {
-  session_id: string
-}
+export type { BusEnvelope }
 
 export type EnvelopeListener = (envelope: BusEnvelope) => void
 export type Unsubscribe = () => void
@@ -43,9 +41,8 @@ export interface ControlReply {
 
 export type ControlMessage = (ControlRequest & ControlRpcHeader) | ControlReply
 
-export interface EventBus {
-  /** True when other gateway instances share this bus, so control messages can reach them. */
-  readonly shared: boolean
+/** The per-turn event log and its live fan-out: what turns publish and followers replay and watch. */
+export interface EventLog {
   /** Never throws; events are sequenced by the caller (seq from 1, no gaps, in order). */
   publish (envelope: BusEnvelope): void
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe
@@ -59,9 +56,19 @@ export interface EventBus {
   lastSeq (turnId: string): Promise<number>
   /** Forgets a finished turn's log (after its retention). */
   drop (turnId: string): void
-  /** Since when (epoch ms) the bus's backing service has been unreachable; null while it is reachable. */
-  unreachableSince (): number | null
+}
+
+/** The cross-instance control plane: it only publishes and subscribes; cluster/control.ts adds request/reply. */
+export interface ControlPlane {
+  /** True when other gateway instances share this bus, so control messages can reach them. */
+  readonly shared: boolean
   publishControl (message: ControlMessage): void
   onControl (listener: (message: ControlMessage) => void): Unsubscribe
+}
+
+/** One backing service (memory or Redis) serves both interfaces; callers should ask for the one they use. */
+export interface EventBus extends EventLog, ControlPlane {
+  /** Since when (epoch ms) the bus's backing service has been unreachable; null while it is reachable. */
+  unreachableSince (): number | null
   close (): Promise<void>
 }

@@ -6,33 +6,26 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
-import type { ControlMessage, ControlReply, ControlRequest, EventBus, Unsubscribe } from '../bus/bus.js'
-import { ERROR_STATUS, TollgateError, type ErrorCode } from '../core/errors.js'
+import type { ControlMessage, ControlReply, ControlRequest, ControlPlane, Unsubscribe } from '../bus/bus.js'
+import { isErrorCode, TollgateError, type ErrorCode } from '../core/errors.js'
 
 export type ReplyBody = Pick<ControlReply, 'error' | 'turn_id' | 'status'>
 
-const REMOTE_ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
-  APPROVAL_NOT_FOUND: 'no pending approval request with this id',
-  APPROVAL_ALREADY_RESOLVED: 'this approval request was already answered',
-  APPROVAL_EXPIRED: 'this approval request expired unanswered; the call was denied',
-  APPROVAL_CANCELLED: 'the turn of this approval request was cancelled',
-  INVALID_DECISION: 'decision "edit" needs a replacement text',
-  TURN_NOT_FOUND: 'no turn with this id'
-}
+/** The refusals an instance answers a control request with; their text comes from the catalogue. */
+const REMOTE_ERROR_CODES: ReadonlySet<ErrorCode> = new Set(['APPROVAL_NOT_FOUND', 'APPROVAL_ALREADY_RESOLVED', 'APPROVAL_EXPIRED', 'APPROVAL_CANCELLED',
+  'INVALID_DECISION', 'TURN_NOT_FOUND'])
 
 /** The typed error another instance answered with; any other code is its internal failure. */
 export function remoteError (code: string): TollgateError {
-  const known = Object.hasOwn(ERROR_STATUS, code) ? code as ErrorCode : null
-  const message = known === null ? undefined : REMOTE_ERROR_MESSAGES[known]
-  if (known === null || message === undefined) return new TollgateError('INTERNAL', 'the instance running this turn could not apply the request')
-  return new TollgateError(known, message)
+  if (isErrorCode(code) && REMOTE_ERROR_CODES.has(code)) return new TollgateError(code)
+  return new TollgateError('INTERNAL', 'the instance running this turn could not apply the request')
 }
 
 /** What an instance answers for a request it received: a body if it handled it, else null. */
 export type ControlHandler = (request: ControlRequest) => Promise<ReplyBody | null>
 
 export interface ControlRpcOptions {
-  bus: EventBus
+  bus: ControlPlane
   instanceId: string
   /** Live instances (this one included); null when unknown, which makes askers wait the full timeout. */
   peers: () => Promise<string[] | null>

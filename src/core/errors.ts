@@ -1,54 +1,66 @@
 /**
- * One error family for the whole gateway. Every failure a client can see carries a stable `code`;
- * the route layer maps codes to HTTP status (problem JSON) or to a WS `error` frame.
+ * One error family for the whole gateway. Every failure a client can see carries a stable `code`
+ * from the catalogue below; the HTTP error handler (app/http-errors.ts) turns it into problem JSON
+ * and the WebSocket transport (transport/ws-socket.ts) into an `error` frame, both taking status
+ * and message from the error, which took them from the catalogue.
  */
 
-export const ERROR_STATUS = {
-  INVALID_REQUEST: 400,
-  INVALID_FRAME: 400,
-  INVALID_JSON: 400,
-  UNKNOWN_FRAME_TYPE: 400,
-  UNKNOWN_AGENT: 400,
-  UNKNOWN_TOOL: 400,
-  INVALID_DECISION: 400,
-  CONNECTION_NOT_FOUND: 400,
-  SUBPROTOCOL_REQUIRED: 400,
-  UNAUTHENTICATED: 401,
-  TOKEN_INVALID: 401,
-  TOKEN_EXPIRED: 401,
-  FORBIDDEN: 403,
-  ORIGIN_NOT_ALLOWED: 403,
-  NOT_FOUND: 404,
-  TURN_NOT_FOUND: 404,
-  SESSION_NOT_FOUND: 404,
-  APPROVAL_NOT_FOUND: 404,
-  REQUEST_TIMEOUT: 408,
-  TURN_NOT_RUNNING: 409,
-  APPROVAL_ALREADY_RESOLVED: 409,
-  APPROVAL_EXPIRED: 409,
-  APPROVAL_CANCELLED: 409,
-  SESSION_BUSY: 409,
-  IDEMPOTENCY_CONFLICT: 409,
-  REPLAY_GAP: 410,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  HOST_NOT_ALLOWED: 421,
-  UPGRADE_REQUIRED: 426,
-  RATE_LIMITED: 429,
-  TOO_MANY_TURNS: 429,
-  TOO_MANY_SUBSCRIPTIONS: 429,
-  HEADERS_TOO_LARGE: 431,
-  INTERNAL: 500,
-  PROVIDER_ERROR: 502,
-  PROVIDER_UNAVAILABLE: 502,
-  PROVIDER_BAD_RESPONSE: 502,
-  PROVIDER_TIMEOUT: 504,
-  SHUTTING_DOWN: 503,
-  NOT_READY: 503,
-  AUTH_UNAVAILABLE: 503
-} as const
+/**
+ * The error catalogue, like fastify's lib/errors.js: each stable wire code is defined once, with its
+ * HTTP status and its default message. A call site passes its own message only when it adds facts
+ * (a limit, a name); otherwise it throws `new TollgateError(CODE)` and the text comes from here.
+ * Codes and statuses are public (problem JSON, WS `error` frames); never renumber or rename them.
+ */
+export const ERRORS = {
+  INVALID_REQUEST: { status: 400, message: 'the request does not match the schema' },
+  INVALID_FRAME: { status: 400, message: 'frame must be a JSON object' },
+  INVALID_JSON: { status: 400, message: 'the body is not valid JSON' },
+  UNKNOWN_FRAME_TYPE: { status: 400, message: 'unknown frame type' },
+  UNKNOWN_AGENT: { status: 400, message: 'unknown agent' },
+  UNKNOWN_TOOL: { status: 400, message: 'tools.allow names a tool this agent does not have' },
+  INVALID_DECISION: { status: 400, message: 'decision "edit" needs a replacement text' },
+  CONNECTION_NOT_FOUND: { status: 400, message: 'owner_connection is not a live WebSocket connection of this principal' },
+  SUBPROTOCOL_REQUIRED: { status: 400, message: 'offer the WebSocket subprotocol (Sec-WebSocket-Protocol)' },
+  UNAUTHENTICATED: { status: 401, message: 'authentication required' },
+  TOKEN_INVALID: { status: 401, message: 'the bearer token is not acceptable' },
+  TOKEN_EXPIRED: { status: 401, message: 'the bearer token has expired' },
+  FORBIDDEN: { status: 403, message: 'this session belongs to another principal' },
+  ORIGIN_NOT_ALLOWED: { status: 403, message: 'this Origin may not open a WebSocket here' },
+  NOT_FOUND: { status: 404, message: 'no such route' },
+  TURN_NOT_FOUND: { status: 404, message: 'no turn with this id' },
+  SESSION_NOT_FOUND: { status: 404, message: 'no session with this id' },
+  APPROVAL_NOT_FOUND: { status: 404, message: 'no pending approval request with this id' },
+  REQUEST_TIMEOUT: { status: 408, message: 'the request did not arrive in time' },
+  TURN_NOT_RUNNING: { status: 409, message: 'the turn is not running' },
+  APPROVAL_ALREADY_RESOLVED: { status: 409, message: 'this approval request was already resolved' },
+  APPROVAL_EXPIRED: { status: 409, message: 'this approval request expired unanswered; the call was denied' },
+  APPROVAL_CANCELLED: { status: 409, message: 'the turn of this approval request was cancelled' },
+  SESSION_BUSY: { status: 409, message: 'another turn of this session is still running' },
+  IDEMPOTENCY_CONFLICT: { status: 409, message: 'this idempotency_key was used with a different request' },
+  REPLAY_GAP: { status: 410, message: 'these events are no longer retained; refetch the turn' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'the body is too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'unsupported content-type; send application/json' },
+  HOST_NOT_ALLOWED: { status: 421, message: 'this gateway does not serve the requested host' },
+  UPGRADE_REQUIRED: { status: 426, message: 'this route speaks WebSocket only: send an Upgrade: websocket request' },
+  RATE_LIMITED: { status: 429, message: 'too many frames; slow down' },
+  TOO_MANY_TURNS: { status: 429, message: 'too many turns are running; retry later' },
+  TOO_MANY_SUBSCRIPTIONS: { status: 429, message: 'too many subscriptions on this socket' },
+  HEADERS_TOO_LARGE: { status: 431, message: 'the request headers are too large' },
+  INTERNAL: { status: 500, message: 'internal error' },
+  PROVIDER_ERROR: { status: 502, message: 'the model provider answered with an error' },
+  PROVIDER_UNAVAILABLE: { status: 502, message: 'the model provider could not be reached' },
+  PROVIDER_BAD_RESPONSE: { status: 502, message: 'the model provider answered with something unreadable' },
+  PROVIDER_TIMEOUT: { status: 504, message: 'the model provider did not answer in time' },
+  SHUTTING_DOWN: { status: 503, message: 'the gateway is shutting down' },
+  NOT_READY: { status: 503, message: 'the store is unavailable; retry later' },
+  AUTH_UNAVAILABLE: { status: 503, message: 'tokens cannot be verified right now; retry later' }
+} as const satisfies Record<string, { status: number, message: string }>
 
-export type ErrorCode = keyof typeof ERROR_STATUS
+export type ErrorCode = keyof typeof ERRORS
+
+export function isErrorCode (code: string): code is ErrorCode {
+  return Object.hasOwn(ERRORS, code)
+}
 
 /**
  * `Retry-After` seconds of each 429 over HTTP: a hint, not a promise. A turn slot frees when some
@@ -61,16 +73,23 @@ export const RETRY_AFTER_S: Readonly<Partial<Record<ErrorCode, number>>> = {
 }
 export const DEFAULT_RETRY_AFTER_S = 1
 
+export interface TollgateErrorOptions {
+  detail?: string
+  cause?: unknown
+}
+
 export class TollgateError extends Error {
   readonly code: ErrorCode
   readonly status: number
   readonly detail: string | undefined
 
-  constructor (code: ErrorCode, message: string, options: { detail?: string, cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+  /** The message defaults to the catalogue's text for `code`; give one only when it adds facts. */
+  constructor (code: ErrorCode, message?: string | TollgateErrorOptions, options: TollgateErrorOptions = {}) {
+    if (typeof message === 'object') options = message
+    super(typeof message === 'string' ? message : ERRORS[code].message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'TollgateError'
     this.code = code
-    this.status = ERROR_STATUS[code]
+    this.status = ERRORS[code].status
     this.detail = options.detail
   }
 }

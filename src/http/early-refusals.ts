@@ -18,7 +18,7 @@ function parserRefusal (code: string | undefined): TollgateError {
   if (code === 'HPE_HEADER_OVERFLOW') {
     return new TollgateError('HEADERS_TOO_LARGE', `the request headers exceed ${maxHeaderSize} bytes in all`)
   }
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new TollgateError('REQUEST_TIMEOUT', 'the request did not arrive in time')
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new TollgateError('REQUEST_TIMEOUT')
   return new TollgateError('INVALID_REQUEST', 'malformed HTTP request')
 }
 
@@ -46,7 +46,7 @@ export function answerFrameworkError (error: FastifyError, request: FastifyReque
     ? new TollgateError('INVALID_REQUEST', 'the URL is not validly encoded')
     : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? new TollgateError('INVALID_REQUEST', `a path parameter is longer than ${MAX_PATH_PARAM_CHARS} characters`)
-      : new TollgateError('INTERNAL', 'internal error')
+      : new TollgateError('INTERNAL')
   if (refusal.code === 'INTERNAL') request.log.error({ err: error }, 'the router failed')
   const problem = toProblem(refusal)
   void reply.code(problem.status).header(REQUEST_ID_HEADER, request.id).type('application/problem+json').send(problem)

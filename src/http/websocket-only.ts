@@ -14,6 +14,6 @@ export function refusePlainRequestsToWebSockets (app: FastifyInstance): void {
     webSocketUrls ??= new Set(app.routeCatalog.list().filter((route) => route.websocket).map((route) => route.url))
     if (request.routeOptions.url === undefined || !webSocketUrls.has(request.routeOptions.url)) return
     void reply.header('upgrade', 'websocket')
-    throw new TollgateError('UPGRADE_REQUIRED', 'this route speaks WebSocket only: send an Upgrade: websocket request')
+    throw new TollgateError('UPGRADE_REQUIRED')
   })
 }

@@ -46,7 +46,7 @@ export class Admission {
   async repeatOf (claim: IdempotencyClaim): Promise<string | null> {
     const seen = await this.deps.store.getIdempotency(claim.owner, claim.key)
     if (seen === null) return null
-    if (seen.fingerprint !== claim.fingerprint) throw new TollgateError('IDEMPOTENCY_CONFLICT', 'this idempotency_key was used with a different request')
+    if (seen.fingerprint !== claim.fingerprint) throw new TollgateError('IDEMPOTENCY_CONFLICT')
     return seen.turnId
   }
 
@@ -60,14 +60,14 @@ export class Admission {
         this.deps.log.warn({ audit: 'cross_principal_connection', principal: owner, connection_id: connection.id },
           'refused a turn owned by a connection of another principal')
       }
-      throw new TollgateError('CONNECTION_NOT_FOUND', 'owner_connection is not a live WebSocket connection of this principal')
+      throw new TollgateError('CONNECTION_NOT_FOUND')
     }
   }
 
   /** One principal may not take every slot: the per-principal cap keeps other tenants served. */
   checkCapacity (owner: string): void {
     const { turns } = this.deps.config
-    if (this.deps.active.size >= turns.max_active_turns) throw new TollgateError('TOO_MANY_TURNS', 'too many turns are running; retry later')
+    if (this.deps.active.size >= turns.max_active_turns) throw new TollgateError('TOO_MANY_TURNS')
     let owned = 0
     for (const a of this.deps.active.values()) if (a.record.owner === owner) owned++
     if (owned >= turns.max_active_turns_per_principal) {
@@ -84,7 +84,7 @@ export class Admission {
     const running = this.busySessions.get(sessionId)
     if (running === undefined) return
     if (this.deps.active.get(running)?.record.owner !== owner) this.refuseSession(owner, sessionId)
-    throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+    throw new TollgateError('SESSION_BUSY')
   }
 
   /** The stored session the turn continues (null for a new one), once it may run in it. */
@@ -97,7 +97,7 @@ export class Admission {
     // Another instance may run this session's latest turn (this process's busy map cannot see it).
     const latest = existing?.turn_ids.at(-1)
     if (latest !== undefined && !this.deps.active.has(latest) && (await this.deps.store.getTurn(latest))?.status === 'running') {
-      throw new TollgateError('SESSION_BUSY', 'another turn of this session is still running')
+      throw new TollgateError('SESSION_BUSY')
     }
     return existing
   }
@@ -114,6 +114,6 @@ export class Admission {
 
   private refuseSession (owner: string, sessionId: string): never {
     this.deps.log.warn({ audit: 'cross_principal_session', principal: owner, session_id: sessionId }, 'refused a turn in a session of another principal')
-    throw new TollgateError('FORBIDDEN', 'this session belongs to another principal')
+    throw new TollgateError('FORBIDDEN')
   }
 }

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { SessionGrants } from '../approval/grants.js'
-import type { BusEnvelope, EventBus } from '../bus/bus.js'
+import type { BusEnvelope, EventLog } from '../bus/bus.js'
 import type { Config } from '../core/config.js'
 import { scrubText } from '../core/security/redact.js'
 import type { ReceiptKey } from '../receipts/keys.js'
@@ -22,7 +22,7 @@ export class TurnTimeout extends CancelReason {}
 export interface TurnHost {
   config: Config
   store: Store
-  bus: EventBus
+  bus: EventLog
   connections: ConnectionRegistry
   /** An unref'd timer the service clears at shutdown. */
   later (ms: number, fn: () => void): NodeJS.Timeout

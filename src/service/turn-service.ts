@@ -18,7 +18,7 @@ import { principalKey, type Principal } from '../auth/principal.js'
 import type { EventBus, ReplayResult } from '../bus/bus.js'
 import { ControlRpc, remoteError } from '../cluster/control.js'
 import type { TurnSlots } from '../cluster/turn-slots.js'
-import { TollgateError } from '../core/errors.js'
+import { ERRORS, TollgateError } from '../core/errors.js'
 import type { McpToolSource } from '../tools/contract.js'
 import type { Observer } from '../observe/observer.js'
 import type { ModelProvider } from '../providers/types.js'
@@ -141,7 +141,7 @@ export class TurnService {
    * instance, before any restart, within `turns.retention_ms`).
    */
   async start (principal: Principal, request: TurnRequest, options: StartOptions): Promise<{ turn: TurnRecord, created: boolean }> {
-    if (this.closingFlag) throw new TollgateError('SHUTTING_DOWN', 'the gateway is shutting down')
+    if (this.closingFlag) throw new TollgateError('SHUTTING_DOWN')
     const claim = this.admission.claimOf(principalKey(principal), request)
     const seen = claim === null ? null : await this.admission.repeatOf(claim)
     if (seen !== null) return { turn: await this.get(principal, seen), created: false }
@@ -228,7 +228,7 @@ export class TurnService {
     } catch (err) {
       this.abandon(record)
       this.deps.log.error({ err, turn_id: turnId }, 'could not record a new turn')
-      throw new TollgateError('NOT_READY', 'the store is unavailable; retry later')
+      throw new TollgateError('NOT_READY')
     }
     if (held !== null && claim !== null) {
       // Another start (here or on another instance) won this key meanwhile: nothing was written.
@@ -320,7 +320,7 @@ export class TurnService {
       outcome = await runToolLoop(exec, state)
     } catch (err) {
       state.log.error({ err }, 'turn loop crashed')
-      outcome = { status: 'failed', code: 'INTERNAL', message: 'internal error' }
+      outcome = { status: 'failed', code: 'INTERNAL', message: ERRORS.INTERNAL.message }
     }
     outcome = running.settle(outcome)
     await running.finish(session, state, outcome, grants)
@@ -356,7 +356,7 @@ export class TurnService {
     const turn = await this.findTurn(turnId)
     if (turn === null || turn.owner !== principalKey(principal)) {
       if (turn !== null) this.deps.log.warn({ audit: 'cross_principal_turn', principal: principalKey(principal), turn_id: turnId }, 'refused access to a turn of another principal')
-      throw new TollgateError('TURN_NOT_FOUND', 'no turn with this id')
+      throw new TollgateError('TURN_NOT_FOUND')
     }
     return turn
   }
@@ -365,7 +365,7 @@ export class TurnService {
     const session = await this.deps.store.getSession(sessionId)
     if (session === null || session.owner !== principalKey(principal)) {
       if (session !== null) this.deps.log.warn({ audit: 'cross_principal_session', principal: principalKey(principal), session_id: sessionId }, 'refused access to a session of another principal')
-      throw new TollgateError('SESSION_NOT_FOUND', 'no session with this id')
+      throw new TollgateError('SESSION_NOT_FOUND')
     }
     return session
   }
@@ -494,7 +494,7 @@ export class TurnService {
       type: 'approval', request_id: requestId, principal: key, decision: answer.decision, decided_by: answer.decidedBy, channel: answer.channel,
       ...(answer.replacement === undefined ? {} : { replacement: answer.replacement })
     })
-    if (reply === null) throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
+    if (reply === null) throw new TollgateError('APPROVAL_NOT_FOUND')
     if (reply.error !== undefined || reply.turn_id === undefined) throw remoteError(reply.error ?? 'INTERNAL')
     return { turnId: reply.turn_id }
   }

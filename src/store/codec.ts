@@ -3,7 +3,7 @@
  * PostgreSQL's jsonb rejects `\u0000`, which tool output may legitimately contain.
  */
 import type { ApprovalGrant } from '../../schemas/session.js'
-import type { BusEnvelope } from '../bus/bus.js'
+import type { BusEnvelope } from '../core/envelope.js'
 import { TERMINAL_TURN_STATUSES, type SessionRecord, type TurnRecord } from './store.js'
 
 export function encodeDoc (value: SessionRecord | TurnRecord | BusEnvelope): string {

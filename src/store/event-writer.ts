@@ -6,7 +6,7 @@
  * before append() returns; an asynchronous one (PostgreSQL) gets a group in one statement.
  */
 import type { Logger } from 'pino'
-import type { BusEnvelope } from '../bus/bus.js'
+import type { BusEnvelope } from '../core/envelope.js'
 import type { Store } from './store.js'
 
 const BATCH = 500

@@ -3,7 +3,7 @@
  * and out, so callers can never mutate stored state by accident. It is exclusive by nature:
  * its only instance is the process that holds it.
  */
-import type { BusEnvelope } from '../bus/bus.js'
+import type { BusEnvelope } from '../core/envelope.js'
 import { finishedMs } from './codec.js'
 import {
   newestFirst, TERMINAL_TURN_STATUSES, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn,

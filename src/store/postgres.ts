@@ -7,7 +7,7 @@
  * save pair is one statement too (two data-modifying CTE parts, atomic together).
  */
 import pg from 'pg'
-import type { BusEnvelope } from '../bus/bus.js'
+import type { BusEnvelope } from '../core/envelope.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import {
   FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,

@@ -8,7 +8,7 @@
 import type { ChatMessage } from '../providers/types.js'
 import type { ApprovalGrant } from '../../schemas/session.js'
 import type { Turn } from '../../schemas/turn.js'
-import type { BusEnvelope } from '../bus/bus.js'
+import type { BusEnvelope } from '../core/envelope.js'
 
 export interface SessionRecord {
   session_id: string

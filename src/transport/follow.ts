@@ -4,14 +4,14 @@
  * back and released after it. Every transport (WS, SSE, long-poll) uses this one function.
  */
 import { TERMINAL_EVENT_KINDS } from '../../schemas/events.js'
-import type { BusEnvelope, EventBus, Unsubscribe } from '../bus/bus.js'
+import type { BusEnvelope, EventLog, Unsubscribe } from '../bus/bus.js'
 
 export type FollowResult =
   | { kind: 'following', unsubscribe: Unsubscribe, lastSeq: number }
   | { kind: 'gap', firstSeq: number }
 
 export interface FollowOptions {
-  bus: EventBus
+  bus: EventLog
   turnId: string
   afterSeq: number
   /** The turn's last known seq, to tell "nothing yet" from "log already dropped". */

@@ -1,9 +1,10 @@
 /**
  * WebSocket client frames: parsed and validated against schemas/ws.ts (compiled once), so the
- * handlers only ever see well-formed frames. Failures carry the stable codes clients match on.
+ * handlers only ever see well-formed frames. Failures carry the stable codes clients match on;
+ * `errorFrame` is the one place a typed error becomes an `error` frame.
  */
 import { Ajv, type ValidateFunction } from 'ajv'
-import { ClientFrameSchemas, type ClientFrame, type ClientFrameType } from '../../schemas/ws.js'
+import { ClientFrameSchemas, type ClientFrame, type ClientFrameType, type ServerFrame } from '../../schemas/ws.js'
 import { TollgateError } from '../core/errors.js'
 
 const ajv = new Ajv({ allErrors: false, strict: false, removeAdditional: false, coerceTypes: false })
@@ -19,7 +20,7 @@ export function parseClientFrame (text: string): ClientFrame {
     throw new TollgateError('INVALID_JSON', 'frame is not valid JSON')
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new TollgateError('INVALID_FRAME', 'frame must be a JSON object')
+    throw new TollgateError('INVALID_FRAME')
   }
   const type = (value as { type?: unknown }).type
   const validate = typeof type === 'string' ? validators.get(type) : undefined
@@ -42,6 +43,14 @@ export function frameRef (text: string): string | undefined {
   } catch {
     return undefined
   }
+}
+
+/**
+ * The WS `error` frame for a typed error: the code and message the error took from the catalogue
+ * (core/errors.ts), with its detail appended, as problem JSON carries them over HTTP.
+ */
+export function errorFrame (err: TollgateError, ref: string | undefined): Extract<ServerFrame, { type: 'error' }> {
+  return { type: 'error', code: err.code, message: err.detail === undefined ? err.message : `${err.message}: ${err.detail}`, ...(ref === undefined ? {} : { ref }) }
 }
 
 export type { ClientFrameType }

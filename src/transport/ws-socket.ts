@@ -12,7 +12,7 @@ import { hasScope, principalKey, type Principal } from '../auth/principal.js'
 import type { BusEnvelope } from '../bus/bus.js'
 import { TollgateError } from '../core/errors.js'
 import { FrameRateLimiter } from '../core/security/frame-rate-limit.js'
-import { frameRef, parseClientFrame } from './frames.js'
+import { errorFrame, frameRef, parseClientFrame } from './frames.js'
 import { isSlowConsumer, logSlowConsumer } from './slow-consumer.js'
 import { SocketSession, type Send } from './ws-session.js'
 
@@ -21,7 +21,7 @@ export function checkOrigin (gateway: Gateway): (request: FastifyRequest) => Pro
   return async (request) => {
     if (!gateway.origins.allows(request.headers.origin, request.raw.socket.localPort)) {
       gateway.log.warn({ audit: 'ws_origin_refused', origin: request.headers.origin }, 'refused a WebSocket from a foreign origin')
-      throw new TollgateError('ORIGIN_NOT_ALLOWED', 'this Origin may not open a WebSocket here')
+      throw new TollgateError('ORIGIN_NOT_ALLOWED')
     }
   }
 }
@@ -46,12 +46,8 @@ export function serveSocket (gateway: Gateway, socket: WebSocket, principal: Pri
   }
 
   const reportError = (err: unknown, ref: string | undefined): void => {
-    if (err instanceof TollgateError) {
-      send({ type: 'error', code: err.code, message: err.detail === undefined ? err.message : `${err.message}: ${err.detail}`, ...(ref === undefined ? {} : { ref }) })
-      return
-    }
-    gateway.log.error({ err, connection_id: connection.id }, 'WebSocket frame handler failed')
-    send({ type: 'error', code: 'INTERNAL', message: 'internal error', ...(ref === undefined ? {} : { ref }) })
+    if (!(err instanceof TollgateError)) gateway.log.error({ err, connection_id: connection.id }, 'WebSocket frame handler failed')
+    send(errorFrame(err instanceof TollgateError ? err : new TollgateError('INTERNAL'), ref))
   }
 
   const limiter = new FrameRateLimiter({
@@ -63,7 +59,7 @@ export function serveSocket (gateway: Gateway, socket: WebSocket, principal: Pri
   const stopExpiry = principal.expiresAt === undefined
     ? () => {}
     : whenExpired(principal.expiresAt, () => {
-      send({ type: 'error', code: 'TOKEN_EXPIRED', message: 'the bearer token has expired; reconnect with a fresh one' })
+      send(errorFrame(new TollgateError('TOKEN_EXPIRED', 'the bearer token has expired; reconnect with a fresh one'), undefined))
       socket.close(1008, 'token expired')
     })
 

@@ -152,18 +152,6 @@ test('a completion with neither text nor tool calls fails the turn with EMPTY_CO
   assert.equal(failure(events).code, 'EMPTY_COMPLETION')
 })
 
-test('a successful tool with empty output reports "(no output)" to the model and in the event', async (t) => {
-  const g = await gateway(t, { risk_profiles: { default: { level: 'full' } } })
-  g.provider.enqueue({ toolCalls: [{ id: 's1', name: 'shell', arguments: { command: 'true' } }] }, { text: 'It ran.' })
-  const { turn, events } = await runTurn(g, { message: 'run true' })
-  assert.deepEqual(shape(events), ['turn.started', 'iteration', 'tool_call:shell', 'tool_result:shell:ok', 'iteration', 'turn.completed'])
-  const result = events.find((e) => e.event.kind === 'tool_result')?.event
-  assert.equal(result?.kind === 'tool_result' && result.output, '(no output)')
-  assert.equal(result?.kind === 'tool_result' && result.success, true)
-  assert.equal(g.provider.requests[1]?.body.messages.find((m) => m.role === 'tool')?.content, '(no output)')
-  assert.equal(turn.tool_calls[0]?.output, '(no output)')
-})
-
 test('max_tool_result_chars bounds the model-visible result with a truncation marker and the event says truncated', async (t) => {
   const g = await gateway(t, runtime({ max_tool_result_chars: 100 }))
   await writeFile(join(g.workspace, 'big.txt'), `${'A'.repeat(500)}${'B'.repeat(500)}`)

@@ -134,6 +134,6 @@ export function hostCheck (policy: HostPolicy) {
     const detail = host === undefined
       ? 'the request has no Host header'
       : `Host ${JSON.stringify(host)} is not server.host, the server.public_url host or in server.allowed_hosts`
-    throw new TollgateError('HOST_NOT_ALLOWED', 'this gateway does not serve the requested host', { detail })
+    throw new TollgateError('HOST_NOT_ALLOWED', { detail })
   }
 }

@@ -70,7 +70,7 @@ export interface ScopedTools {
 }
 
 function unknownAllowed (names: readonly string[]): TollgateError {
-  return new TollgateError('UNKNOWN_TOOL', 'tools.allow names a tool this agent does not have', {
+  return new TollgateError('UNKNOWN_TOOL', {
     detail: `not available to this agent: ${names.join(', ')}`
   })
 }

@@ -4,10 +4,10 @@
  * a summary of the tool calls it made. The sub-turn streams nothing of its own to the parent's
  * clients except approval requests, which go through the parent's backchannel.
  */
-import { isTurnScope } from '../turn/context.js'
-import { runToolLoop, type TurnOutcome } from '../turn/loop.js'
+import { isTurnScope } from './context.js'
+import { runToolLoop, type TurnOutcome } from './loop.js'
 import { defineTool, fail, type Tool, type ToolResult } from '../tools/contract.js'
-import { DELEGATE, deriveSubTurn, type DelegateDeps, type SubTurn } from '../turn/subturn.js'
+import { DELEGATE, deriveSubTurn, type DelegateDeps, type SubTurn } from './subturn.js'
 
 export const MAX_TASK_CHARS = 20_000
 export const MAX_TOOL_NAMES = 64
