@@ -11,9 +11,16 @@ export interface Sample {
   value: number
 }
 
+/** A sample line whose value is NaN (prom-client writes `Nan` for an event-loop lag with no samples yet). */
+const NAN_SAMPLE = /^(\w+)(?:\{(.*)\})?\s+nan$/i
+
 export async function parseExposition (text: string): Promise<Sample[]> {
-  const families = await getMetricsFromStream(Readable.from([text]))
-  const samples: Sample[] = []
+  // Prometheus reads NaN in any case; prom2javascript reads no NaN at all, so those lines are
+  // taken out before it parses and kept as NaN samples (their labels are not needed by any test).
+  const lines = text.split('\n')
+  const nan = lines.map((line) => NAN_SAMPLE.exec(line)).filter((m): m is RegExpExecArray => m !== null)
+  const families = await getMetricsFromStream(Readable.from([lines.filter((line) => !NAN_SAMPLE.test(line)).join('\n')]))
+  const samples: Sample[] = nan.map((m) => ({ name: m[1] ?? '', labels: {}, value: Number.NaN }))
   for (const [name, family] of Object.entries(families)) {
     if (family.type === 'histogram') {
       for (const series of family.data as PromHistogramData[]) {
