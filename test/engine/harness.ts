@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import { pino } from 'pino'
 import type { ApprovalAuditEntry, ToolCallRecord } from '../../schemas/turn.js'
 import type { TurnEvent } from '../../schemas/events.js'
+import { eventShape } from '../helpers/shape.js'
 import { LOCAL_PRINCIPAL } from '../../src/auth/principal.js'
 import { buildCatalog } from '../../src/app/server.js'
 import { SessionGrants } from '../../src/approval/grants.js'
@@ -184,17 +185,7 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
 }
 
 /** The event kinds in order, with tool names and statuses; text deltas left out. */
-export function shape (events: readonly TurnEvent[]): string[] {
-  return events.map((e) => {
-    switch (e.kind) {
-      case 'tool_call': return `tool_call:${e.name}`
-      case 'tool_result': return `tool_result:${e.name}:${e.status}`
-      case 'approval.resolved': return `approval.resolved:${e.decision}`
-      case 'approval.requested': return `approval.requested:${e.name}`
-      default: return e.kind
-    }
-  }).filter((k) => k !== 'text.delta')
-}
+export const shape = eventShape
 
 /** Tool messages the model saw in its n-th request (0-based). */
 export function toolMessages (provider: ScriptedProvider, n: number): ChatMessage[] {

@@ -11,6 +11,7 @@ import { deepMerge, loadConfig } from '../../src/core/config.js'
 import { buildServer, type BuildOptions, type Gateway } from '../../src/app/server.js'
 import type { EventEnvelope, TurnEvent } from '../../schemas/events.js'
 import { startFakeProvider, type FakeProvider } from './fake-provider.js'
+import { eventShape } from './shape.js'
 
 export interface TestGateway {
   gateway: Gateway
@@ -241,17 +242,9 @@ export class TestSocket {
   }
 }
 
-/** Compact view of an event sequence for exact assertions: kind, plus tool status/name where useful. */
+/** Compact view of an event sequence for exact assertions (see eventShape). */
 export function shape (events: readonly EventEnvelope[]): string[] {
-  return events.map(({ event: e }) => {
-    switch (e.kind) {
-      case 'tool_call': return `tool_call:${e.name}`
-      case 'tool_result': return `tool_result:${e.name}:${e.status}`
-      case 'approval.resolved': return `approval.resolved:${e.decision}`
-      case 'approval.requested': return `approval.requested:${e.name}`
-      default: return e.kind
-    }
-  }).filter((k) => k !== 'text.delta')
+  return eventShape(events.map((e) => e.event))
 }
 
 export function assertSeqContiguous (events: readonly EventEnvelope[]): void {
