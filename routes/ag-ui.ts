@@ -1,8 +1,7 @@
 /** POST /v1/ag-ui: AG-UI RunAgentInput in, AG-UI events out (src/adapters/ag-ui.ts does the translating). */
 import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { AgUiEventStream, AgUiRunInput } from '../schemas/adapters.js'
-import { Problem } from '../schemas/common.js'
+import { AdapterRefusals, AgUiEventStream, AgUiRunInput } from '../schemas/adapters.js'
 import { AgUiTranslator, planRun } from '../src/adapters/ag-ui.js'
 import { findApprovals, resumeTurn, streamNewTurn } from '../src/adapters/stream.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
@@ -24,14 +23,7 @@ export default async function agUiRoutes (app: FastifyInstance): Promise<void> {
           headers: { 'x-turn-id': { description: 'The Tollgate turn behind the run', schema: Type.String() } },
           content: { 'text/event-stream': { schema: AgUiEventStream } }
         },
-        400: Problem,
-        401: Problem,
-        403: Problem,
-        404: Problem,
-        409: Problem,
-        410: Problem,
-        413: Problem,
-        429: Problem
+        ...AdapterRefusals
       }
     }
   }, async (request, reply) => {

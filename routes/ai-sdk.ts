@@ -1,8 +1,7 @@
 /** POST /v1/ai-sdk/chat: an AI SDK 6 chat request in, a UI message stream out (src/adapters/ai-sdk.ts translates). */
 import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { AiSdkChatRequest, AiSdkUiMessageStream } from '../schemas/adapters.js'
-import { Problem } from '../schemas/common.js'
+import { AdapterRefusals, AiSdkChatRequest, AiSdkUiMessageStream } from '../schemas/adapters.js'
 import { AiSdkTranslator, planChat, UI_MESSAGE_STREAM_HEADERS } from '../src/adapters/ai-sdk.js'
 import { findApprovals, resumeTurn, streamNewTurn } from '../src/adapters/stream.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
@@ -27,14 +26,7 @@ export default async function aiSdkRoutes (app: FastifyInstance): Promise<void> 
           },
           content: { 'text/event-stream': { schema: AiSdkUiMessageStream } }
         },
-        400: Problem,
-        401: Problem,
-        403: Problem,
-        404: Problem,
-        409: Problem,
-        410: Problem,
-        413: Problem,
-        429: Problem
+        ...AdapterRefusals
       }
     }
   }, async (request, reply) => {

@@ -6,7 +6,7 @@
  * (ids, the last user message, approval answers) is checked exactly in src/adapters/.
  */
 import { Type, type Static } from '@sinclair/typebox'
-import { ClientId } from './common.js'
+import { ClientId, Problem } from './common.js'
 
 /** More messages than any conversation a person typed; the body limit bounds their size. */
 export const MAX_ADAPTER_MESSAGES = 1000
@@ -90,3 +90,8 @@ export const AiSdkUiMessageStream = Type.String({
     '(start, start-step, text-start/delta/end, tool-input-start/available, tool-approval-request, data-tollgate-approval, ' +
     'tool-output-available/error/denied, finish-step, finish, error, abort), then `data: [DONE]`'
 })
+
+/** The problem answers both adapter routes give before their stream starts (docs/wire-behaviour.md). */
+export const AdapterRefusals = {
+  400: Problem, 401: Problem, 403: Problem, 404: Problem, 409: Problem, 410: Problem, 413: Problem, 429: Problem
+}
