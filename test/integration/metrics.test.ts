@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises'
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
@@ -106,6 +107,8 @@ test('a known workload is counted exactly: turns and their durations, sub-millis
   const ws = await g.socket()
   const accepted = await ws.request({ type: 'turn.start', message: 'go' })
   await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'tool_call')
+  // The tool is still running; let it run measurably before the cancel (the duration check below).
+  await delay(20)
   await ws.request({ type: 'cancel', turn_id: accepted.turn_id })
   await ws.waitForTerminal(accepted.turn_id)
   // turn_end is recorded once the turn is persisted, just after its terminal event went out.
