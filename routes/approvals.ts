@@ -24,7 +24,7 @@ export default async function approvalRoutes (app: FastifyInstance): Promise<voi
     }
   }, async (request) => {
     const q = request.query as ApprovalsQuery
-    return await turns.pendingApprovals(principalOf(request), {
+    return await turns.listing.pendingApprovals(principalOf(request), {
       limit: q.limit ?? DEFAULT_PAGE_LIMIT,
       ...(q.session_id === undefined ? {} : { sessionId: q.session_id }),
       ...(q.turn_id === undefined ? {} : { turnId: q.turn_id }),

@@ -30,7 +30,7 @@ export default async function sessionRoutes (app: FastifyInstance): Promise<void
     }
   }, async (request) => {
     const q = request.query as { limit?: number, cursor?: string }
-    return await turns.listSessions(principalOf(request), {
+    return await turns.listing.sessions(principalOf(request), {
       limit: q.limit ?? DEFAULT_PAGE_LIMIT,
       ...(q.cursor === undefined ? {} : { cursor: q.cursor })
     })

@@ -3,13 +3,9 @@
  * Behaviour lives in TurnService; starting over HTTP/SSE in src/transport/http-turn.ts.
  */
 import type { FastifyInstance } from 'fastify'
-import { Type } from '@sinclair/typebox'
 import { Problem, TurnIdParams } from '../schemas/common.js'
-import { DEFAULT_PAGE_LIMIT } from '../schemas/approval.js'
-import {
-  CancelResult, EventsHeaders, EventsPage, EventsQuery, Turn, TurnAccepted, TurnEventStream, TurnRequest, TurnsPage, TurnsQuery,
-  TurnStartQuery
-} from '../schemas/turn.js'
+import { CancelResult, Turn, TurnsPage, TurnsQuery } from '../schemas/turn.js'
+import { StartTurnRoute, TurnEventsRoute } from '../schemas/turn-routes.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import { turnEventsOverHttp } from '../src/transport/http-events.js'
 import { publicTurn, startTurnOverHttp } from '../src/transport/http-turn.js'
@@ -19,25 +15,7 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
 
   app.post('/v1/turns', {
     onRequest: authenticate(auth, 'turns:write'),
-    schema: {
-      summary: 'Start a turn',
-      description: '202 by default (no owner unless owner_connection names a WebSocket). With `Accept: text/event-stream` the events stream as SSE (`id:` = seq) and the request owns the turn; with `?wait=true` the answer is 200 with the final turn and the request owns it.',
-      body: TurnRequest,
-      querystring: TurnStartQuery,
-      response: {
-        200: {
-          description: 'With `?wait=true`: the finished turn. With `Accept: text/event-stream`: the turn\'s events as they happen.',
-          headers: { 'x-turn-id': { description: 'The started turn (SSE answers)', schema: Type.String() } },
-          content: { 'application/json': { schema: Turn }, 'text/event-stream': { schema: TurnEventStream } }
-        },
-        202: TurnAccepted,
-        400: Problem,
-        401: Problem,
-        403: Problem,
-        409: Problem,
-        429: Problem
-      }
-    }
+    schema: StartTurnRoute
   }, async (request, reply) => await startTurnOverHttp(app.gateway, request, reply))
 
   app.get('/v1/turns/:id', {
@@ -50,27 +28,7 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
 
   app.get('/v1/turns/:id/events', {
     onRequest: authenticate(auth, 'turns:read'),
-    schema: {
-      summary: 'Replay a turn\'s events after a seq, or stream them',
-      description: 'JSON by default: the retained events after `after_seq`. With `Accept: text/event-stream`: server-sent events, ' +
-        'replay then live (`id:` = seq), resuming after the `Last-Event-ID` header when given (it wins over `after_seq`), a comment ' +
-        'line every `server.sse_keepalive_ms`, ending after the terminal event; 204 when the turn has ended and nothing is left to send. ' +
-        'This stream never owns the turn: dropping it cancels nothing.',
-      params: TurnIdParams,
-      querystring: EventsQuery,
-      headers: EventsHeaders,
-      response: {
-        200: {
-          description: 'The events: a page (JSON) or a stream (`Accept: text/event-stream`)',
-          content: { 'application/json': { schema: EventsPage }, 'text/event-stream': { schema: TurnEventStream } }
-        },
-        204: { description: 'Event stream requested for an ended turn with nothing after Last-Event-ID / after_seq', type: 'null' },
-        400: Problem,
-        401: Problem,
-        404: Problem,
-        410: Problem
-      }
-    }
+    schema: TurnEventsRoute
   }, async (request, reply) => await turnEventsOverHttp(app.gateway, request, reply))
 
   app.get('/v1/turns', {
@@ -82,13 +40,7 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
       response: { 200: TurnsPage, 400: Problem, 401: Problem }
     }
   }, async (request) => {
-    const q = request.query as TurnsQuery
-    return await turns.listTurns(principalOf(request), {
-      limit: q.limit ?? DEFAULT_PAGE_LIMIT,
-      ...(q.session_id === undefined ? {} : { sessionId: q.session_id }),
-      ...(q.status === undefined ? {} : { status: q.status }),
-      ...(q.cursor === undefined ? {} : { cursor: q.cursor })
-    })
+    return await turns.listing.turns(principalOf(request), request.query as TurnsQuery)
   })
 
   app.delete('/v1/turns/:id', {

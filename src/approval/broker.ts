@@ -42,10 +42,11 @@ export interface TurnApprovalRoute {
 
 const SETTLED_MEMORY = 1024
 
-const LATE_ANSWER: Record<SettledAs, { code: 'APPROVAL_ALREADY_RESOLVED' | 'APPROVAL_EXPIRED' | 'APPROVAL_CANCELLED', message: string }> = {
-  answered: { code: 'APPROVAL_ALREADY_RESOLVED', message: 'this approval request was already answered' },
-  expired: { code: 'APPROVAL_EXPIRED', message: 'this approval request expired unanswered; the call was denied' },
-  cancelled: { code: 'APPROVAL_CANCELLED', message: 'the turn of this approval request was cancelled' }
+/** The typed refusal of an answer that came too late; texts come from the error catalogue, as on every instance. */
+const LATE_ANSWER: Record<SettledAs, 'APPROVAL_ALREADY_RESOLVED' | 'APPROVAL_EXPIRED' | 'APPROVAL_CANCELLED'> = {
+  answered: 'APPROVAL_ALREADY_RESOLVED',
+  expired: 'APPROVAL_EXPIRED',
+  cancelled: 'APPROVAL_CANCELLED'
 }
 
 export class ApprovalBroker {
@@ -133,10 +134,9 @@ export class ApprovalBroker {
     if (p === undefined || p.owner !== answer.principal) {
       const settled = this.settled.get(requestId)
       if (settled !== undefined && settled.owner === answer.principal) {
-        const late = LATE_ANSWER[settled.as]
-        throw new TollgateError(late.code, late.message)
+        throw new TollgateError(LATE_ANSWER[settled.as])
       }
-      throw new TollgateError('APPROVAL_NOT_FOUND', 'no pending approval request with this id')
+      throw new TollgateError('APPROVAL_NOT_FOUND')
     }
     if (answer.decision === 'edit' && (answer.replacement === undefined)) {
       throw new TollgateError('INVALID_DECISION')

@@ -4,6 +4,8 @@
  * be a live one of the same principal; capacity is bounded overall and per principal; a session
  * belongs to one principal and runs one turn at a time (on any instance). Refusals are typed errors; cross-principal attempts are audited.
  */
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { Config } from '../core/config.js'
@@ -21,6 +23,10 @@ export interface AdmissionDeps {
   /** The turns running on this instance, by id. */
   active: ReadonlyMap<string, RunningTurn>
 }
+
+/** How long a refused start with an idempotency key looks for a racing original's claim: 10 × 50 ms. */
+const RACE_POLLS = 10
+const RACE_POLL_MS = 50
 
 export class Admission {
   private readonly busySessions = new Map<string, string>()
@@ -48,6 +54,23 @@ export class Admission {
     if (seen === null) return null
     if (seen.fingerprint !== claim.fingerprint) throw new TollgateError('IDEMPOTENCY_CONFLICT')
     return seen.turnId
+  }
+
+  /**
+   * The turn that won a race for `claim`, when a start with that key was refused with `refusal`.
+   * A repeat racing its original (here or on another instance) can find the session busy or the
+   * principal's slots taken by the racers before its claim loses: the original's claim, once
+   * committed, is the answer then. Racers arrive within moments of each other; otherwise the
+   * refusal stands.
+   */
+  async raceWinner (claim: IdempotencyClaim | null, refusal: unknown): Promise<string> {
+    if (claim === null || !(refusal instanceof TollgateError) || !(refusal.code === 'SESSION_BUSY' || refusal.code === 'TOO_MANY_TURNS')) throw refusal
+    for (let attempt = 0; attempt < RACE_POLLS; attempt++) {
+      const original = await this.repeatOf(claim)
+      if (original !== null) return original
+      await sleep(RACE_POLL_MS)
+    }
+    throw refusal
   }
 
   checkOwnerConnection (owner: string, request: TurnRequest, ownerConnection: string | null): void {
@@ -87,8 +110,12 @@ export class Admission {
     throw new TollgateError('SESSION_BUSY')
   }
 
-  /** The stored session the turn continues (null for a new one), once it may run in it. */
-  async admitSession (sessionId: string, owner: string): Promise<SessionRecord | null> {
+  /**
+   * The session a new turn runs in: the stored one it continues (once it may run there), or a
+   * new one of the requested (or default) agent. A session keeps the agent it started with.
+   */
+  async sessionFor (request: TurnRequest, owner: string, nowIso: string): Promise<SessionRecord> {
+    const sessionId = request.session_id ?? `ses_${randomUUID()}`
     // Ownership before busy-ness: another principal's session answers FORBIDDEN whether or not a
     // turn runs in it, so the answer says nothing about that principal's activity.
     const existing = await this.deps.store.getSession(sessionId)
@@ -98,6 +125,13 @@ export class Admission {
     const latest = existing?.turn_ids.at(-1)
     if (latest !== undefined && !this.deps.active.has(latest) && (await this.deps.store.getTurn(latest))?.status === 'running') {
       throw new TollgateError('SESSION_BUSY')
+    }
+    if (existing === null) {
+      const agent = request.agent ?? this.deps.config.default_agent
+      return { session_id: sessionId, owner, agent, created_at: nowIso, updated_at: nowIso, turn_ids: [], history: [], always_allowed: [] }
+    }
+    if (request.agent !== undefined && request.agent !== existing.agent) {
+      throw new TollgateError('INVALID_REQUEST', `session ${sessionId} belongs to agent ${existing.agent}`)
     }
     return existing
   }

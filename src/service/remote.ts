@@ -1,12 +1,14 @@
 /**
- * The control plane's serving side: another instance asks this one to cancel a turn, deliver an
- * approval answer, or say whether an operator watches a turn from here. Each answer is a reply
- * body when the request concerns something on this instance, null when it does not.
+ * Turns on other instances, over the control plane. Asking: cancel a turn running elsewhere,
+ * deliver an approval answer to the instance that holds the request, ask whether an operator
+ * watches a turn from a socket elsewhere. Serving: the same questions from the other instances,
+ * each answered with a reply body when it concerns something on this instance, null when not.
  */
-import type { ApprovalBroker } from '../approval/broker.js'
+import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
 import type { ControlRequest } from '../bus/bus.js'
-import type { ReplyBody } from '../cluster/control.js'
+import { ControlRpc, remoteError, type ControlRpcOptions, type ReplyBody } from '../cluster/control.js'
 import { TollgateError } from '../core/errors.js'
+import type { TurnRecord } from '../store/store.js'
 import { CancelReason } from '../turn/loop.js'
 import type { ConnectionRegistry } from './connections.js'
 import type { RunningTurn } from './running-turn.js'
@@ -42,5 +44,39 @@ export async function applyControl (scope: RemoteScope, request: ControlRequest)
     }
     case 'watching':
       return scope.connections.watchedBy(request.principal, request.turn_id, request.session_id) ? {} : null
+  }
+}
+
+export class RemoteTurns {
+  private readonly rpc: ControlRpc
+
+  constructor (deps: ControlRpcOptions, scope: RemoteScope) {
+    this.rpc = new ControlRpc(deps)
+    this.rpc.serve(async (request) => await applyControl(scope, request))
+  }
+
+  /** Whether an operator of the turn's principal watches it from a socket on another instance. */
+  async watching (record: TurnRecord): Promise<boolean> {
+    const reply = await this.rpc.request({ type: 'watching', turn_id: record.turn_id, session_id: record.session_id, principal: record.owner })
+    return reply !== null && reply.error === undefined
+  }
+
+  /** Its instance cancels the turn and answers once the turn has ended. */
+  async cancel (turnId: string, principal: string, reason: string): Promise<void> {
+    await this.rpc.request({ type: 'cancel', turn_id: turnId, principal, reason })
+  }
+
+  async answer (requestId: string, principal: string, answer: Omit<OperatorAnswer, 'principal'>): Promise<{ turnId: string }> {
+    const reply = await this.rpc.request({
+      type: 'approval', request_id: requestId, principal, decision: answer.decision, decided_by: answer.decidedBy, channel: answer.channel,
+      ...(answer.replacement === undefined ? {} : { replacement: answer.replacement })
+    })
+    if (reply === null) throw new TollgateError('APPROVAL_NOT_FOUND')
+    if (reply.error !== undefined || reply.turn_id === undefined) throw remoteError(reply.error ?? 'INTERNAL')
+    return { turnId: reply.turn_id }
+  }
+
+  close (): void {
+    this.rpc.close()
   }
 }

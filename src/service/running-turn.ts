@@ -6,13 +6,14 @@
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { SessionGrants } from '../approval/grants.js'
+import { ERRORS } from '../core/errors.js'
 import type { BusEnvelope, EventLog } from '../bus/bus.js'
 import type { Config } from '../core/config.js'
 import { scrubText } from '../core/security/redact.js'
 import type { ReceiptKey } from '../receipts/keys.js'
 import { TERMINAL_TURN_STATUSES, type SessionRecord, type Store, type TurnRecord } from '../store/store.js'
-import type { TurnState } from '../turn/context.js'
-import { CancelReason, type TurnOutcome } from '../turn/loop.js'
+import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
+import { CancelReason, runToolLoop, type TurnOutcome } from '../turn/loop.js'
 import type { ConnectionRegistry } from './connections.js'
 
 /** The cancellation reason of a turn that ran out of `turns.turn_timeout_ms`. */
@@ -111,8 +112,39 @@ export class RunningTurn {
     this.disposers.push(dispose)
   }
 
+  /**
+   * Runs the tool loop to its outcome, records and publishes it (finish), then lets the service
+   * release the turn's session and slots before anyone waiting for its end wakes up.
+   */
+  async run (
+    exec: ResolvedAgentExecution, state: TurnState, session: SessionRecord, grants: SessionGrants, channel: string, release: () => void
+  ): Promise<void> {
+    const { record } = this
+    const correlation = { turn_id: record.turn_id, session_id: record.session_id, agent: record.agent, channel }
+    exec.observer.record({
+      kind: 'turn_start', provider: exec.model.provider.name, provider_kind: exec.model.provider.kind, model: exec.model.model,
+      ...correlation
+    })
+    const started = performance.now()
+    let outcome: TurnOutcome
+    try {
+      outcome = await runToolLoop(exec, state)
+    } catch (err) {
+      state.log.error({ err }, 'turn loop crashed')
+      outcome = { status: 'failed', code: 'INTERNAL', message: ERRORS.INTERNAL.message }
+    }
+    outcome = this.settle(outcome)
+    await this.finish(session, state, outcome, grants)
+    release()
+    exec.observer.record({
+      kind: 'turn_end', status: record.status, duration_ms: performance.now() - started, iterations: record.iterations,
+      ...(outcome.status === 'failed' ? { code: outcome.code } : {}), ...correlation
+    })
+    this.resolveDone(this.record)
+  }
+
   /** The failure a cancelled outcome really was when the turn's own timeout cancelled it. */
-  settle (outcome: TurnOutcome): TurnOutcome {
+  private settle (outcome: TurnOutcome): TurnOutcome {
     if (outcome.status === 'cancelled' && this.controller.signal.reason instanceof TurnTimeout) {
       return { status: 'failed', code: 'TURN_TIMEOUT', message: `turn exceeded ${this.host.config.turns.turn_timeout_ms} ms` }
     }
@@ -123,7 +155,7 @@ export class RunningTurn {
    * Records the outcome on the turn and its session, persists both, then publishes the terminal
    * event and releases the turn's timers and owner binding.
    */
-  async finish (session: SessionRecord, state: TurnState, outcome: TurnOutcome, grants: SessionGrants): Promise<void> {
+  private async finish (session: SessionRecord, state: TurnState, outcome: TurnOutcome, grants: SessionGrants): Promise<void> {
     const { record } = this
     record.status = outcome.status
     let terminal: TurnEvent
@@ -154,10 +186,5 @@ export class RunningTurn {
     }
     this.emit(terminal, record.updated_at)
     for (const dispose of this.disposers) dispose()
-  }
-
-  /** Wakes everyone waiting for the turn's end; called once the service has released it. */
-  resolve (): void {
-    this.resolveDone(this.record)
   }
 }

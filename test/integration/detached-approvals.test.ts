@@ -162,6 +162,8 @@ test('late and wrong answers are typed errors that change nothing: unknown id, a
   assert.equal((await g.http('POST', `/v1/approvals/${answeredId}`, { decision: 'no' })).status, 200)
   const twice = await g.http('POST', `/v1/approvals/${answeredId}`, { decision: 'yes' })
   assert.deepEqual([twice.status, twice.body.code], [409, 'APPROVAL_ALREADY_RESOLVED'])
+  // The catalogue's text, the same a peer instance's refusal is rebuilt with.
+  assert.equal(twice.body.title, 'this approval request was already resolved')
   const done = await finishedTurn(g, answered.turn_id)
   assert.deepEqual([done.approvals.length, done.approvals[0].decision, done.tool_calls[0].status], [1, 'no', 'denied'])
   assert.equal(probes.runs.length, 0)

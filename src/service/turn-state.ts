@@ -1,0 +1,139 @@
+/**
+ * The execution context (src/turn/context.ts's resolved agent, model, tools and knobs) and the
+ * engine state of a new turn (src/turn/context.ts's TurnState), wired to its RunningTurn:
+ * events go out through the turn's sequence, approvals through the broker with the turn's
+ * backchannel test, and the record keeps its tool calls (in model order), approval audit,
+ * pending approvals and usage as they happen.
+ */
+import type { Logger } from 'pino'
+import type { TurnEvent } from '../../schemas/events.js'
+import type { TurnRequest } from '../../schemas/turn.js'
+import type { ApprovalBroker } from '../approval/broker.js'
+import type { SessionGrants } from '../approval/grants.js'
+import type { Config } from '../core/config.js'
+import type { Observer } from '../observe/observer.js'
+import type { ModelProvider } from '../providers/types.js'
+import type { ReceiptKey } from '../receipts/keys.js'
+import type { SessionRecord } from '../store/store.js'
+import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
+import type { ToolCatalog } from '../tools/catalog.js'
+import type { McpToolSource } from '../tools/contract.js'
+import type { ToolHooks } from '../turn/hooks.js'
+import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
+import { trimHistory } from '../turn/history.js'
+import { UsageTally } from '../turn/usage.js'
+import type { ConnectionRegistry } from './connections.js'
+import type { RemoteTurns } from './remote.js'
+import type { RunningTurn } from './running-turn.js'
+
+export interface ExecutionDeps {
+  config: Config
+  catalog: ToolCatalog
+  providers: ReadonlyMap<string, ModelProvider>
+  observer: Observer
+  hooks: ToolHooks
+  mcp?: McpToolSource
+  workspaces: WorkspaceLayout
+}
+
+export interface NewTurn {
+  request: TurnRequest
+  session: SessionRecord
+  grants: SessionGrants
+  /** Transport label for audit and observer records. */
+  channel: string
+  tenant: string
+  receipts: ReceiptKey
+}
+
+/** The agent, model, scoped tools and knobs the turn runs with, resolved once at its start. */
+export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedAgentExecution {
+  const { request, session } = turn
+  return resolveTurnContext({
+    config: deps.config,
+    agentName: session.agent,
+    catalog: deps.catalog,
+    providers: deps.providers,
+    observer: deps.observer,
+    hooks: deps.hooks,
+    grants: turn.grants,
+    channel: turn.channel,
+    ...(request.tools === undefined ? {} : { narrowing: request.tools }),
+    ...(deps.mcp === undefined ? {} : { mcp: deps.mcp }),
+    message: request.message,
+    ...(request.approval_timeout_ms === undefined ? {} : { approvalTimeoutMs: request.approval_timeout_ms }),
+    receiptGenerator: () => turn.receipts,
+    workspaceDir: deps.workspaces.dirFor(turn.tenant, session.session_id)
+  })
+}
+
+export interface TurnStateDeps {
+  config: Config
+  log: Logger
+  broker: ApprovalBroker
+  connections: ConnectionRegistry
+  remote: RemoteTurns
+}
+
+/** Whether someone can answer the turn's approvals now: its owner socket, or a watcher on any instance. */
+async function hasBackchannel (deps: TurnStateDeps, running: RunningTurn): Promise<boolean> {
+  const { record } = running
+  if (running.ownerConnection !== null) {
+    const owner = deps.connections.get(running.ownerConnection)
+    if (owner !== undefined && !owner.closed && owner.kind !== 'http' && owner.canAnswer) return true
+  }
+  if (deps.connections.watchedBy(record.owner, record.turn_id, record.session_id)) return true
+  return await deps.remote.watching(record)
+}
+
+export function assembleTurnState (deps: TurnStateDeps, running: RunningTurn, session: SessionRecord, request: TurnRequest): TurnState {
+  const { record } = running
+  const { turn_id: turnId, session_id: sessionId, owner } = record
+  const { runtime } = resolveAgent(deps.config, record.agent)
+  const history = trimHistory([...session.history, { role: 'user', content: request.message }], runtime.max_history_messages)
+  const log = deps.log.child({ turn_id: turnId, session_id: sessionId, agent: record.agent })
+  const emit = (event: TurnEvent): void => { running.emit(event) }
+  const usage = new UsageTally()
+  return {
+    turnId,
+    sessionId,
+    history,
+    signal: running.controller.signal,
+    interactive: request.interactive !== false,
+    log,
+    emit,
+    approvals: deps.broker.channelFor({
+      turnId,
+      sessionId,
+      owner,
+      hasBackchannel: async () => await hasBackchannel(deps, running),
+      emit,
+      onPending: (requestId, request) => {
+        // A turn asks its calls one at a time in model order (approval makes a batch sequential): appending keeps it.
+        record.pending_approvals = request === null
+          ? record.pending_approvals.filter((p) => p.request_id !== requestId)
+          : [...record.pending_approvals, request]
+        running.checkpoint(log)
+      }
+    }),
+    // Slots settle out of order (preparation fills some before others run); the record keeps model order.
+    recordToolCall: (r) => {
+      const at = record.tool_calls.findIndex((c) => c.iteration > r.iteration || (c.iteration === r.iteration && c.index > r.index))
+      if (at === -1) record.tool_calls.push(r)
+      else record.tool_calls.splice(at, 0, r)
+      running.checkpoint(log)
+    },
+    recordApproval: (e) => {
+      record.approvals.push(e)
+      running.checkpoint(log)
+    },
+    // Kept on the record as it grows (a running turn's GET shows it); stored with the next save.
+    recordCallUsage: (u) => {
+      usage.add(u)
+      const current = usage.current()
+      if (current !== undefined) record.usage = current
+    },
+    promptShellSignatures: new Set(),
+    ...freshLoopBookkeeping(runtime)
+  }
+}
