@@ -129,6 +129,21 @@ export type TokenUsage = Static<typeof TokenUsage>
 
 const TerminalUsage = Type.Optional(TokenUsage)
 
+/**
+ * The turn continues after its gateway stopped (a restart, a deploy, or on PostgreSQL another
+ * instance taking over a dead one's turn). Everything before it is as it was; what follows is the
+ * turn going on from its last checkpoint.
+ */
+export const TurnResumedEvent = Type.Object({
+  kind: Type.Literal('turn.resumed'),
+  from_checkpoint: Type.Union([Type.Literal('model_call'), Type.Literal('approval_wait'), Type.Literal('tool_dispatch')], {
+    description: 'model_call: the model call in flight is made again (text streamed by the lost call is superseded); ' +
+      'approval_wait: the pending approval waits again under its request_id and expires_at; ' +
+      'tool_dispatch: calls that finished keep their results, a call that was running is recorded interrupted and not run again'
+  }),
+  checkpoint_seq: Type.Integer({ minimum: 0, description: 'The last event before the checkpoint the turn resumed from' })
+})
+
 export const TurnCompletedEvent = Type.Object({
   kind: Type.Literal('turn.completed'),
   final_text: Type.String(),
@@ -157,6 +172,7 @@ export const TurnEvent = Type.Union([
   ApprovalRequestedEvent,
   ApprovalResolvedEvent,
   IterationEvent,
+  TurnResumedEvent,
   TurnCompletedEvent,
   TurnCancelledEvent,
   TurnFailedEvent

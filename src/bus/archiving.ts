@@ -11,6 +11,7 @@
 import type { Logger } from 'pino'
 import { EventLogWriter } from '../store/event-writer.js'
 import type { Store } from '../store/store.js'
+import type { CheckpointRow } from '../core/envelope.js'
 import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
 
 export interface ArchivingBusOptions {
@@ -45,6 +46,8 @@ export class ArchivingBus implements EventBus {
   private readonly afterGroupWrite: ((group: readonly BusEnvelope[]) => void) | undefined
   /** Published, not yet written nor fanned out; a flush is queued whenever this is non-empty. */
   private group: BusEnvelope[] = []
+  /** Checkpoints taken in this synchronous run, written with its group. */
+  private checkpoints: CheckpointRow[] = []
 
   constructor (options: ArchivingBusOptions) {
     this.inner = options.inner
@@ -60,15 +63,22 @@ export class ArchivingBus implements EventBus {
 
   publish (envelope: BusEnvelope): void {
     this.group.push(envelope)
-    if (this.group.length === 1) queueMicrotask(this.flush)
+    if (this.group.length === 1 && this.checkpoints.length === 0) queueMicrotask(this.flush)
+  }
+
+  checkpoint (row: CheckpointRow): void {
+    this.checkpoints.push(row)
+    if (this.checkpoints.length === 1 && this.group.length === 0) queueMicrotask(this.flush)
   }
 
   /** Stored first: with a synchronous store no client can see an event a crash would lose. */
   private readonly flush = (): void => {
-    if (this.group.length === 0) return
+    if (this.group.length === 0 && this.checkpoints.length === 0) return
     const group = this.group
+    const checkpoints = this.checkpoints
     this.group = []
-    this.writer.append(group)
+    this.checkpoints = []
+    this.writer.append(group, checkpoints)
     this.afterGroupWrite?.(group)
     for (const envelope of group) this.inner.publish(envelope)
   }

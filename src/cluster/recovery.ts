@@ -9,7 +9,7 @@
 import type { Logger } from 'pino'
 import { TERMINAL_EVENT_KINDS, type TurnEvent } from '../../schemas/events.js'
 import type { ApprovalAuditEntry, ToolCallRecord } from '../../schemas/turn.js'
-import type { BusEnvelope, EventBus } from '../bus/bus.js'
+import type { BusEnvelope, EventBus, EventLog } from '../bus/bus.js'
 import type { RunningTurn, Store, TurnRecord } from '../store/store.js'
 
 export const INTERRUPTED_MESSAGE = 'the gateway instance running this turn stopped before the turn finished'
@@ -80,11 +80,11 @@ function adoptTerminal (record: TurnRecord, event: TurnEvent): void {
 /** Bound on the pages of one turn's log read back (each up to turns.max_events_per_turn). */
 const MAX_LOG_PAGES = 100
 
-/** The turn's whole retained log, page by page; what cannot be read is simply absent. */
-async function readLog (bus: EventBus, turnId: string): Promise<BusEnvelope[]> {
+/** The turn's retained log after `afterSeq`, page by page; what cannot be read is simply absent. */
+export async function readLog (bus: EventLog, turnId: string, afterSeq = 0): Promise<BusEnvelope[]> {
   const events: BusEnvelope[] = []
   for (let page = 0; page < MAX_LOG_PAGES; page++) {
-    const replay = await bus.replay(turnId, events.at(-1)?.seq ?? 0).catch(() => null)
+    const replay = await bus.replay(turnId, events.at(-1)?.seq ?? afterSeq).catch(() => null)
     if (replay?.kind !== 'events' || replay.events.length === 0) break
     events.push(...replay.events)
   }

@@ -6,7 +6,7 @@
  * before append() returns; an asynchronous one (PostgreSQL) gets a group in one statement.
  */
 import type { Logger } from 'pino'
-import type { BusEnvelope } from '../core/envelope.js'
+import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import type { Store } from './store.js'
 
 const BATCH = 500
@@ -18,9 +18,23 @@ export interface EventLogWriterOptions {
   retryMs: number
 }
 
+/** Queued in order: a checkpoint never reaches the store before the events it follows. */
+type Entry = { envelope: BusEnvelope } | { checkpoint: CheckpointRow }
+
+function split (entries: readonly Entry[]): { events: BusEnvelope[], checkpoints: CheckpointRow[] } {
+  const events: BusEnvelope[] = []
+  // Only the latest checkpoint of a turn matters.
+  const checkpoints = new Map<string, CheckpointRow>()
+  for (const e of entries) {
+    if ('envelope' in e) events.push(e.envelope)
+    else checkpoints.set(e.checkpoint.turn_id, e.checkpoint)
+  }
+  return { events, checkpoints: [...checkpoints.values()] }
+}
+
 export class EventLogWriter {
   private readonly options: EventLogWriterOptions
-  private queue: BusEnvelope[] = []
+  private queue: Entry[] = []
   private running: Promise<void> | null = null
   private closed = false
   private dropped = 0
@@ -30,19 +44,24 @@ export class EventLogWriter {
     this.options = options
   }
 
-  /** Appends a group of events (in seq order per turn) as one write when nothing is queued. */
-  append (group: readonly BusEnvelope[]): void {
-    if (this.closed || group.length === 0) return
+  /**
+   * Appends a group of events (in seq order per turn), with the checkpoints taken after them, as
+   * one write when nothing is queued.
+   */
+  append (group: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): void {
+    if (this.closed || (group.length === 0 && checkpoints.length === 0)) return
     const now = this.options.store.appendEventsNow
     if (now !== undefined && this.queue.length === 0) {
       try {
-        now.call(this.options.store, group)
+        if (checkpoints.length === 0) now.call(this.options.store, group)
+        else now.call(this.options.store, group, checkpoints)
         return
       } catch (err) {
         this.options.log.warn({ err }, 'could not append to the event log; retrying')
       }
     }
-    for (const envelope of group) this.queue.push(envelope)
+    for (const envelope of group) this.queue.push({ envelope })
+    for (const checkpoint of checkpoints) this.queue.push({ checkpoint })
     this.trim()
     this.running ??= this.run()
   }
@@ -58,8 +77,10 @@ export class EventLogWriter {
   private async run (): Promise<void> {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, BATCH)
+      const { events, checkpoints } = split(batch)
       try {
-        await this.options.store.appendEvents(batch)
+        if (checkpoints.length === 0) await this.options.store.appendEvents(events)
+        else await this.options.store.appendEvents(events, checkpoints)
         if (this.dropped > 0) {
           this.options.log.warn({ dropped: this.dropped }, 'the event log is reachable again')
           this.dropped = 0

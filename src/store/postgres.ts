@@ -7,7 +7,7 @@
  * save pair is one statement too (two data-modifying CTE parts, atomic together).
  */
 import pg from 'pg'
-import type { BusEnvelope } from '../core/envelope.js'
+import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import {
   FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,
@@ -61,6 +61,11 @@ UPDATE ${s}.tollgate_sessions SET updated_at = substring(doc from '"updated_at":
 UPDATE ${s}.tollgate_turns SET created_at = substring(doc from '"created_at":"([^"]+)"') WHERE created_at IS NULL;
 CREATE INDEX IF NOT EXISTS tollgate_sessions_by_owner ON ${s}.tollgate_sessions (owner, updated_at DESC, session_id COLLATE "C" DESC);
 CREATE INDEX IF NOT EXISTS tollgate_turns_by_owner ON ${s}.tollgate_turns (owner, created_at DESC, turn_id COLLATE "C" DESC);
+CREATE TABLE IF NOT EXISTS ${s}.tollgate_checkpoints (
+  turn_id text PRIMARY KEY,
+  seq integer NOT NULL,
+  doc text NOT NULL
+);
 CREATE TABLE IF NOT EXISTS ${s}.tollgate_idempotency (
   owner text NOT NULL,
   idem_key text NOT NULL,
@@ -114,6 +119,16 @@ function statements (s: string) {
       name: 'tollgate_append_events',
       text: `INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
         SELECT * FROM unnest($1::text[], $2::integer[], $3::text[]) ON CONFLICT DO NOTHING`
+    },
+    // One statement, so one commit: the events, then the checkpoints taken after them (a later
+    // checkpoint replaces an earlier one, never the other way round).
+    appendEventsAndCheckpoints: {
+      name: 'tollgate_append_events_and_checkpoints',
+      text: `WITH appended AS (INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
+          SELECT * FROM unnest($1::text[], $2::integer[], $3::text[]) ON CONFLICT DO NOTHING)
+        INSERT INTO ${s}.tollgate_checkpoints AS c (turn_id, seq, doc)
+          SELECT * FROM unnest($4::text[], $5::integer[], $6::text[])
+          ON CONFLICT (turn_id) DO UPDATE SET seq = excluded.seq, doc = excluded.doc WHERE excluded.seq >= c.seq`
     }
   }
 }
@@ -121,6 +136,7 @@ function statements (s: string) {
 export class PostgresStore implements Store {
   readonly instanceId: string
   readonly exclusive = false
+  readonly durable = true
   private readonly pool: pg.Pool
   /** Quoted schema name, validated: safe to splice into SQL. */
   private readonly s: string
@@ -282,10 +298,31 @@ export class PostgresStore implements Store {
     return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn), turn.created_at]
   }
 
-  async appendEvents (events: readonly BusEnvelope[]): Promise<void> {
-    if (events.length === 0) return
+  async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
     const values = [events.map((e) => e.turn_id), events.map((e) => e.seq), events.map((e) => encodeDoc(e))]
+    if (checkpoints.length > 0) {
+      const rows = [checkpoints.map((c) => c.turn_id), checkpoints.map((c) => c.seq), checkpoints.map((c) => c.doc)]
+      await this.pool.query({ ...this.sql.appendEventsAndCheckpoints, values: [...values, ...rows] })
+      return
+    }
+    if (events.length === 0) return
     await this.pool.query({ ...this.sql.appendEvents, values })
+  }
+
+  async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {
+    const { rows } = await this.pool.query<CheckpointRow>(`SELECT turn_id, seq, doc FROM ${this.s}.tollgate_checkpoints WHERE turn_id = $1`, [turnId])
+    return rows[0] ?? null
+  }
+
+  async pruneCheckpoints (): Promise<void> {
+    await this.pool.query(`DELETE FROM ${this.s}.tollgate_checkpoints c WHERE NOT EXISTS
+      (SELECT 1 FROM ${this.s}.tollgate_turns t WHERE t.turn_id = c.turn_id AND t.status = 'running')`)
+  }
+
+  async adoptTurn (turnId: string, instanceId: string | null): Promise<boolean> {
+    const { rowCount } = await this.pool.query(`UPDATE ${this.s}.tollgate_turns SET instance_id = $1
+      WHERE turn_id = $2 AND status = 'running' AND instance_id IS NOT DISTINCT FROM $3`, [this.instanceId, turnId, instanceId])
+    return rowCount === 1
   }
 
   async readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> {

@@ -114,6 +114,8 @@ export interface TurnState {
   history: ChatMessage[]
   signal: AbortSignal
   interactive: boolean
+  /** Checkpointed (durable turn): a tool starts only once its `tool_call` event is written. */
+  durable?: boolean
   log: Logger
   emit (event: TurnEvent): void
   approvals: ApprovalChannel
