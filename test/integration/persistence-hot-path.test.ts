@@ -166,6 +166,7 @@ test('sqlite: a turn with two tool calls costs at most 12 commits with the curre
   const statements = after.statements - before.statements
   t.diagnostic(`${commits} commits, ${statements} statements (BEGIN and COMMIT included)`)
   // 8 event groups, 2 turn+session pairs (start, end), 2 tool-call checkpoints of the turn record.
+  // The durable turn's 3 loop checkpoints (two model calls, one dispatch) ride in the groups' transactions.
   assert.ok(commits <= 12, `${commits} commits`)
-  assert.ok(statements <= 36, `${statements} statements`)
+  assert.ok(statements <= 39, `${statements} statements`)
 })
