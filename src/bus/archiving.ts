@@ -27,6 +27,8 @@ export interface ArchivingBusOptions {
 
 // How long a replay waits for this process's own pending event-log writes before answering.
 const STORED_TAIL_WAIT_MS = 1000
+// How long a group with a checkpoint is held back from clients while an asynchronous store writes it.
+const CHECKPOINT_HOLD_MS = 5000
 
 /** The run of events that follows `afterSeq` without a hole. */
 export function contiguousAfter (events: readonly BusEnvelope[], afterSeq: number): BusEnvelope[] {
@@ -48,6 +50,9 @@ export class ArchivingBus implements EventBus {
   private group: BusEnvelope[] = []
   /** Checkpoints taken in this synchronous run, written with its group. */
   private checkpoints: CheckpointRow[] = []
+  /** Written, waiting for an asynchronous store before fan-out (a checkpoint's group and all after it). */
+  private held: BusEnvelope[] = []
+  private holding: Promise<void> | null = null
 
   constructor (options: ArchivingBusOptions) {
     this.inner = options.inner
@@ -80,7 +85,27 @@ export class ArchivingBus implements EventBus {
     this.checkpoints = []
     this.writer.append(group, checkpoints)
     this.afterGroupWrite?.(group)
-    for (const envelope of group) this.inner.publish(envelope)
+    // A store that writes asynchronously (PostgreSQL) must hold a checkpoint before anyone sees the
+    // events that follow it: an instance dying in between would otherwise resume from an older
+    // checkpoint past events clients already saw (an approval asked again, a tool run twice).
+    if (this.holding === null && checkpoints.length > 0 && this.store.appendEventsNow === undefined) {
+      this.holding = this.writer.flush(CHECKPOINT_HOLD_MS).then(this.release)
+    }
+    if (this.holding !== null) this.held.push(...group)
+    else for (const envelope of group) this.inner.publish(envelope)
+  }
+
+  private readonly release = (): void => {
+    const held = this.held
+    this.held = []
+    this.holding = null
+    for (const envelope of held) this.inner.publish(envelope)
+  }
+
+  /** Resolves once everything published so far is in the store (or the store stayed unreachable for a while). */
+  async written (): Promise<void> {
+    this.flush()
+    await this.writer.flush(CHECKPOINT_HOLD_MS)
   }
 
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe {
@@ -166,6 +191,8 @@ export class ArchivingBus implements EventBus {
   async close (): Promise<void> {
     this.flush()
     await this.writer.close(5000)
+    await this.holding
+    this.release()
     await this.inner.close()
   }
 }

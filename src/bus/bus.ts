@@ -61,6 +61,8 @@ export interface EventLog {
    * synchronous run (or alone, if none). Only a log kept in a store offers it.
    */
   checkpoint?: (row: CheckpointRow) => void
+  /** Resolves once the events published so far are stored (a durable turn waits for it before a tool starts). */
+  written?: () => Promise<void>
 }
 
 /** The cross-instance control plane: it only publishes and subscribes; cluster/control.ts adds request/reply. */

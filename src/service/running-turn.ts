@@ -86,6 +86,11 @@ export class RunningTurn {
     this.host.bus.checkpoint?.({ turn_id: this.record.turn_id, seq: this.seq, doc })
   }
 
+  /** Resolves once the turn's events so far are stored. */
+  async written (): Promise<void> {
+    await this.host.bus.written?.()
+  }
+
   /** The gateway stops with the turn unfinished: it publishes and saves nothing more, its timers go. */
   freeze (): void {
     this.frozen = true

@@ -115,7 +115,7 @@ export function assembleTurnState (
     history,
     signal: running.controller.signal,
     interactive: request.interactive !== false,
-    ...(durable === null ? {} : { durable: true }),
+    ...(durable === null ? {} : { written: async () => await running.written() }),
     log,
     emit,
     approvals: deps.broker.channelFor({

@@ -114,8 +114,8 @@ export interface TurnState {
   history: ChatMessage[]
   signal: AbortSignal
   interactive: boolean
-  /** Checkpointed (durable turn): a tool starts only once its `tool_call` event is written. */
-  durable?: boolean
+  /** Durable turns: resolves once the events emitted so far are stored; a tool starts only after its `tool_call` is. */
+  written?: () => Promise<void>
   log: Logger
   emit (event: TurnEvent): void
   approvals: ApprovalChannel

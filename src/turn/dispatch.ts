@@ -80,10 +80,9 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
   if (tool === null) throw new Error('dispatch reached a slot preparation did not resolve')
 
   announceSlot(state, slot)
-  // A durable turn's card is written before the tool starts (the group commit runs in a microtask
-  // queued before this one), so a restart always knows which calls had started.
-  if (state.durable === true) {
-    await Promise.resolve()
+  // A durable turn's card is stored before the tool starts, so a restart always knows which calls had started.
+  if (state.written !== undefined) {
+    await state.written()
     if (state.signal.aborted) {
       settleSlot(exec, state, slot, unexecuted('cancelled', NOT_RUN_TEXT, { error: null }))
       return
