@@ -55,9 +55,9 @@ async function finished (g: GatewayProcess, turnId: string): Promise<any> {
   return turn
 }
 
-/** Event kinds in order, a streamed text's run of deltas as one. */
+/** Event kinds in order, a streamed text's run of deltas as one, without a command's progress lines. */
 function kinds (log: readonly EventEnvelope[]): string[] {
-  return log.map((e) => e.event.kind).filter((k, i, all) => k !== 'text.delta' || all[i - 1] !== 'text.delta')
+  return log.map((e) => e.event.kind).filter((k, i, all) => k !== 'tool.progress' && (k !== 'text.delta' || all[i - 1] !== 'text.delta'))
 }
 
 function tenantFile (workspace: string, name: string): string {
@@ -148,4 +148,38 @@ test('a turn killed while a tool runs: the call is recorded interrupted, not run
   const told = s.provider.requests.at(-1)?.body.messages.at(-1)
   assert.equal(told?.role, 'tool')
   assert.match(String(told?.content), /gateway stopped while this tool ran/)
+})
+
+test('SIGTERM lets a running tool finish, parks the turn before its next model call, and the restart makes that call', async (t) => {
+  const s = await setup(deferrer(t), { risk_profiles: { default: { level: 'full' } }, tools: { shell: { sandbox: 'none' } } })
+  const first = await s.start({ shutdown: { tool_grace_ms: 10_000 } })
+  const marker = join(s.workspace, 'marker.txt')
+  s.provider.enqueue(
+    { toolCalls: [{ id: 's1', name: 'shell', arguments: { command: `echo ran >> ${marker}; sleep 1; echo finished` } }] },
+    { text: 'It finished.' }
+  )
+  const started = await first.http('POST', '/v1/turns', { message: 'run the command', detach: true })
+  const turnId = started.body.turn_id as string
+  await untilFileExists(marker, 10_000)
+  await first.stop()
+  assert.equal(s.provider.requests.length, 1, 'the stopping gateway made no second model call')
+
+  const second = await s.start()
+  const turn = await finished(second, turnId)
+  assert.equal(turn.status, 'completed')
+  assert.equal(turn.final_text, 'It finished.')
+  assert.deepEqual(turn.tool_calls.map((c: { name: string, status: string }) => [c.name, c.status]), [['shell', 'ok']])
+  assert.equal(await readFile(marker, 'utf8'), 'ran\n')
+  const log = await events(second, turnId)
+  assertSeqContiguous(log)
+  assert.deepEqual(kinds(log), [
+    'turn.started', 'iteration', 'tool_call', 'tool_result', 'iteration', 'turn.resumed', 'text.delta', 'turn.completed'
+  ])
+  const at = log.findIndex((e) => e.event.kind === 'turn.resumed')
+  // Parked at the second model call: the checkpoint was written with that iteration's event.
+  assert.equal(log[at - 1]?.event.kind, 'iteration')
+  assert.deepEqual(log[at]?.event, { kind: 'turn.resumed', from_checkpoint: 'model_call', checkpoint_seq: log[at - 1]?.seq })
+  const told = s.provider.requests.at(-1)?.body.messages.at(-1)
+  assert.equal(told?.role, 'tool')
+  assert.match(String(told?.content), /finished/)
 })
