@@ -137,9 +137,7 @@ const TerminalUsage = Type.Optional(TokenUsage)
 export const TurnResumedEvent = Type.Object({
   kind: Type.Literal('turn.resumed'),
   from_checkpoint: Type.Union([Type.Literal('model_call'), Type.Literal('approval_wait'), Type.Literal('tool_dispatch')], {
-    description: 'model_call: the model call in flight is made again (text streamed by the lost call is superseded); ' +
-      'approval_wait: the pending approval waits again under its request_id and expires_at; ' +
-      'tool_dispatch: calls that finished keep their results, a call that was running is recorded interrupted and not run again'
+    description: 'Where the turn goes on: a model call made again, an approval waiting again, or a round of tool calls'
   }),
   checkpoint_seq: Type.Integer({ minimum: 0, description: 'The last event before the checkpoint the turn resumed from' })
 })

@@ -92,6 +92,14 @@ export type IterationEvent = {
   n: number
 }
 
+export type TurnResumedEvent = {
+  kind: 'turn.resumed'
+  /** Where the turn goes on: a model call made again, an approval waiting again, or a round of tool calls */
+  from_checkpoint: 'model_call' | 'approval_wait' | 'tool_dispatch'
+  /** The last event before the checkpoint the turn resumed from */
+  checkpoint_seq: number
+}
+
 export type TurnCompletedEvent = {
   kind: 'turn.completed'
   final_text: string
@@ -156,13 +164,7 @@ export type TurnEvent =
   | ApprovalRequestedEvent
   | ApprovalResolvedEvent
   | IterationEvent
-  | {
-    kind: 'turn.resumed'
-    /** model_call: the model call in flight is made again (text streamed by the lost call is superseded); approval_wait: the pending approval waits again under its request_id and expires_at; tool_dispatch: calls that finished keep their results, a call that was running is recorded interrupted and not run again */
-    from_checkpoint: 'model_call' | 'approval_wait' | 'tool_dispatch'
-    /** The last event before the checkpoint the turn resumed from */
-    checkpoint_seq: number
-  }
+  | TurnResumedEvent
   | TurnCompletedEvent
   | TurnCancelledEvent
   | TurnFailedEvent
