@@ -169,6 +169,8 @@ export class TurnCheckpointer {
   readonly cursor: LoopCursor = { step: 'model', malformed: 0, round: null }
   readonly loop: LoopCheckpoints
   private source: CheckpointSource | null = null
+  /** A sequential round's next tool is held back because the gateway is stopping. */
+  private held = false
 
   constructor (
     private readonly running: { suspending: boolean, stageCheckpoint: (doc: string) => void },
@@ -193,9 +195,15 @@ export class TurnCheckpointer {
     if (this.cursor.round?.waiting?.call.callId === request.call_id) this.write('approval', request)
   }
 
-  /** Parked safely: at a model call (made again on resume) or waiting for a person. */
+  /** Whether the next tool may start: not once the gateway is stopping. */
+  holding (): boolean {
+    this.held = this.running.suspending
+    return this.held
+  }
+
+  /** Parked safely: at a model call (made again on resume), waiting for a person, or with no tool running. */
   parked (): boolean {
-    return this.cursor.step === 'model' || this.cursor.round?.waiting != null
+    return this.cursor.step === 'model' || this.cursor.round?.waiting != null || this.held
   }
 
   private write (step: CheckpointStep, request?: PendingApproval): void {

@@ -115,7 +115,7 @@ export function assembleTurnState (
     history,
     signal: running.controller.signal,
     interactive: request.interactive !== false,
-    ...(durable === null ? {} : { written: async () => await running.written() }),
+    ...(durable === null ? {} : { written: async () => await running.written(), holding: () => durable.checkpointer.holding() }),
     log,
     emit,
     approvals: deps.broker.channelFor({

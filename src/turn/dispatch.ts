@@ -202,7 +202,18 @@ export async function dispatchRound (
   }
   for (const slot of open) {
     if (slot.prefill !== null) settlePrefilled(exec, state, slot, slot.prefill)
-    else if (state.signal.aborted) settleSlot(exec, state, slot, unexecuted('cancelled', NOT_RUN_TEXT, { error: null }))
+    else if (state.holding?.() === true) await heldAtTheDoor(state)
+    if (slot.prefill !== null) continue
+    if (state.signal.aborted) settleSlot(exec, state, slot, unexecuted('cancelled', NOT_RUN_TEXT, { error: null }))
     else await executeOne(exec, state, slot)
   }
+}
+
+/**
+ * The gateway is stopping: a sequential round's next tool does not start; the turn waits to be
+ * parked (its signal aborts), and the call runs when the turn resumes.
+ */
+async function heldAtTheDoor (state: TurnState): Promise<void> {
+  if (state.signal.aborted) return
+  await new Promise<void>((resolve) => { state.signal.addEventListener('abort', () => { resolve() }, { once: true }) })
 }
