@@ -144,9 +144,9 @@ export function assembleTurnState (
       running.checkpoint(log)
     },
     recordApproval: (e) => {
-      const seen = record.approvals.findIndex((a) => a.request_id === e.request_id)
-      if (seen === -1) record.approvals.push(e)
-      else record.approvals[seen] = e
+      // An answer read back from the log after a restart was audited when it was given.
+      if (record.approvals.some((a) => a.request_id === e.request_id)) return
+      record.approvals.push(e)
       running.checkpoint(log)
     },
     // Kept on the record as it grows (a running turn's GET shows it); stored with the next save.

@@ -14,6 +14,7 @@ import { workspaceSlug } from '../../src/tools/builtin/workspace-layout.js'
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js'
 import { assertSeqContiguous } from '../helpers/gateway.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway, type GatewayProcess } from '../helpers/cluster.js'
+import { CRASH_AFTER_EVENT_WRITE_ENV } from '../../src/bus/create.js'
 import { untilFileExists } from '../helpers/processes.js'
 import { deferrer, type Defer } from '../helpers/services.js'
 import { until } from '../helpers/turns.js'
@@ -21,7 +22,7 @@ import { until } from '../helpers/turns.js'
 interface Setup {
   provider: FakeProvider
   workspace: string
-  start: (extra?: unknown) => Promise<GatewayProcess>
+  start: (extra?: unknown, env?: Record<string, string>) => Promise<GatewayProcess>
 }
 
 async function setup (defer: Defer, extra: unknown = {}): Promise<Setup> {
@@ -34,9 +35,9 @@ async function setup (defer: Defer, extra: unknown = {}): Promise<Setup> {
   return {
     provider,
     workspace,
-    start: async (more = {}) => await spawnGateway(defer, clusterOverrides({ provider }, workspace, {
+    start: async (more = {}, env = {}) => await spawnGateway(defer, clusterOverrides({ provider }, workspace, {
       store: { kind: 'sqlite', sqlite: { path } }, ...extra as object, ...more as object
-    }))
+    }), { env })
   }
 }
 
@@ -182,4 +183,28 @@ test('SIGTERM lets a running tool finish, parks the turn before its next model c
   const told = s.provider.requests.at(-1)?.body.messages.at(-1)
   assert.equal(told?.role, 'tool')
   assert.match(String(told?.content), /finished/)
+})
+
+test('an approval answered just before the gateway died is not asked again: the logged answer decides and the tool runs once', async (t) => {
+  const s = await setup(deferrer(t))
+  // The process dies right after writing the approval.resolved event, before the round's next checkpoint.
+  const first = await s.start({}, { [CRASH_AFTER_EVENT_WRITE_ENV]: 'approval.resolved' })
+  const { turnId, pending } = await turnWaitingForApproval(first, s.provider)
+  const exited = new Promise((resolve) => first.child.once('exit', resolve))
+  await first.http('POST', `/v1/approvals/${pending.request_id as string}`, { decision: 'yes' }).catch(() => null)
+  await exited
+
+  const second = await s.start()
+  const turn = await finished(second, turnId)
+  assert.equal(turn.status, 'completed')
+  assert.deepEqual(turn.tool_calls.map((c: { name: string, status: string }) => [c.name, c.status]), [['file_write', 'ok']])
+  assert.deepEqual(turn.approvals.map((a: { request_id: string, decision: string }) => [a.request_id, a.decision]), [[pending.request_id, 'yes']])
+  assert.equal(await readFile(tenantFile(s.workspace, 'out.txt'), 'utf8'), 'written once\n')
+  const log = await events(second, turnId)
+  assertSeqContiguous(log)
+  assert.deepEqual(kinds(log), [
+    'turn.started', 'iteration', 'approval.requested', 'approval.resolved', 'turn.resumed', 'tool_call', 'tool_result', 'iteration',
+    'text.delta', 'turn.completed'
+  ])
+  assert.deepEqual(log[4]?.event, { kind: 'turn.resumed', from_checkpoint: 'approval_wait', checkpoint_seq: 2 })
 })
