@@ -25,7 +25,7 @@ import type { ToolCatalog } from '../tools/catalog.js'
 import { CancelReason } from '../turn/loop.js'
 import { UsageTally } from '../turn/usage.js'
 import { decodeCheckpoint, TurnCheckpointer, type CheckpointDoc, type TurnKnobs } from './checkpoint.js'
-import { loopEntry, restoreLoopState, resumedHistory } from './resume.js'
+import { loopEntry, reconcileRecord, restoreLoopState, resumedHistory } from './resume.js'
 import { Admission } from './admission.js'
 import type { ConnectionRegistry } from './connections.js'
 import { TurnListing } from './listing.js'
@@ -232,7 +232,9 @@ export class TurnService {
    * also when another instance took it over first.
    */
   async resume (orphan: { turnId: string, instanceId: string | null }): Promise<boolean> {
-    if (!this.durable || this.closingFlag) return false
+    if (!this.durable) return false
+    // A stopping instance leaves orphans to the next start or another instance.
+    if (this.closingFlag) return true
     const { store, bus, log } = this.deps
     const [record, row] = await Promise.all([store.getTurn(orphan.turnId), store.readCheckpoint(orphan.turnId)])
     if (record === null || record.status !== 'running' || row === null) return false
@@ -247,8 +249,11 @@ export class TurnService {
       receipts = fresh.key
     }
     // Read before adopting: what the log says after the checkpoint decides where the loop goes on.
-    const after = await readLog(bus, record.turn_id, row.seq)
-    const lastSeq = Math.max(record.last_seq, after.at(-1)?.seq ?? 0, await bus.lastSeq(record.turn_id).catch(() => 0))
+    const events = await readLog(bus, record.turn_id)
+    const after = events.filter((e) => e.seq > row.seq)
+    const lastSeq = Math.max(record.last_seq, events.at(-1)?.seq ?? 0, await bus.lastSeq(record.turn_id).catch(() => 0))
+    // The record may have been saved before the last calls and answers: the log has them.
+    reconcileRecord(record, events)
     if (!await store.adoptTurn(record.turn_id, orphan.instanceId)) return true
     try {
       this.continueTurn(record, session, doc, row.seq, after, lastSeq, receipts)
@@ -276,6 +281,7 @@ export class TurnService {
     const running = new RunningTurn(this.host, record, null, true, receipts)
     running.seq = lastSeq
     record.last_seq = lastSeq
+    record.iterations = Math.max(record.iterations, doc.iteration)
     // Nothing waits any more but what the loop reopens.
     const reopened = doc.waiting?.request.request_id
     record.pending_approvals = record.pending_approvals.filter((p) => p.request_id === reopened)
