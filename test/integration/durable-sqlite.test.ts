@@ -65,12 +65,13 @@ function tenantFile (workspace: string, name: string): string {
   return join(workspace, workspaceSlug(LOCAL_PRINCIPAL.tenant), name)
 }
 
-/** Starts a detached turn whose first call (file_write) waits for approval; answers its pending request. */
-async function turnWaitingForApproval (g: GatewayProcess, provider: FakeProvider): Promise<{ turnId: string, pending: any }> {
-  provider.enqueue(
-    { toolCalls: [{ id: 'w1', name: 'file_write', arguments: { path: 'out.txt', content: 'written once\n' } }] },
-    { text: 'The file is written.' }
-  )
+/**
+ * Starts a detached turn whose first call (file_write) waits for approval, the model's final
+ * answer scripted after it (`final: false`: none); answers its pending request.
+ */
+async function turnWaitingForApproval (g: GatewayProcess, provider: FakeProvider, final = true): Promise<{ turnId: string, pending: any }> {
+  provider.enqueue({ toolCalls: [{ id: 'w1', name: 'file_write', arguments: { path: 'out.txt', content: 'written once\n' } }] })
+  if (final) provider.enqueue({ text: 'The file is written.' })
   const started = await g.http('POST', '/v1/turns', { message: 'write the file', detach: true })
   assert.equal(started.status, 202, JSON.stringify(started.body))
   const turnId = started.body.turn_id as string
@@ -96,8 +97,12 @@ for (const stop of ['SIGKILL', 'SIGTERM'] as const) {
     const listed = await second.http('GET', `/v1/approvals?status=pending&turn_id=${turnId}`)
     assert.deepEqual(listed.body.items, [pending])
     assert.equal((await second.http('GET', `/v1/turns/${turnId}`)).body.status, 'running')
+    // A client that saw the first half reconnects where it stopped and sees the turn go on.
+    const follower = await second.socket()
+    assert.equal((await follower.request({ type: 'subscribe', turn_id: turnId, after_seq: before.length })).type, 'subscribed')
     const answer = await second.http('POST', `/v1/approvals/${pending.request_id as string}`, { decision: 'yes' })
     assert.equal(answer.status, 200, JSON.stringify(answer.body))
+    const followed = await follower.waitForTerminal(turnId, 15_000)
     const turn = await finished(second, turnId)
     assert.equal(turn.status, 'completed')
     assert.equal(turn.final_text, 'The file is written.')
@@ -108,6 +113,7 @@ for (const stop of ['SIGKILL', 'SIGTERM'] as const) {
     const log = await events(second, turnId)
     assertSeqContiguous(log)
     assert.deepEqual(log.slice(0, before.length), before, 'the events before the stop are kept as they were')
+    assert.deepEqual(followed.map((e) => e.seq), log.slice(before.length).map((e) => e.seq))
     assert.deepEqual(kinds(log.slice(before.length)), [
       'turn.resumed', 'approval.resolved', 'tool_call', 'tool_result', 'iteration', 'text.delta', 'turn.completed'
     ])
@@ -207,4 +213,28 @@ test('an approval answered just before the gateway died is not asked again: the 
     'text.delta', 'turn.completed'
   ])
   assert.deepEqual(log[4]?.event, { kind: 'turn.resumed', from_checkpoint: 'approval_wait', checkpoint_seq: 2 })
+})
+
+test('after a restart a resumed turn still ends by its original timeout, and a cancel reaches it like any running turn', async (t) => {
+  const s = await setup(deferrer(t))
+  const first = await s.start({ turns: { turn_timeout_ms: 4000 } })
+  const timed = await turnWaitingForApproval(first, s.provider, false)
+  const cancelled = await turnWaitingForApproval(first, s.provider, false)
+  await first.kill()
+
+  const second = await s.start({ turns: { turn_timeout_ms: 4000 } })
+  const cancel = await second.http('DELETE', `/v1/turns/${cancelled.turnId}`)
+  assert.equal(cancel.status, 200, JSON.stringify(cancel.body))
+  assert.equal(cancel.body.status, 'cancelled')
+  const ended = await finished(second, timed.turnId)
+  assert.equal(ended.status, 'failed')
+  assert.equal(ended.error.code, 'TURN_TIMEOUT')
+  // Counted from the turn's start, not from the restart.
+  assert.ok(Date.parse(ended.updated_at) - Date.parse(ended.created_at) < 8000, `${ended.created_at} → ${ended.updated_at}`)
+  for (const { turnId, pending } of [timed, cancelled]) {
+    const log = await events(second, turnId)
+    assertSeqContiguous(log)
+    const resolved = log.find((e) => e.event.kind === 'approval.resolved')?.event
+    assert.deepEqual(resolved, { kind: 'approval.resolved', request_id: pending.request_id, call_id: pending.call_id, decision: 'cancelled', decided_by: 'runtime' })
+  }
 })
