@@ -168,7 +168,7 @@ export function decodeCheckpoint (text: string): CheckpointDoc | null {
 export class TurnCheckpointer {
   readonly cursor: LoopCursor = { step: 'model', malformed: 0, round: null }
   readonly loop: LoopCheckpoints
-  private source: CheckpointSource | null = null
+  private source: Pick<CheckpointSource, 'exec' | 'state'> | null = null
   /** A sequential round's next tool is held back because the gateway is stopping. */
   private held = false
 
@@ -188,7 +188,7 @@ export class TurnCheckpointer {
 
   /** The engine state is assembled after the checkpointer (its approval channel reports here). */
   attach (exec: ResolvedAgentExecution, state: TurnState): void {
-    this.source = { exec, state, cursor: this.cursor, knobs: this.knobs, usage: this.usage.counts() }
+    this.source = { exec, state }
   }
 
   approvalWaiting (request: PendingApproval): void {
@@ -208,7 +208,7 @@ export class TurnCheckpointer {
 
   private write (step: CheckpointStep, request?: PendingApproval): void {
     if (this.source === null) return
-    const source = { ...this.source, usage: this.usage.counts() }
+    const source = { ...this.source, cursor: this.cursor, knobs: this.knobs, usage: this.usage.counts() }
     this.running.stageCheckpoint(JSON.stringify(checkpointDoc(source, step, request)))
   }
 }

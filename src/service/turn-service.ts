@@ -13,7 +13,7 @@ import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
 import { SessionGrants } from '../approval/grants.js'
 import { principalKey, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, EventBus, ReplayResult } from '../bus/bus.js'
-import { readLog } from '../cluster/recovery.js'
+import { interruptOrphan, readLog } from '../cluster/recovery.js'
 import type { TurnSlots } from '../cluster/turn-slots.js'
 import { runningTurnsPolicy } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
@@ -258,8 +258,9 @@ export class TurnService {
     try {
       this.continueTurn(record, session, doc, row.seq, after, lastSeq, receipts)
     } catch (err) {
+      // Taken over already: it is this instance's own orphan now.
       log.error({ err, turn_id: record.turn_id }, 'could not resume a turn from its checkpoint; interrupting it')
-      return false
+      await interruptOrphan({ store, bus, log }, { turnId: record.turn_id, instanceId: store.instanceId })
     }
     return true
   }

@@ -23,8 +23,12 @@ export interface RoundCursor {
   native: boolean
   calls: ParsedCall[]
   parallel: boolean
-  /** Prepared so far, in model order (`slots.length` may run ahead of `next` by the waiting call). */
+  /**
+   * One per call prepared so far, in model order (the waiting call's included); runnable ones have
+   * `tool` set and no `prefill`.
+   */
   slots: ToolSlot[]
+  /** Arguments as the model sent them, by slot index (loop detection keys on these). */
   originalArgs: Array<Record<string, unknown>>
   /** Prompt-required shell signatures seen earlier in this round. */
   shellSignatures: Set<string>

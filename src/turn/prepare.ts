@@ -3,7 +3,8 @@
  *   malformed arguments → before_tool_call hooks → resolution and schema check →
  *   clear the `approved` marker → read-only check → repeated prompt-required shell guard →
  *   approval gate → restore the runtime `approved` marker → duplicate-call guard.
- * Calls that will not run get their slot filled here; the rest are returned as executable.
+ * Calls that will not run get their slot filled here; the rest are left runnable in the round
+ * (`RoundCursor`, which also lets a turn resumed after a restart continue at a waiting call).
  */
 import { gateToolApproval, type GateOutcome, type ReopenedGate } from './approve.js'
 import { readOnlyRefusal } from '../approval/read-only.js'
@@ -19,13 +20,6 @@ import { newSlot, unexecuted, type ToolSlot, type UnavailableTool } from './resu
 
 /** Tools whose `approved` argument is set by the runtime only, never by the model. */
 const APPROVAL_MARKER_TOOLS: ReadonlySet<string> = new Set(['shell'])
-
-export interface PreparedRound {
-  /** One per model call, in model order; runnable ones have `tool` set and no `prefill`. */
-  slots: ToolSlot[]
-  /** Arguments as the model sent them, by slot index (loop detection keys on these). */
-  originalArgs: Record<string, unknown>[]
-}
 
 export function callSignature (name: string, args: unknown): string {
   let encoded: string
@@ -190,7 +184,7 @@ function afterGate (
  */
 export async function prepareRound (
   exec: ResolvedAgentExecution, state: TurnState, round: RoundCursor, reopen?: ReopenedGate
-): Promise<PreparedRound> {
+): Promise<void> {
   if (round.next === 0 && exec.knobs.dedupScope === 'round') state.dedupSignatures.clear()
   const dedupText = `with identical arguments in this ${exec.knobs.dedupScope === 'round' ? 'response' : 'turn'}.`
   if (reopen !== undefined && round.waiting !== null) {
@@ -215,5 +209,4 @@ export async function prepareRound (
     afterGate(exec, state, round, open.slot, open.tool, gate, dedupText)
   }
   for (const signature of round.shellSignatures) state.promptShellSignatures.add(signature)
-  return { slots: round.slots, originalArgs: round.originalArgs }
 }
