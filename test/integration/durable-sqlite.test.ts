@@ -238,3 +238,24 @@ test('after a restart a resumed turn still ends by its original timeout, and a c
     assert.deepEqual(resolved, { kind: 'approval.resolved', request_id: pending.request_id, call_id: pending.call_id, decision: 'cancelled', decided_by: 'runtime' })
   }
 })
+
+test('a turn killed while its model call was in flight makes that call again after the restart, with the same messages', async (t) => {
+  const s = await setup(deferrer(t))
+  const first = await s.start()
+  s.provider.enqueue({ hang: true }, { text: 'Answered after the restart.' })
+  const started = await first.http('POST', '/v1/turns', { message: 'answer me', detach: true })
+  const turnId = started.body.turn_id as string
+  await until(() => s.provider.requests.length === 1, 'the model call')
+  await first.kill()
+
+  const second = await s.start()
+  const turn = await finished(second, turnId)
+  assert.equal(turn.status, 'completed')
+  assert.equal(turn.final_text, 'Answered after the restart.')
+  assert.equal(s.provider.requests.length, 2)
+  assert.deepEqual(s.provider.requests[1]?.body.messages, s.provider.requests[0]?.body.messages)
+  const log = await events(second, turnId)
+  assertSeqContiguous(log)
+  assert.deepEqual(kinds(log), ['turn.started', 'iteration', 'turn.resumed', 'text.delta', 'turn.completed'])
+  assert.deepEqual(log[2]?.event, { kind: 'turn.resumed', from_checkpoint: 'model_call', checkpoint_seq: 2 })
+})
