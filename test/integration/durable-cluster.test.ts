@@ -63,3 +63,35 @@ test('a turn waiting for approval on an instance that dies is taken over by anot
   const stored = await b.http('GET', `/v1/turns/${turnId}/events`)
   assert.deepEqual(stored.body.events.map((e: { seq: number }) => e.seq), events.map((e) => e.seq))
 })
+
+test('a deploy: the instance a waiting turn runs on stops gracefully, another instance resumes the turn without waiting for the lease', async (t) => {
+  const defer = deferrer(t)
+  const provider = await startFakeProvider()
+  defer(async () => { await provider.close() })
+  const cluster = { provider, schema: scratchSchema(defer), prefix: scratchPrefix(defer) }
+  // A lease far longer than the test: only the stopped instance giving its lease up lets B take over.
+  const extra = { cluster: { lease_ms: 120_000 } }
+  const a = await spawnGateway(defer, clusterOverrides(cluster, await scratchWorkspace(defer), extra))
+  const bOverrides = clusterOverrides(cluster, await scratchWorkspace(defer), { cluster: { lease_ms: 3000 } })
+  const b = await startGateway({ provider, overrides: bOverrides })
+  defer(async () => { await b.close() })
+
+  provider.enqueue({ toolCalls: [{ id: 'w1', name: 'file_write', arguments: { path: 'deploy.txt', content: 'x' } }] }, { text: 'Done.' })
+  const started = await a.http('POST', '/v1/turns', { message: 'write during a deploy', detach: true })
+  const turnId = started.body.turn_id as string
+  const watcher = await b.socket()
+  assert.equal((await watcher.request({ type: 'subscribe', turn_id: turnId, after_seq: 0 })).type, 'subscribed')
+  const asked = await watcher.waitForEvent(turnId, (e) => e.kind === 'approval.requested', 10_000)
+  await a.stop()
+
+  await watcher.waitForEvent(turnId, (e) => e.kind === 'turn.resumed', 10_000)
+  const answer = await b.http('POST', `/v1/approvals/${requestIdOf(asked)}`, { decision: 'yes' })
+  assert.equal(answer.status, 200, JSON.stringify(answer.body))
+  const events = await watcher.waitForTerminal(turnId, 15_000)
+  assertSeqContiguous(events)
+  assert.deepEqual(shape(events), [
+    'turn.started', 'iteration', 'approval.requested:file_write', 'turn.resumed', 'approval.resolved:yes',
+    'tool_call:file_write', 'tool_result:file_write:ok', 'iteration', 'turn.completed'
+  ])
+  assert.equal((await b.http('GET', `/v1/turns/${turnId}`)).body.status, 'completed')
+})
