@@ -50,9 +50,11 @@ export class ArchivingBus implements EventBus {
   private group: BusEnvelope[] = []
   /** Checkpoints taken in this synchronous run, written with its group. */
   private checkpoints: CheckpointRow[] = []
-  /** Written, waiting for an asynchronous store before fan-out (a checkpoint's group and all after it). */
-  private held: BusEnvelope[] = []
-  private holding: Promise<void> | null = null
+  /**
+   * Groups waiting for fan-out, in order: one carrying a checkpoint waits until an asynchronous
+   * store has it, and every group after it waits behind it.
+   */
+  private held: Array<{ group: BusEnvelope[], ready: boolean }> = []
 
   constructor (options: ArchivingBusOptions) {
     this.inner = options.inner
@@ -88,24 +90,33 @@ export class ArchivingBus implements EventBus {
     // A store that writes asynchronously (PostgreSQL) must hold a checkpoint before anyone sees the
     // events that follow it: an instance dying in between would otherwise resume from an older
     // checkpoint past events clients already saw (an approval asked again, a tool run twice).
-    if (this.holding === null && checkpoints.length > 0 && this.store.appendEventsNow === undefined) {
-      this.holding = this.writer.flush(CHECKPOINT_HOLD_MS).then(this.release)
+    const hold = checkpoints.length > 0 && this.store.appendEventsNow === undefined
+    if (!hold && this.held.length === 0) {
+      for (const envelope of group) this.inner.publish(envelope)
+      return
     }
-    if (this.holding !== null) this.held.push(...group)
-    else for (const envelope of group) this.inner.publish(envelope)
+    const entry = { group, ready: !hold }
+    this.held.push(entry)
+    if (hold) {
+      void this.writer.appended(CHECKPOINT_HOLD_MS).then(() => {
+        entry.ready = true
+        this.release()
+      })
+    }
   }
 
-  private readonly release = (): void => {
-    const held = this.held
-    this.held = []
-    this.holding = null
-    for (const envelope of held) this.inner.publish(envelope)
+  /** Fans out the held groups that are ready, in order, up to the first that is not. */
+  private release (): void {
+    while (this.held[0]?.ready === true) {
+      const { group } = this.held.shift() as { group: BusEnvelope[] }
+      for (const envelope of group) this.inner.publish(envelope)
+    }
   }
 
   /** Resolves once everything published so far is in the store (or the store stayed unreachable for a while). */
   async written (): Promise<void> {
     this.flush()
-    await this.writer.flush(CHECKPOINT_HOLD_MS)
+    await this.writer.appended(CHECKPOINT_HOLD_MS)
   }
 
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe {
@@ -191,7 +202,7 @@ export class ArchivingBus implements EventBus {
   async close (): Promise<void> {
     this.flush()
     await this.writer.close(5000)
-    await this.holding
+    for (const entry of this.held) entry.ready = true
     this.release()
     await this.inner.close()
   }

@@ -36,6 +36,10 @@ export class EventLogWriter {
   private readonly options: EventLogWriterOptions
   private queue: Entry[] = []
   private running: Promise<void> | null = null
+  /** Entries ever queued, and how many of them are done (written, or dropped): positions in one sequence. */
+  private queued = 0
+  private done = 0
+  private waiters: Array<{ upTo: number, resolve: () => void }> = []
   private closed = false
   private dropped = 0
   private wake: (() => void) | null = null
@@ -62,6 +66,7 @@ export class EventLogWriter {
     }
     for (const envelope of group) this.queue.push({ envelope })
     for (const checkpoint of checkpoints) this.queue.push({ checkpoint })
+    this.queued += group.length + checkpoints.length
     this.trim()
     this.running ??= this.run()
   }
@@ -70,6 +75,7 @@ export class EventLogWriter {
     const excess = this.queue.length - this.options.maxBuffered
     if (excess <= 0) return
     this.queue.splice(0, excess)
+    this.settle(excess)
     if (this.dropped === 0) this.options.log.error({ max_buffered: this.options.maxBuffered }, 'the event log is unreachable and its buffer is full: dropping the oldest events')
     this.dropped += excess
   }
@@ -81,6 +87,7 @@ export class EventLogWriter {
       try {
         if (checkpoints.length === 0) await this.options.store.appendEvents(events)
         else await this.options.store.appendEvents(events, checkpoints)
+        this.settle(batch.length)
         if (this.dropped > 0) {
           this.options.log.warn({ dropped: this.dropped }, 'the event log is reachable again')
           this.dropped = 0
@@ -101,6 +108,29 @@ export class EventLogWriter {
     this.running = null
   }
 
+  private settle (count: number): void {
+    this.done += count
+    const ready = this.waiters.filter((w) => w.upTo <= this.done)
+    if (ready.length === 0) return
+    this.waiters = this.waiters.filter((w) => w.upTo > this.done)
+    for (const w of ready) w.resolve()
+  }
+
+  /**
+   * Resolves once what was appended so far is written (or dropped), or after `timeoutMs`; later
+   * appends do not hold it back.
+   */
+  async appended (timeoutMs: number): Promise<void> {
+    if (this.done >= this.queued) return
+    const upTo = this.queued
+    let timer: NodeJS.Timeout | undefined
+    await new Promise<void>((resolve) => {
+      this.waiters.push({ upTo, resolve })
+      timer = setTimeout(resolve, timeoutMs)
+    })
+    clearTimeout(timer)
+  }
+
   /** Waits until everything appended so far is written (or `timeoutMs` passed). */
   async flush (timeoutMs: number): Promise<void> {
     const running = this.running
@@ -115,6 +145,9 @@ export class EventLogWriter {
     this.closed = true
     this.wake?.()
     await this.flush(timeoutMs)
+    const waiting = this.waiters
+    this.waiters = []
+    for (const w of waiting) w.resolve()
     if (this.queue.length > 0) this.options.log.error({ lost: this.queue.length }, 'closing with events the event log never received')
   }
 }
