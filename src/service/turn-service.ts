@@ -100,6 +100,10 @@ export class TurnService {
     }, { active: this.active, broker: this.broker, connections })
     this.stateDeps = { config, log, broker: this.broker, connections, remote: this.remote }
     this.durable = runningTurnsPolicy(config, store.durable) === 'resume' && bus.checkpoint !== undefined
+    if (config.shutdown.running_turns === 'resume' && !this.durable) {
+      log.warn({ store: config.store.kind, event_log: config.store.event_log },
+        'shutdown.running_turns is "resume" but turns cannot outlive this process: that needs a durable store (sqlite, postgres) with store.event_log')
+    }
     deps.slots?.track(() => [...this.active.values()].map((a) => ({ owner: a.record.owner, turnId: a.record.turn_id })))
   }
 
