@@ -169,7 +169,11 @@ test('a turn killed after its tool calls settled, with no save since its start, 
   })
   const child = await spawnGateway(defer, overrides)
   provider.enqueue(
-    { toolCalls: [{ id: 'r1', name: 'file_read', arguments: { path: 'missing-1.txt' } }, { id: 'r2', name: 'file_read', arguments: { path: 'missing-2.txt' } }] },
+    {
+      toolCalls: [
+        { id: 'r1', name: 'file_read', arguments: { path: 'missing-1.txt' } }, { id: 'r2', name: 'file_read', arguments: { path: 'missing-2.txt' } }
+      ]
+    },
     // The second model call hangs: the gateway dies while it waits.
     { text: 'never seen', delayMs: 60_000 }
   )
@@ -204,7 +208,8 @@ test('a turn killed after its tool calls settled, with no save since its start, 
   assert.deepEqual(calls.map((c) => c.provider_call_id), ['r1', 'r2'])
   assert.deepEqual(results.map((r) => r.status), ['error', 'error'])
   const tail = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}/events?after_seq=${live.length}`)
-  assert.deepEqual(tail.body.events.map((e: { seq: number, event: { kind: string, code?: string } }) => [e.seq, e.event.kind, e.event.code]), [
+  const closing = tail.body.events as Array<{ seq: number, event: { kind: string, code?: string } }>
+  assert.deepEqual(closing.map((e) => [e.seq, e.event.kind, e.event.code]), [
     [live.length + 1, 'turn.failed', 'INTERRUPTED']
   ])
   assert.equal(turn.body.last_seq, live.length + 1)
