@@ -8,7 +8,9 @@
  * collected and flushed together at the end of the tick (setImmediate) — written to the log in
  * one transaction, then handed to the inner bus in order. A round of tool calls that answer at
  * once is one group; a call that waits on I/O ends the tick, so its `tool_call` goes out before
- * it runs.
+ * it runs. With an asynchronous store (PostgreSQL), which subscribers never wait for, the group
+ * goes out in a microtask instead, before any promise reaction queued after the publish: a
+ * write in flight already batches whatever queues behind it, and fan-out is not held back.
  *
  * A caller that writes a turn's events in its own transaction (the turn's creation with its
  * `turn.started`, its final save with its terminal event and whatever of it still waits here —
@@ -53,9 +55,12 @@ export class ArchivingBus implements EventBus {
   /** Published, not yet written nor fanned out. */
   private group: BusEnvelope[] = []
   private flushQueued = false
+  /** End of the tick for a store that writes synchronously (SQLite); a microtask otherwise. */
+  private readonly queueFlush: (flush: () => void) => void
 
   constructor (options: ArchivingBusOptions) {
     this.inner = options.inner
+    this.queueFlush = options.store.appendEventsNow === undefined ? queueMicrotask : setImmediate
     this.store = options.store
     this.maxEvents = options.maxEventsPerTurn
     this.afterGroupWrite = options.afterGroupWrite
@@ -74,7 +79,7 @@ export class ArchivingBus implements EventBus {
     this.group.push(envelope)
     if (this.flushQueued) return
     this.flushQueued = true
-    setImmediate(this.queuedFlush)
+    this.queueFlush(this.queuedFlush)
   }
 
   /** It and every earlier event of its turn are in the store: those still waiting here go out now, ahead of it. */

@@ -100,6 +100,29 @@ test('a bus without an event log in the store has nothing unwritten to offer', (
   assert.equal(bus.unwritten('turn_1'), null)
 })
 
+test('with a store that writes asynchronously (as PostgreSQL), a promise reaction queued after a publish runs after the event was fanned out', async (t) => {
+  const defer = deferrer(t)
+  const { store } = await openStore(defer)
+  // The SQLite store minus its synchronous append: what the bus sees of an asynchronous store.
+  const asynchronous = new Proxy(store, {
+    get (target, key) {
+      const value: unknown = key === 'appendEventsNow' ? undefined : Reflect.get(target, key, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    }
+  })
+  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  const bus = new ArchivingBus({ inner, store: asynchronous, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  defer(async () => { await bus.close() })
+  const seen: number[] = []
+  bus.subscribeTurn('turn_1', (e) => { seen.push(e.seq) })
+  bus.publish(envelope(1))
+  assert.deepEqual(seen, [])
+  await Promise.resolve()
+  assert.deepEqual(seen, [1])
+  await bus.close()
+  assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1])
+})
+
 test('a replay asked right after a publish includes the events whose group was not flushed yet', async (t) => {
   const defer = deferrer(t)
   const { store } = await openStore(defer)
