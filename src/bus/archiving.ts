@@ -123,8 +123,10 @@ export class ArchivingBus implements EventBus {
   }
 
   async replay (turnId: string, afterSeq: number, knownLastSeq?: number): Promise<ReplayResult> {
-    // A caller may know of a published event (a turn's last_seq) whose group is still queued.
-    this.flush()
+    // A caller may know of a published event (a turn's last_seq) whose group is still queued: the
+    // group is written now. One that knows of nothing queued (a stream starting with the turn)
+    // gets the rest live, when the group goes out, instead of waiting for its write.
+    if (knownLastSeq === undefined || this.group.some((e) => e.turn_id === turnId && e.seq <= knownLastSeq)) this.flush()
     let live: ReplayResult | null = null
     let liveError: unknown = null
     try {
