@@ -36,7 +36,7 @@ export async function turnEventsOverHttp (gateway: Gateway, request: FastifyRequ
   if (!wantsEventStream(request)) {
     const { turn, replay } = await turns.replay(principal, id, afterSeq)
     if (replay.kind === 'gap' || (replay.kind === 'unknown' && turn.last_seq > afterSeq)) {
-      throw new TollgateError('REPLAY_GAP', 'these events are no longer retained; refetch the turn')
+      throw new TollgateError('REPLAY_GAP')
     }
     const events = replay.kind === 'events' ? replay.events.map(({ session_id: _s, ...e }) => e) : []
     return { turn_id: turn.turn_id, status: turn.status, events }

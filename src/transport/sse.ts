@@ -75,7 +75,7 @@ export async function streamTurnEvents (gateway: Gateway, reply: FastifyReply, o
       if (early === null) close()
     }
   })
-  if (followed.kind === 'gap') throw new TollgateError('REPLAY_GAP', 'these events are no longer retained; refetch the turn')
+  if (followed.kind === 'gap') throw new TollgateError('REPLAY_GAP')
   subscription.stop = followed.unsubscribe
 
   const hookHeaders = reply.getHeaders() as OutgoingHttpHeaders
