@@ -12,6 +12,7 @@ import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
 import { SessionGrants } from '../approval/grants.js'
 import { principalKey, type Principal } from '../auth/principal.js'
 import type { EventBus, ReplayResult } from '../bus/bus.js'
+import { readTurnLog, summarizeLog, withLoggedProgress } from '../cluster/turn-log.js'
 import type { TurnSlots } from '../cluster/turn-slots.js'
 import { TollgateError } from '../core/errors.js'
 import type { ReceiptKey } from '../receipts/keys.js'
@@ -139,7 +140,9 @@ export class TurnService {
     const { session_id: sessionId, agent: agentName } = session
     const grants = new SessionGrants(session.always_allowed)
     const turnId = `turn_${randomUUID()}`
-    const { keyId: receiptKeyId, key: receipts } = this.deps.receipts.forNewTurn(turnId)
+    const { receipts: keyring } = this.deps
+    // Derived (HKDF) only if the agent signs receipts; the record names the master key either way.
+    const receipts = (): ReceiptKey => keyring.forNewTurn(turnId).key
     const exec = resolveExecution(this.deps, { request, session, grants, channel: options.channel, tenant: principal.tenant, receipts })
     // Re-checked after the awaits above: two starts may race for one session or the last slot.
     this.admission.checkSessionFree(sessionId, owner)
@@ -148,9 +151,9 @@ export class TurnService {
     const createdAt = new Date().toISOString()
     const record: TurnRecord = {
       turn_id: turnId, session_id: sessionId, agent: agentName, owner, status: 'running', created_at: createdAt, updated_at: createdAt,
-      iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0, receipt_key_id: receiptKeyId
+      iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0, receipt_key_id: keyring.currentId
     }
-    const running = new RunningTurn(this.host, record, options.ownerConnection, request.detach === true, receipts)
+    const running = new RunningTurn(this.host, record, options.ownerConnection, request.detach === true)
     this.active.set(turnId, running)
     this.admission.hold(turnId, sessionId)
     // The local count passed; the cluster-wide one (the principal's turns on every instance) decides.
@@ -163,9 +166,13 @@ export class TurnService {
     session.turn_ids.push(turnId)
     // A session is "updated" when a turn starts in it too: listings show the active one first.
     session.updated_at = createdAt
+    // Where the bus archives events, turn.started is written with the turn (one transaction) and
+    // goes out the moment that write is done, without a write of its own.
+    const started = running.sequence({ kind: 'turn.started', session_id: sessionId, agent: agentName })
+    const archived = this.deps.bus.unwritten(turnId) !== null
     let held
     try {
-      held = await this.deps.store.createTurn(record, session, claim)
+      held = await this.deps.store.createTurn(record, session, claim, archived ? [started] : [])
     } catch (err) {
       this.abandon(record)
       this.deps.log.error({ err, turn_id: turnId }, 'could not record a new turn')
@@ -177,12 +184,13 @@ export class TurnService {
       const original = await this.admission.repeatOf(claim) ?? held.turnId
       return { turn: await this.get(principal, original), created: false }
     }
+    // First, before the rest of the set-up: the owner binding, the timeout and the engine state wait.
+    running.publish(started, archived)
     running.bindOwner()
     if (options.ownerConnection !== null) this.deps.connections.get(options.ownerConnection)?.follow?.(turnId)
     running.armTimeout()
 
     const state = assembleTurnState(this.stateDeps, running, session, request)
-    state.emit({ kind: 'turn.started', session_id: sessionId, agent: agentName })
     void running.run(exec, state, session, grants, options.channel, () => { this.release(record) })
     return { turn: record, created: true }
   }
@@ -213,7 +221,10 @@ export class TurnService {
       if (turn !== null) this.deps.log.warn({ audit: 'cross_principal_turn', principal: principalKey(principal), turn_id: turnId }, 'refused access to a turn of another principal')
       throw new TollgateError('TURN_NOT_FOUND')
     }
-    return turn
+    if (turn.status !== 'running' || this.active.has(turnId)) return turn
+    // Running on another instance (or on one that died and is not recovered yet): its record was
+    // saved at its start and approval waits, its calls and iterations since are in its event log.
+    return withLoggedProgress(turn, summarizeLog(await readTurnLog(this.deps.bus, turnId)))
   }
 
   async session (principal: Principal, sessionId: string): Promise<SessionRecord> {

@@ -22,6 +22,7 @@ import type { ToolHooks } from '../turn/hooks.js'
 import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
 import { trimHistory } from '../turn/history.js'
 import { UsageTally } from '../turn/usage.js'
+import { insertCall } from '../cluster/turn-log.js'
 import type { ConnectionRegistry } from './connections.js'
 import type { RemoteTurns } from './remote.js'
 import type { RunningTurn } from './running-turn.js'
@@ -43,7 +44,8 @@ export interface NewTurn {
   /** Transport label for audit and observer records. */
   channel: string
   tenant: string
-  receipts: ReceiptKey
+  /** The turn's receipt key, derived when asked: only an agent that signs receipts asks. */
+  receipts: () => ReceiptKey
 }
 
 /** The agent, model, scoped tools and knobs the turn runs with, resolved once at its start. */
@@ -62,7 +64,7 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     ...(deps.mcp === undefined ? {} : { mcp: deps.mcp }),
     message: request.message,
     ...(request.approval_timeout_ms === undefined ? {} : { approvalTimeoutMs: request.approval_timeout_ms }),
-    receiptGenerator: () => turn.receipts,
+    receiptGenerator: turn.receipts,
     workspaceDir: deps.workspaces.dirFor(turn.tenant, session.session_id)
   })
 }
@@ -91,7 +93,9 @@ export function assembleTurnState (deps: TurnStateDeps, running: RunningTurn, se
   const { turn_id: turnId, session_id: sessionId, owner } = record
   const { runtime } = resolveAgent(deps.config, record.agent)
   const history = trimHistory([...session.history, { role: 'user', content: request.message }], runtime.max_history_messages)
-  const log = deps.log.child({ turn_id: turnId, session_id: sessionId, agent: record.agent })
+  // Made on first use: most turns log nothing, and a child logger serialises its bindings at once.
+  let turnLog: Logger | undefined
+  const log = (): Logger => (turnLog ??= deps.log.child({ turn_id: turnId, session_id: sessionId, agent: record.agent }))
   const emit = (event: TurnEvent): void => { running.emit(event) }
   const usage = new UsageTally()
   return {
@@ -100,7 +104,7 @@ export function assembleTurnState (deps: TurnStateDeps, running: RunningTurn, se
     history,
     signal: running.controller.signal,
     interactive: request.interactive !== false,
-    log,
+    get log () { return log() },
     emit,
     approvals: deps.broker.channelFor({
       turnId,
@@ -110,22 +114,23 @@ export function assembleTurnState (deps: TurnStateDeps, running: RunningTurn, se
       emit,
       onPending: (requestId, request) => {
         // A turn asks its calls one at a time in model order (approval makes a batch sequential): appending keeps it.
-        record.pending_approvals = request === null
-          ? record.pending_approvals.filter((p) => p.request_id !== requestId)
-          : [...record.pending_approvals, request]
-        running.checkpoint(log)
+        if (request !== null) {
+          record.pending_approvals = [...record.pending_approvals, request]
+          // Saved while it waits: GET /v1/approvals and GET /v1/turns/:id on every instance list it.
+          running.checkpoint(log())
+          return
+        }
+        // Saved with the decision's audit entry (recordApproval, right after): one save.
+        record.pending_approvals = record.pending_approvals.filter((p) => p.request_id !== requestId)
       }
     }),
-    // Slots settle out of order (preparation fills some before others run); the record keeps model order.
-    recordToolCall: (r) => {
-      const at = record.tool_calls.findIndex((c) => c.iteration > r.iteration || (c.iteration === r.iteration && c.index > r.index))
-      if (at === -1) record.tool_calls.push(r)
-      else record.tool_calls.splice(at, 0, r)
-      running.checkpoint(log)
-    },
+    // Slots settle out of order (preparation fills some before others run); the record keeps model
+    // order. Not saved: the call's events are in the log, which recovery and remote reads rebuild it from.
+    recordToolCall: (r) => { insertCall(record.tool_calls, r) },
+    // Every decision is saved: the audit entry (who, through which channel) is in no event.
     recordApproval: (e) => {
       record.approvals.push(e)
-      running.checkpoint(log)
+      running.checkpoint(log())
     },
     // Kept on the record as it grows (a running turn's GET shows it); stored with the next save.
     recordCallUsage: (u) => {

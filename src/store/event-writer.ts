@@ -21,6 +21,8 @@ export interface EventLogWriterOptions {
 export class EventLogWriter {
   private readonly options: EventLogWriterOptions
   private queue: BusEnvelope[] = []
+  /** The batch an asynchronous store is writing now. */
+  private writing: readonly BusEnvelope[] = []
   private running: Promise<void> | null = null
   private closed = false
   private dropped = 0
@@ -47,6 +49,11 @@ export class EventLogWriter {
     this.running ??= this.run()
   }
 
+  /** Whether events of the turn are still on their way to the store (queued, or being written). */
+  holds (turnId: string): boolean {
+    return this.queue.some((e) => e.turn_id === turnId) || this.writing.some((e) => e.turn_id === turnId)
+  }
+
   private trim (): void {
     const excess = this.queue.length - this.options.maxBuffered
     if (excess <= 0) return
@@ -58,13 +65,16 @@ export class EventLogWriter {
   private async run (): Promise<void> {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, BATCH)
+      this.writing = batch
       try {
         await this.options.store.appendEvents(batch)
+        this.writing = []
         if (this.dropped > 0) {
           this.options.log.warn({ dropped: this.dropped }, 'the event log is reachable again')
           this.dropped = 0
         }
       } catch (err) {
+        this.writing = []
         this.queue = [...batch, ...this.queue]
         this.trim()
         if (this.closed) break
