@@ -27,9 +27,13 @@ export class TimedEventBus implements EventBus {
     return emits
   }
 
-  publish (envelope: BusEnvelope): void {
+  publish (envelope: BusEnvelope, stored?: boolean): void {
     if (this.watched.size > 0) this.watched.get(envelope.turn_id)?.push([envelope.seq, monotonicNs()])
-    this.inner.publish(envelope)
+    this.inner.publish(envelope, stored)
+  }
+
+  unwritten (turnId: string): readonly BusEnvelope[] | null {
+    return this.inner.unwritten(turnId)
   }
 
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe {

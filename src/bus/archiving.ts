@@ -3,10 +3,20 @@
  * from it when the inner bus no longer can: after a restart (the memory bus starts empty), after
  * Redis lost its streams, or past the inner bus's per-turn bound.
  *
- * Group commit: events published in one synchronous run are collected and flushed together in
- * a microtask — written to the log in one transaction, then handed to the inner bus in order.
- * The flush runs before any promise reaction queued after the publish, so whatever a publisher
- * does next (resolving a waiter, answering a request) still follows the event's fan-out.
+ * Group commit: events published in one tick of the event loop (a synchronous run and the
+ * promise reactions it sets off, or the I/O callbacks of one poll phase, across turns) are
+ * collected and flushed together at the end of the tick (setImmediate) — written to the log in
+ * one transaction, then handed to the inner bus in order. A round of tool calls that answer at
+ * once is one group; a call that waits on I/O ends the tick, so its `tool_call` goes out before
+ * it runs. With an asynchronous store (PostgreSQL), which subscribers never wait for, the group
+ * goes out in a microtask instead, before any promise reaction queued after the publish: a
+ * write in flight already batches whatever queues behind it, and fan-out is not held back —
+ * except behind a group that carries a durable turn's checkpoint, which waits for its write.
+ *
+ * A caller that writes a turn's events in its own transaction (the turn's creation with its
+ * `turn.started`, its final save with its terminal event and whatever of it still waits here —
+ * see `unwritten`) publishes them `stored`: they go out at once, never written twice, so the
+ * reply that follows (`turn.accepted`, a cancel's answer, `?wait=true`) follows them too.
  */
 import type { Logger } from 'pino'
 import { EventLogWriter } from '../store/event-writer.js'
@@ -46,9 +56,12 @@ export class ArchivingBus implements EventBus {
   private readonly writer: EventLogWriter
   private readonly maxEvents: number
   private readonly afterGroupWrite: ((group: readonly BusEnvelope[]) => void) | undefined
-  /** Published, not yet written nor fanned out; a flush is queued whenever this is non-empty. */
+  /** Published, not yet written nor fanned out. */
   private group: BusEnvelope[] = []
-  /** Checkpoints taken in this synchronous run, written with its group. */
+  private flushQueued = false
+  /** End of the tick for a store that writes synchronously (SQLite); a microtask otherwise. */
+  private readonly queueFlush: (flush: () => void) => void
+  /** Checkpoints taken in this tick, written with its group. */
   private checkpoints: CheckpointRow[] = []
   /**
    * Groups waiting for fan-out, in order: one carrying a checkpoint waits until an asynchronous
@@ -58,6 +71,7 @@ export class ArchivingBus implements EventBus {
 
   constructor (options: ArchivingBusOptions) {
     this.inner = options.inner
+    this.queueFlush = options.store.appendEventsNow === undefined ? queueMicrotask : setImmediate
     this.store = options.store
     this.maxEvents = options.maxEventsPerTurn
     this.afterGroupWrite = options.afterGroupWrite
@@ -68,14 +82,50 @@ export class ArchivingBus implements EventBus {
     return this.inner.shared
   }
 
-  publish (envelope: BusEnvelope): void {
+  publish (envelope: BusEnvelope, stored = false): void {
+    if (stored) {
+      this.publishStored(envelope)
+      return
+    }
     this.group.push(envelope)
-    if (this.group.length === 1 && this.checkpoints.length === 0) queueMicrotask(this.flush)
+    this.queueGroupFlush()
   }
 
   checkpoint (row: CheckpointRow): void {
     this.checkpoints.push(row)
-    if (this.checkpoints.length === 1 && this.group.length === 0) queueMicrotask(this.flush)
+    this.queueGroupFlush()
+  }
+
+  private queueGroupFlush (): void {
+    if (this.flushQueued) return
+    this.flushQueued = true
+    this.queueFlush(this.queuedFlush)
+  }
+
+  /** It and every earlier event of its turn are in the store: those still waiting here go out now, ahead of it. */
+  private publishStored (envelope: BusEnvelope): void {
+    const turnId = envelope.turn_id
+    const earlier = this.group.filter((e) => e.turn_id === turnId)
+    if (earlier.length > 0) this.group = this.group.filter((e) => e.turn_id !== turnId)
+    const out = [...earlier, envelope]
+    if (this.held.length > 0) {
+      // Behind the groups held for a checkpoint's write, in order.
+      this.held.push({ group: out, ready: true })
+      this.release()
+      return
+    }
+    for (const e of out) this.inner.publish(e)
+  }
+
+  unwritten (turnId: string): readonly BusEnvelope[] | null {
+    // An earlier group of the turn still on its way to the store could land after the caller's write.
+    if (this.writer.holds(turnId)) return null
+    return this.group.filter((e) => e.turn_id === turnId)
+  }
+
+  private readonly queuedFlush = (): void => {
+    this.flushQueued = false
+    this.flush()
   }
 
   /** Stored first: with a synchronous store no client can see an event a crash would lose. */
@@ -133,8 +183,10 @@ export class ArchivingBus implements EventBus {
   }
 
   async replay (turnId: string, afterSeq: number, knownLastSeq?: number): Promise<ReplayResult> {
-    // A caller may know of a published event (a turn's last_seq) whose group is still queued.
-    this.flush()
+    // A caller may know of a published event (a turn's last_seq) whose group is still queued: the
+    // group is written now. One that knows of nothing queued (a stream starting with the turn)
+    // gets the rest live, when the group goes out, instead of waiting for its write.
+    if (knownLastSeq === undefined || this.group.some((e) => e.turn_id === turnId && e.seq <= knownLastSeq)) this.flush()
     let live: ReplayResult | null = null
     let liveError: unknown = null
     try {

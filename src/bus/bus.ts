@@ -43,8 +43,21 @@ export type ControlMessage = (ControlRequest & ControlRpcHeader) | ControlReply
 
 /** The per-turn event log and its live fan-out: what turns publish and followers replay and watch. */
 export interface EventLog {
-  /** Never throws; events are sequenced by the caller (seq from 1, no gaps, in order). */
-  publish (envelope: BusEnvelope): void
+  /**
+   * Never throws; events are sequenced by the caller (seq from 1, no gaps, in order). `stored`:
+   * the caller already wrote this event, and every earlier one of its turn, to the store's event
+   * log in a transaction of its own (see `unwritten`); a bus that archives events fans them out
+   * at once and does not write them again. Other buses ignore it.
+   */
+  publish (envelope: BusEnvelope, stored?: boolean): void
+  /**
+   * For a bus that writes every event to the store's event log (the archiving bus): the turn's
+   * published events it has not written yet, which a caller about to write the turn in one
+   * transaction may write along (and then publish its next event `stored`). Null when this bus
+   * does not write the store's event log, or when events of the turn are still on their way to
+   * it (a write under way or queued for retry), so a write of later ones could land first.
+   */
+  unwritten (turnId: string): readonly BusEnvelope[] | null
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe
   subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe
   /**

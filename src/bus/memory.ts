@@ -34,6 +34,11 @@ export class MemoryEventBus implements EventBus {
     this.onListenerError = options.onListenerError
   }
 
+  /** Writes no store: nothing of a turn is ever waiting to be written by this bus. */
+  unwritten (): null {
+    return null
+  }
+
   publish (envelope: BusEnvelope): void {
     let log = this.logs.get(envelope.turn_id)
     if (log === undefined) {

@@ -39,7 +39,8 @@ export function createLogObserver (log: Logger, options: LogObserverOptions): Ob
     record (event) {
       switch (event.kind) {
         case 'tool_call_start':
-          if (!options.toolCalls) return
+          // Checked first: a line the level filters out would still pay for its bounded arguments.
+          if (!options.toolCalls || !log.isLevelEnabled('info')) return
           log.info({
             event: 'tool_call_start',
             tool: event.tool,
@@ -50,7 +51,7 @@ export function createLogObserver (log: Logger, options: LogObserverOptions): Ob
           }, 'tool call started')
           return
         case 'tool_call':
-          if (!options.toolCalls) return
+          if (!options.toolCalls || !log.isLevelEnabled('info')) return
           log.info({
             event: 'tool_call',
             tool: event.tool,

@@ -3,10 +3,8 @@
  * and the events written after the checkpoint read for what they settle — calls that finished or
  * started, an approval answered before the process stopped.
  */
-import type { ToolCallRecord } from '../../schemas/turn.js'
 import type { BusEnvelope } from '../bus/bus.js'
 import type { ChatMessage } from '../providers/types.js'
-import type { TurnRecord } from '../store/store.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import { newRound, type LoopEntry, type RecoveredCall, type ResolvedApproval, type RoundCursor } from '../turn/cursor.js'
 import { resolveTool } from '../turn/prepare.js'
@@ -100,56 +98,4 @@ export function loopEntry (exec: ResolvedAgentExecution, doc: CheckpointDoc, eve
   }
   round.next = round.calls.length
   return { step: 'dispatch', iteration, malformed, round, recovered: recoveredCalls(round, events) }
-}
-
-/** The channel an answer came through, from who the log says decided it. */
-function channelOf (decidedBy: string): string {
-  const prefix = decidedBy.slice(0, decidedBy.indexOf(':'))
-  if (prefix === 'ws') return 'websocket'
-  return ['rest', 'ag-ui', 'ai-sdk'].includes(prefix) ? prefix : 'runtime'
-}
-
-/**
- * Tool calls and approval answers the log shows but the stored record does not (it was saved
- * before them): added as the log has them, so the resumed turn's record is complete.
- */
-export function reconcileRecord (record: TurnRecord, log: readonly BusEnvelope[]): void {
-  const calls = new Set(record.tool_calls.map((c) => c.call_id))
-  const answers = new Set(record.approvals.map((a) => a.request_id))
-  const cards = new Map<string, { name: string, arguments: Record<string, unknown>, provider_call_id?: string }>()
-  const requests = new Map<string, { tool: string, summary: string }>()
-  let iteration = 1
-  let index = 0
-  for (const { event, ts } of log) {
-    if (event.kind === 'iteration') {
-      iteration = event.n
-      index = 0
-    } else if (event.kind === 'tool_call') {
-      cards.set(event.call_id, event)
-    } else if (event.kind === 'approval.requested') {
-      requests.set(event.request_id, { tool: event.name, summary: event.summary })
-    } else if (event.kind === 'tool_result') {
-      const position = index++
-      if (calls.has(event.call_id)) continue
-      const card = cards.get(event.call_id)
-      const call: ToolCallRecord = {
-        call_id: event.call_id, iteration, index: position, name: event.name, arguments: card?.arguments ?? {},
-        status: event.status, success: event.success, output: event.output, duration_ms: event.duration_ms,
-        ...(card?.provider_call_id === undefined ? {} : { provider_call_id: card.provider_call_id }),
-        ...(event.error === undefined ? {} : { error: event.error }),
-        ...(event.receipt === undefined ? {} : { receipt: event.receipt }),
-        ...(event.truncated === undefined ? {} : { truncated: event.truncated }),
-        ...(event.original_bytes === undefined ? {} : { original_bytes: event.original_bytes })
-      }
-      record.tool_calls.push(call)
-    } else if (event.kind === 'approval.resolved' && !answers.has(event.request_id)) {
-      const request = requests.get(event.request_id)
-      const channel = channelOf(event.decided_by)
-      record.approvals.push({
-        request_id: event.request_id, call_id: event.call_id, tool: request?.tool ?? '', arguments_summary: request?.summary ?? '',
-        decision: event.decision, decided_by: event.decided_by, channel, principal: channel === 'runtime' ? 'runtime' : record.owner,
-        timestamp: ts
-      })
-    }
-  }
 }

@@ -10,7 +10,6 @@ import { ERRORS } from '../core/errors.js'
 import type { BusEnvelope, EventLog } from '../bus/bus.js'
 import type { Config } from '../core/config.js'
 import { scrubText } from '../core/security/redact.js'
-import type { ReceiptKey } from '../receipts/keys.js'
 import { TERMINAL_TURN_STATUSES, type SessionRecord, type Store, type TurnRecord } from '../store/store.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import { CancelReason, runToolLoop, type LoopDurability, type TurnOutcome } from '../turn/loop.js'
@@ -50,28 +49,40 @@ export class RunningTurn {
     private readonly host: TurnHost,
     readonly record: TurnRecord,
     ownerConnection: string | null,
-    detach: boolean,
-    /** Receipt key of this turn (direct turns get a fresh key per turn). */
-    readonly receipts: ReceiptKey
+    detach: boolean
   ) {
     this.ownerConnection = ownerConnection
     this.detach = detach
     this.done = new Promise((resolve) => { this.resolveDone = resolve })
   }
 
-  /** `ts` is given for the terminal event, whose time the record was already saved with. */
-  emit (event: TurnEvent, ts: string = new Date().toISOString()): void {
+  emit (event: TurnEvent): void {
     if (this.frozen) return
+    this.host.bus.publish(this.sequence(event))
+  }
+
+  /**
+   * Gives the turn's next event its seq (and the record its progress) without publishing it: for
+   * an event written in the same transaction as the record (`turn.started`, the terminal event).
+   */
+  sequence (event: TurnEvent, ts: string = new Date().toISOString()): BusEnvelope {
     this.seq += 1
     const { record } = this
     record.last_seq = this.seq
     record.updated_at = ts
     if (event.kind === 'iteration') record.iterations = event.n
-    const envelope: BusEnvelope = { turn_id: record.turn_id, session_id: record.session_id, seq: this.seq, ts, event }
-    this.host.bus.publish(envelope)
+    return { turn_id: record.turn_id, session_id: record.session_id, seq: this.seq, ts, event }
   }
 
-  /** Saves the turn's progress, so a crash keeps its tool calls and approval audit. */
+  /** `stored`: written to the store's event log already, with every earlier event of the turn. */
+  publish (envelope: BusEnvelope, stored: boolean): void {
+    this.host.bus.publish(envelope, stored)
+  }
+
+  /**
+   * Saves the record as it stands. Called where other instances must see it (an approval starts
+   * waiting, or was decided); tool calls and iterations are left to the event log (cluster/turn-log.ts).
+   */
   checkpoint (log: Logger): void {
     if (this.frozen) return
     this.host.store.saveTurn(this.record).catch((err: unknown) => { log.warn({ err }, 'could not checkpoint the turn') })
@@ -237,15 +248,19 @@ export class RunningTurn {
     session.always_allowed = grants.list()
     // Persisted before the terminal event goes out: whoever sees it, on any instance, and then
     // reads the turn or starts the session's next turn finds the finished state in the store.
-    record.last_seq = this.seq + 1
-    record.updated_at = new Date().toISOString()
+    const closing = this.sequence(terminal)
     session.updated_at = record.updated_at
+    // Where the bus archives events, the save carries the terminal event and whatever of the
+    // turn the bus has not written yet (the answer's text of this tick): one transaction.
+    const unwritten = this.host.bus.unwritten(record.turn_id)
+    let stored = false
     try {
-      await this.host.store.saveTurnAndSession(record, session)
+      await this.host.store.saveTurnAndSession(record, session, unwritten === null ? [] : [...unwritten, closing])
+      stored = unwritten !== null
     } catch (err) {
       state.log.error({ err }, 'could not persist the finished turn')
     }
-    this.emit(terminal, record.updated_at)
+    this.publish(closing, stored)
     for (const dispose of this.disposers) dispose()
   }
 }

@@ -13,7 +13,8 @@ import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
 import { SessionGrants } from '../approval/grants.js'
 import { principalKey, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, EventBus, ReplayResult } from '../bus/bus.js'
-import { interruptOrphan, readLog } from '../cluster/recovery.js'
+import { interruptOrphan } from '../cluster/recovery.js'
+import { readTurnLog, summarizeLog, withLoggedProgress } from '../cluster/turn-log.js'
 import type { TurnSlots } from '../cluster/turn-slots.js'
 import { runningTurnsPolicy } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
@@ -25,7 +26,7 @@ import type { ToolCatalog } from '../tools/catalog.js'
 import { CancelReason } from '../turn/loop.js'
 import { UsageTally } from '../turn/usage.js'
 import { decodeCheckpoint, TurnCheckpointer, type CheckpointDoc, type TurnKnobs } from './checkpoint.js'
-import { loopEntry, reconcileRecord, restoreLoopState, resumedHistory } from './resume.js'
+import { loopEntry, restoreLoopState, resumedHistory } from './resume.js'
 import { Admission } from './admission.js'
 import type { ConnectionRegistry } from './connections.js'
 import { TurnListing } from './listing.js'
@@ -159,7 +160,9 @@ export class TurnService {
     const { session_id: sessionId, agent: agentName } = session
     const grants = new SessionGrants(session.always_allowed)
     const turnId = `turn_${randomUUID()}`
-    const { keyId: receiptKeyId, key: receipts } = this.deps.receipts.forNewTurn(turnId)
+    const { receipts: keyring } = this.deps
+    // Derived (HKDF) only if the agent signs receipts; the record names the master key either way.
+    const receipts = (): ReceiptKey => keyring.forNewTurn(turnId).key
     const exec = resolveExecution(this.deps, { request, session, grants, channel: options.channel, tenant: principal.tenant, receipts })
     // Re-checked after the awaits above: two starts may race for one session or the last slot.
     this.admission.checkSessionFree(sessionId, owner)
@@ -168,9 +171,9 @@ export class TurnService {
     const createdAt = new Date().toISOString()
     const record: TurnRecord = {
       turn_id: turnId, session_id: sessionId, agent: agentName, owner, status: 'running', created_at: createdAt, updated_at: createdAt,
-      iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0, receipt_key_id: receiptKeyId
+      iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0, receipt_key_id: keyring.currentId
     }
-    const running = new RunningTurn(this.host, record, options.ownerConnection, request.detach === true, receipts)
+    const running = new RunningTurn(this.host, record, options.ownerConnection, request.detach === true)
     this.active.set(turnId, running)
     this.admission.hold(turnId, sessionId)
     // The local count passed; the cluster-wide one (the principal's turns on every instance) decides.
@@ -183,9 +186,13 @@ export class TurnService {
     session.turn_ids.push(turnId)
     // A session is "updated" when a turn starts in it too: listings show the active one first.
     session.updated_at = createdAt
+    // Where the bus archives events, turn.started is written with the turn (one transaction) and
+    // goes out the moment that write is done, without a write of its own.
+    const started = running.sequence({ kind: 'turn.started', session_id: sessionId, agent: agentName })
+    const archived = this.deps.bus.unwritten(turnId) !== null
     let held
     try {
-      held = await this.deps.store.createTurn(record, session, claim)
+      held = await this.deps.store.createTurn(record, session, claim, archived ? [started] : [])
     } catch (err) {
       this.abandon(record)
       this.deps.log.error({ err, turn_id: turnId }, 'could not record a new turn')
@@ -197,6 +204,8 @@ export class TurnService {
       const original = await this.admission.repeatOf(claim) ?? held.turnId
       return { turn: await this.get(principal, original), created: false }
     }
+    // First, before the rest of the set-up: the owner binding, the timeout and the engine state wait.
+    running.publish(started, archived)
     running.bindOwner()
     if (options.ownerConnection !== null) this.deps.connections.get(options.ownerConnection)?.follow?.(turnId)
     running.armTimeout()
@@ -208,7 +217,6 @@ export class TurnService {
       checkpointer.knobs.history_base = state.history.length
       checkpointer.attach(exec, state)
     }
-    state.emit({ kind: 'turn.started', session_id: sessionId, agent: agentName })
     const durability = checkpointer === null ? {} : { checkpoints: checkpointer.loop }
     void running.run(exec, state, session, grants, options.channel, () => { this.release(record) }, durability)
     return { turn: record, created: true }
@@ -245,22 +253,18 @@ export class TurnService {
     const doc = decodeCheckpoint(row.doc)
     const session = await store.getSession(record.session_id)
     if (doc === null || session === null || ownEntry(this.deps.config.agents, record.agent) === undefined) return false
-    // Without a configured master key the old process's key is gone: later receipts get this process's.
-    let receipts = this.receiptKeyOf(record)
-    if (receipts === null) {
-      const fresh = this.deps.receipts.forNewTurn(record.turn_id)
-      record.receipt_key_id = fresh.keyId
-      receipts = fresh.key
-    }
     // Read before adopting: what the log says after the checkpoint decides where the loop goes on.
-    const events = await readLog(bus, record.turn_id)
+    const events = await readTurnLog(bus, record.turn_id)
     const after = events.filter((e) => e.seq > row.seq)
     const lastSeq = Math.max(record.last_seq, events.at(-1)?.seq ?? 0, await bus.lastSeq(record.turn_id).catch(() => 0))
-    // The record may have been saved before the last calls and answers: the log has them.
-    reconcileRecord(record, events)
+    // The record was saved at approval waits and decisions: the log has the calls since.
+    const current = withLoggedProgress(record, summarizeLog(events))
+    // Without a configured master key the old process's key is gone: later receipts get this process's.
+    if (this.receiptKeyOf(current) === null) current.receipt_key_id = this.deps.receipts.currentId
+    const receipts = (): ReceiptKey => this.receiptKeyOf(current) ?? this.deps.receipts.forNewTurn(current.turn_id).key
     if (!await store.adoptTurn(record.turn_id, orphan.instanceId)) return true
     try {
-      this.continueTurn(record, session, doc, row.seq, after, lastSeq, receipts)
+      this.continueTurn(current, session, doc, row.seq, after, lastSeq, receipts)
     } catch (err) {
       // Taken over already: it is this instance's own orphan now.
       log.error({ err, turn_id: record.turn_id }, 'could not resume a turn from its checkpoint; interrupting it')
@@ -271,7 +275,7 @@ export class TurnService {
 
   private continueTurn (
     record: TurnRecord, session: SessionRecord, doc: CheckpointDoc, checkpointSeq: number, after: BusEnvelope[], lastSeq: number,
-    receipts: ReceiptKey
+    receipts: () => ReceiptKey
   ): void {
     const { turn } = doc
     const request: TurnRequest = {
@@ -283,7 +287,7 @@ export class TurnService {
     }
     const grants = new SessionGrants(doc.grants)
     const exec = resolveExecution(this.deps, { request, session, grants, channel: turn.channel, tenant: turn.tenant, receipts })
-    const running = new RunningTurn(this.host, record, null, true, receipts)
+    const running = new RunningTurn(this.host, record, null, true)
     running.seq = lastSeq
     record.last_seq = lastSeq
     record.iterations = Math.max(record.iterations, doc.iteration)
@@ -334,7 +338,10 @@ export class TurnService {
       if (turn !== null) this.deps.log.warn({ audit: 'cross_principal_turn', principal: principalKey(principal), turn_id: turnId }, 'refused access to a turn of another principal')
       throw new TollgateError('TURN_NOT_FOUND')
     }
-    return turn
+    if (turn.status !== 'running' || this.active.has(turnId)) return turn
+    // Running on another instance (or on one that died and is not recovered yet): its record was
+    // saved at its start and approval waits, its calls and iterations since are in its event log.
+    return withLoggedProgress(turn, summarizeLog(await readTurnLog(this.deps.bus, turnId)))
   }
 
   async session (principal: Principal, sessionId: string): Promise<SessionRecord> {

@@ -23,6 +23,7 @@ import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type ResolvedAg
 import { trimHistory } from '../turn/history.js'
 import { UsageTally } from '../turn/usage.js'
 import type { TurnCheckpointer } from './checkpoint.js'
+import { insertCall } from '../cluster/turn-log.js'
 import type { ConnectionRegistry } from './connections.js'
 import type { RemoteTurns } from './remote.js'
 import type { RunningTurn } from './running-turn.js'
@@ -44,7 +45,8 @@ export interface NewTurn {
   /** Transport label for audit and observer records. */
   channel: string
   tenant: string
-  receipts: ReceiptKey
+  /** The turn's receipt key, derived when asked: only an agent that signs receipts asks. */
+  receipts: () => ReceiptKey
 }
 
 /** The agent, model, scoped tools and knobs the turn runs with, resolved once at its start. */
@@ -63,7 +65,7 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     ...(deps.mcp === undefined ? {} : { mcp: deps.mcp }),
     message: request.message,
     ...(request.approval_timeout_ms === undefined ? {} : { approvalTimeoutMs: request.approval_timeout_ms }),
-    receiptGenerator: () => turn.receipts,
+    receiptGenerator: turn.receipts,
     workspaceDir: deps.workspaces.dirFor(turn.tenant, session.session_id)
   })
 }
@@ -106,7 +108,9 @@ export function assembleTurnState (
   const { turn_id: turnId, session_id: sessionId, owner } = record
   const { runtime } = resolveAgent(deps.config, record.agent)
   const history = durable?.history ?? startingHistory(deps.config, record.agent, session, request.message)
-  const log = deps.log.child({ turn_id: turnId, session_id: sessionId, agent: record.agent })
+  // Made on first use: most turns log nothing, and a child logger serialises its bindings at once.
+  let turnLog: Logger | undefined
+  const log = (): Logger => (turnLog ??= deps.log.child({ turn_id: turnId, session_id: sessionId, agent: record.agent }))
   const emit = (event: TurnEvent): void => { running.emit(event) }
   const usage = durable?.checkpointer.usage ?? new UsageTally()
   return {
@@ -116,7 +120,7 @@ export function assembleTurnState (
     signal: running.controller.signal,
     interactive: request.interactive !== false,
     ...(durable === null ? {} : { written: async () => await running.written(), holding: () => durable.checkpointer.holding() }),
-    log,
+    get log () { return log() },
     emit,
     approvals: deps.broker.channelFor({
       turnId,
@@ -128,26 +132,31 @@ export function assembleTurnState (
         // A turn asks its calls one at a time in model order (approval makes a batch sequential): appending keeps it.
         // A request reopened after a restart is listed already.
         const others = record.pending_approvals.filter((p) => p.request_id !== requestId)
-        record.pending_approvals = request === null ? others : [...others, request]
-        running.checkpoint(log)
-        if (request !== null) durable?.checkpointer.approvalWaiting(request)
+        if (request !== null) {
+          record.pending_approvals = [...others, request]
+          // Saved while it waits: GET /v1/approvals and GET /v1/turns/:id on every instance list it.
+          running.checkpoint(log())
+          durable?.checkpointer.approvalWaiting(request)
+          return
+        }
+        // Saved with the decision's audit entry (recordApproval, right after): one save.
+        record.pending_approvals = others
       }
     }),
-    // Slots settle out of order (preparation fills some before others run); the record keeps model order.
+    // Slots settle out of order (preparation fills some before others run); the record keeps model
+    // order. Not saved: the call's events are in the log, which recovery and remote reads rebuild it from.
     recordToolCall: (r) => {
-      // A call settled before a restart may be recorded already.
+      // A call settled before a restart may be recorded already (read back from the log).
       const seen = record.tool_calls.findIndex((c) => c.call_id === r.call_id)
       if (seen !== -1) record.tool_calls.splice(seen, 1)
-      const at = record.tool_calls.findIndex((c) => c.iteration > r.iteration || (c.iteration === r.iteration && c.index > r.index))
-      if (at === -1) record.tool_calls.push(r)
-      else record.tool_calls.splice(at, 0, r)
-      running.checkpoint(log)
+      insertCall(record.tool_calls, r)
     },
+    // Every decision is saved: the audit entry (who, through which channel) is in no event.
     recordApproval: (e) => {
       // An answer read back from the log after a restart was audited when it was given.
       if (record.approvals.some((a) => a.request_id === e.request_id)) return
       record.approvals.push(e)
-      running.checkpoint(log)
+      running.checkpoint(log())
     },
     // Kept on the record as it grows (a running turn's GET shows it); stored with the next save.
     recordCallUsage: (u) => {

@@ -35,6 +35,8 @@ function split (entries: readonly Entry[]): { events: BusEnvelope[], checkpoints
 export class EventLogWriter {
   private readonly options: EventLogWriterOptions
   private queue: Entry[] = []
+  /** The batch an asynchronous store is writing now. */
+  private writing: readonly Entry[] = []
   private running: Promise<void> | null = null
   /** Entries ever queued, and how many of them are done (written, or dropped): positions in one sequence. */
   private queued = 0
@@ -71,6 +73,12 @@ export class EventLogWriter {
     this.running ??= this.run()
   }
 
+  /** Whether events of the turn are still on their way to the store (queued, or being written). */
+  holds (turnId: string): boolean {
+    const of = (e: Entry): boolean => ('envelope' in e ? e.envelope.turn_id : e.checkpoint.turn_id) === turnId
+    return this.queue.some(of) || this.writing.some(of)
+  }
+
   private trim (): void {
     const excess = this.queue.length - this.options.maxBuffered
     if (excess <= 0) return
@@ -84,15 +92,18 @@ export class EventLogWriter {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, BATCH)
       const { events, checkpoints } = split(batch)
+      this.writing = batch
       try {
         if (checkpoints.length === 0) await this.options.store.appendEvents(events)
         else await this.options.store.appendEvents(events, checkpoints)
+        this.writing = []
         this.settle(batch.length)
         if (this.dropped > 0) {
           this.options.log.warn({ dropped: this.dropped }, 'the event log is reachable again')
           this.dropped = 0
         }
       } catch (err) {
+        this.writing = []
         this.queue = [...batch, ...this.queue]
         this.trim()
         if (this.closed) break

@@ -68,10 +68,11 @@ export class MemoryStore implements Store {
     })
   }
 
-  async saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void> {
+  async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
     const copy = structuredClone(session)
     this.putTurn(turn)
     this.sessions.set(session.session_id, copy)
+    this.putEvents(events)
   }
 
   async listSessions (owner: string, limit: number, before?: PageKey): Promise<SessionRecord[]> {
@@ -88,14 +89,16 @@ export class MemoryStore implements Store {
     return page(mine, limit, before)
   }
 
-  async createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null> {
+  async createTurn (
+    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = []
+  ): Promise<IdempotencyRecord | null> {
     if (claim !== null) {
       const taken = this.liveClaim(claim.owner, claim.key)
       if (taken !== null) return taken
       const held = { turnId: turn.turn_id, fingerprint: claim.fingerprint, expiresMs: claim.expiresMs }
       this.idempotency.set(idempotencyId(claim.owner, claim.key), held)
     }
-    await this.saveTurnAndSession(turn, session)
+    await this.saveTurnAndSession(turn, session, events)
     return null
   }
 
@@ -113,9 +116,13 @@ export class MemoryStore implements Store {
   }
 
   async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
+    this.putEvents(events)
     for (const c of checkpoints) {
       if ((this.checkpoints.get(c.turn_id)?.seq ?? -1) <= c.seq) this.checkpoints.set(c.turn_id, { ...c })
     }
+  }
+
+  private putEvents (events: readonly BusEnvelope[]): void {
     for (const e of events) {
       let log = this.events.get(e.turn_id)
       if (log === undefined) {

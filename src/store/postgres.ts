@@ -16,6 +16,11 @@ import {
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
+/** A batch of events as the three arrays the insert unnests. */
+function eventColumns (events: readonly BusEnvelope[]): unknown[] {
+  return [events.map((e) => e.turn_id), events.map((e) => e.seq), events.map((e) => encodeDoc(e))]
+}
+
 export interface PostgresStoreOptions {
   connectionString: string
   schema: string
@@ -84,10 +89,17 @@ function statements (s: string) {
   const upsertSession = (a: number): string => `INSERT INTO ${s}.tollgate_sessions (session_id, owner, doc, updated_at)
     VALUES ($${a}, $${a + 1}, $${a + 2}, $${a + 3})
     ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc, updated_at = excluded.updated_at`
+  const insertEvents = (a: number): string => `INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
+    SELECT * FROM unnest($${a}::text[], $${a + 1}::integer[], $${a + 2}::text[]) ON CONFLICT DO NOTHING`
   return {
     saveTurn: { name: 'tollgate_save_turn', text: upsertTurn },
     saveSession: { name: 'tollgate_save_session', text: upsertSession(1) },
     saveTurnAndSession: { name: 'tollgate_save_turn_and_session', text: `WITH saved_turn AS (${upsertTurn}) ${upsertSession(9)}` },
+    // The same with events appended: three data-modifying parts of one statement, atomic together.
+    saveTurnSessionAndEvents: {
+      name: 'tollgate_save_turn_session_and_events',
+      text: `WITH saved_turn AS (${upsertTurn}), saved_events AS (${insertEvents(13)}) ${upsertSession(9)}`
+    },
     // Keyset pages: strictly after the previous page's last (time, id); the first page passes FIRST_PAGE.
     listSessions: {
       name: 'tollgate_list_sessions',
@@ -115,17 +127,12 @@ function statements (s: string) {
       name: 'tollgate_get_idempotency',
       text: `SELECT turn_id, fingerprint FROM ${s}.tollgate_idempotency WHERE owner = $1 AND idem_key = $2 AND expires_ms > $3`
     },
-    appendEvents: {
-      name: 'tollgate_append_events',
-      text: `INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
-        SELECT * FROM unnest($1::text[], $2::integer[], $3::text[]) ON CONFLICT DO NOTHING`
-    },
+    appendEvents: { name: 'tollgate_append_events', text: insertEvents(1) },
     // One statement, so one commit: the events, then the checkpoints taken after them (a later
     // checkpoint replaces an earlier one, never the other way round).
     appendEventsAndCheckpoints: {
       name: 'tollgate_append_events_and_checkpoints',
-      text: `WITH appended AS (INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
-          SELECT * FROM unnest($1::text[], $2::integer[], $3::text[]) ON CONFLICT DO NOTHING)
+      text: `WITH appended AS (${insertEvents(1)})
         INSERT INTO ${s}.tollgate_checkpoints AS c (turn_id, seq, doc)
           SELECT * FROM unnest($4::text[], $5::integer[], $6::text[])
           ON CONFLICT (turn_id) DO UPDATE SET seq = excluded.seq, doc = excluded.doc WHERE excluded.seq >= c.seq`
@@ -235,24 +242,34 @@ export class PostgresStore implements Store {
     })
   }
 
-  async saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void> {
-    const values = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session), session.updated_at]
+  /** The pair save, with events appended in the same statement when there are any (encoded now). */
+  private pairSave (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[]): pg.QueryConfig {
+    const values: unknown[] = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session), session.updated_at]
+    if (events.length === 0) return { ...this.sql.saveTurnAndSession, values }
+    values.push(...eventColumns(events))
+    return { ...this.sql.saveTurnSessionAndEvents, values }
+  }
+
+  async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
+    const save = this.pairSave(turn, session, events)
     await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
-      await this.pool.query({ ...this.sql.saveTurnAndSession, values })
+      await this.pool.query(save)
     })
   }
 
-  async createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null> {
+  async createTurn (
+    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = []
+  ): Promise<IdempotencyRecord | null> {
     if (claim === null) {
-      await this.saveTurnAndSession(turn, session)
+      await this.saveTurnAndSession(turn, session, events)
       return null
     }
-    const values = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session), session.updated_at]
+    const save = this.pairSave(turn, session, events)
     let held: IdempotencyRecord | null = null
     await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
       // The key's holder may expire between a lost claim and the read: then claim again.
       for (let attempt = 0; attempt < 3; attempt++) {
-        if (await this.claimAndSave(values, turn.turn_id, claim)) return
+        if (await this.claimAndSave(save, turn.turn_id, claim)) return
         held = await this.getIdempotency(claim.owner, claim.key)
         if (held !== null) return
       }
@@ -261,8 +278,8 @@ export class PostgresStore implements Store {
     return held
   }
 
-  /** One transaction: the claim, then (only if it was won) the turn and session. */
-  private async claimAndSave (values: unknown[], turnId: string, claim: IdempotencyClaim): Promise<boolean> {
+  /** One transaction: the claim, then (only if it was won) the turn, its session and its events. */
+  private async claimAndSave (save: pg.QueryConfig, turnId: string, claim: IdempotencyClaim): Promise<boolean> {
     const client = await this.pool.connect()
     try {
       await client.query('BEGIN')
@@ -272,7 +289,7 @@ export class PostgresStore implements Store {
         await client.query('ROLLBACK')
         return false
       }
-      await client.query({ ...this.sql.saveTurnAndSession, values })
+      await client.query(save)
       await client.query('COMMIT')
       return true
     } catch (err) {
@@ -299,14 +316,13 @@ export class PostgresStore implements Store {
   }
 
   async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
-    const values = [events.map((e) => e.turn_id), events.map((e) => e.seq), events.map((e) => encodeDoc(e))]
     if (checkpoints.length > 0) {
       const rows = [checkpoints.map((c) => c.turn_id), checkpoints.map((c) => c.seq), checkpoints.map((c) => c.doc)]
-      await this.pool.query({ ...this.sql.appendEventsAndCheckpoints, values: [...values, ...rows] })
+      await this.pool.query({ ...this.sql.appendEventsAndCheckpoints, values: [...eventColumns(events), ...rows] })
       return
     }
     if (events.length === 0) return
-    await this.pool.query({ ...this.sql.appendEvents, values })
+    await this.pool.query({ ...this.sql.appendEvents, values: eventColumns(events) })
   }
 
   async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {

@@ -153,13 +153,16 @@ function prepare (db: Database.Database) {
     saveTurn,
     saveSession,
     // Transaction functions are built once: better-sqlite3 wraps a new one on every call otherwise.
-    saveTurnAndSession: db.transaction((turn: unknown[], session: unknown[]) => {
+    saveTurnAndSession: db.transaction((turn: unknown[], session: unknown[], events: readonly BusEnvelope[]) => {
       saveTurn.run(...turn)
       saveSession.run(...session)
+      for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
     }),
     getIdempotency,
     pruneIdempotency: db.prepare('DELETE FROM tollgate_idempotency WHERE expires_ms <= ?'),
-    createTurn: db.transaction((turn: unknown[], session: unknown[], c: IdempotencyClaim | null, now: number): IdempotencyRecord | null => {
+    createTurn: db.transaction((
+      turn: unknown[], session: unknown[], c: IdempotencyClaim | null, now: number, events: readonly BusEnvelope[]
+    ): IdempotencyRecord | null => {
       if (c !== null && claim.run(c.owner, c.key, turn[0], c.fingerprint, c.expiresMs, now).changes === 0) {
         const held = getIdempotency.get(c.owner, c.key, now)
         // Only an unexpired claim blocks the insert, and nothing else writes in between.
@@ -167,6 +170,7 @@ function prepare (db: Database.Database) {
       }
       saveTurn.run(...turn)
       saveSession.run(...session)
+      for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
       return null
     }),
     appendEvents: db.transaction((events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[]) => {
@@ -267,12 +271,14 @@ export class SqliteStore implements Store {
     this.stmt.saveTurn.run(...this.turnRow(turn))
   }
 
-  async saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void> {
-    this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session))
+  async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
+    this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session), events)
   }
 
-  async createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null> {
-    return this.stmt.createTurn(this.turnRow(turn), sessionRow(session), claim, Date.now())
+  async createTurn (
+    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = []
+  ): Promise<IdempotencyRecord | null> {
+    return this.stmt.createTurn(this.turnRow(turn), sessionRow(session), claim, Date.now(), events)
   }
 
   async getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null> {

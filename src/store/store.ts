@@ -87,9 +87,11 @@ export interface Store {
   /**
    * saveTurn and saveSession as one atomic write: both land or neither does, so a reader never
    * sees a turn the session does not list, or a session history ahead of its finished turn.
-   * Ordered with the other saves of the same turn and of the same session.
+   * Ordered with the other saves of the same turn and of the same session. `events` (a finished
+   * turn's terminal event and those of its events not written yet) are appended to the event log
+   * in the same write, as appendEvents would.
    */
-  saveTurnAndSession (turn: TurnRecord, session: SessionRecord): Promise<void>
+  saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events?: readonly BusEnvelope[]): Promise<void>
   /** The owner's sessions, most recently updated first (then by id, descending), after `before`. */
   listSessions (owner: string, limit: number, before?: PageKey): Promise<SessionRecord[]>
   /** The owner's turns matching `filter`, newest first (created_at, then id, descending), after `before`. */
@@ -98,9 +100,12 @@ export interface Store {
    * Saves a new turn with its session (as saveTurnAndSession) together with its idempotency
    * claim, atomically: when another turn already holds the unexpired key, nothing is written and
    * that turn's record is answered instead; null means this turn was saved. Two instances racing
-   * with one key: exactly one saves its turn.
+   * with one key: exactly one saves its turn. `events` (the turn's `turn.started`) are appended to
+   * the event log in the same write, and like the turn not at all when the claim is held.
    */
-  createTurn (turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null): Promise<IdempotencyRecord | null>
+  createTurn (
+    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events?: readonly BusEnvelope[]
+  ): Promise<IdempotencyRecord | null>
   /** The unexpired turn bound to a principal's idempotency key, if any. */
   getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null>
   /** Forgets idempotency keys that expired before `nowMs` (lookups ignore them anyway). */

@@ -106,7 +106,13 @@ export interface Tool {
   readonly effects?: (args: Record<string, unknown>) => ToolEffect
   /** Returns a human-readable problem with the arguments, or null when they match the schema. */
   validateArgs (args: unknown): string | null
+  /** Checks the arguments against the schema (a failure is the call's result), then runs the call. */
   execute (args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult>
+  /**
+   * Runs the call without checking the arguments again: for the dispatcher, whose preparation
+   * validated these very arguments with `validateArgs` (schemas are checked once per call).
+   */
+  executeValidated (args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult>
 }
 
 export interface ToolDefinition<A = Record<string, unknown>> {
@@ -163,11 +169,15 @@ export function defineTool<A = Record<string, unknown>> (def: ToolDefinition<A>)
       if (validate === null) return null
       return validate(args) ? null : describeErrors(validate.errors)
     },
-    // Arguments are checked here once for every tool, so no tool re-implements the check and
-    // direct callers (embedders, tests) get the same guarantee as the dispatcher.
+    // Arguments are checked here for every tool, so no tool re-implements the check and direct
+    // callers (embedders, tests) get the same guarantee as the dispatcher, which checked them in
+    // preparation and calls executeValidated.
     async execute (args, ctx) {
       const problem = tool.validateArgs(args)
       if (problem !== null) return fail(`invalid arguments: ${problem}`)
+      return await (def.execute as Tool['execute'])(args, ctx)
+    },
+    async executeValidated (args, ctx) {
       return await (def.execute as Tool['execute'])(args, ctx)
     }
   }

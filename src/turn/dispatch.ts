@@ -4,6 +4,7 @@
  * must not race activation). Sequential dispatch checks cancellation before each call; a
  * cancelled parallel batch keeps finished siblings' real results and interrupts only the rest.
  */
+import type { Logger } from 'pino'
 import { scrubText, scrubValue } from '../core/security/redact.js'
 import type { ObserverCorrelation } from '../observe/observer.js'
 import { TOOL_SEARCH } from '../tools/scope/activated.js'
@@ -101,12 +102,15 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       if (controller.signal.aborted) resolve(new Interrupted())
       controller.signal.addEventListener('abort', () => resolve(new Interrupted()), { once: true })
     })
-    const run = tool.execute(slot.arguments, {
+    let log: Logger | undefined
+    // Preparation validated these arguments against the tool's schema.
+    const run = tool.executeValidated(slot.arguments, {
       signal: controller.signal,
       turnId: state.turnId,
       sessionId: state.sessionId,
       callId: slot.callId,
-      log: state.log.child({ tool: slot.name, call_id: slot.callId }),
+      // Made on first use: most calls log nothing, and a child logger serialises its bindings at once.
+      get log () { return (log ??= state.log.child({ tool: slot.name, call_id: slot.callId })) },
       workspaceDir: exec.workspaceDir,
       network: exec.shellNetwork,
       progress: progress.report,

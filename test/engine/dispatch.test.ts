@@ -4,6 +4,7 @@
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { defineTool, ok, type Tool } from '../../src/tools/contract.js'
 import { createEngine, inModelOrder, ScriptedApprovals, shape, toolMessages } from './harness.js'
 
 const call = (id: string, label: string, extra: Record<string, unknown> = {}, name = 'probe') => ({ id, name, arguments: { label, ...extra } })
@@ -107,4 +108,37 @@ test('a successful tool with empty output reports "(no output)" to the model, in
   assert.deepEqual([result.output, result.success, result.status], ['(no output)', true, 'ok'])
   assert.equal(toolMessages(e.provider, 1)[0]?.content, '(no output)')
   assert.equal(e.toolCalls[0]?.output, '(no output)')
+})
+
+test('a call\'s arguments are validated once, in preparation: the dispatcher runs it without checking them again', async (t) => {
+  const base = defineTool<{ n: number }>({
+    name: 'counted',
+    description: 'answers with its n',
+    parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false },
+    async execute (args) { return ok(`n=${args.n}`) }
+  })
+  let validations = 0
+  let checkedRuns = 0
+  const counted: Tool = {
+    ...base,
+    validateArgs (args) {
+      validations++
+      return base.validateArgs(args)
+    },
+    async execute (args, ctx) {
+      checkedRuns++
+      return await base.execute(args, ctx)
+    }
+  }
+  const e = await createEngine(t, {
+    tools: [counted],
+    overrides: { agents: { default: { provider: 'scripted', tools: ['counted'] } }, risk_profiles: { default: { auto_approve: ['counted'] } } }
+  })
+  e.provider.enqueue({ toolCalls: [{ id: 'a', name: 'counted', arguments: { n: 1 } }, { id: 'b', name: 'counted', arguments: { n: 'two' } }] }, { text: 'ok' })
+  assert.equal((await e.run()).status, 'completed')
+  assert.deepEqual(inModelOrder(e.toolCalls).map((c) => [c.status, c.output]), [
+    ['ok', 'n=1'],
+    ['error', 'Error: invalid arguments for \'counted\': /n must be integer']
+  ])
+  assert.deepEqual([validations, checkedRuns], [2, 0])
 })

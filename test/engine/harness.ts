@@ -23,6 +23,7 @@ import type { Observer, ObserverEvent } from '../../src/observe/observer.js'
 import type { ChatCallOptions, ChatMessage, ChatRequest, ChatResponse, ModelProvider } from '../../src/providers/types.js'
 import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type ResolvedAgentExecution, type TurnState } from '../../src/turn/context.js'
 import { NO_HOOKS, type ToolHooks } from '../../src/turn/hooks.js'
+import type { Tool } from '../../src/tools/contract.js'
 import { CancelReason, runToolLoop, type TurnOutcome } from '../../src/turn/loop.js'
 import { createProbes, probeOverrides, type Probes } from '../helpers/tools.js'
 
@@ -96,6 +97,8 @@ export interface EngineOptions {
   /** Called with every event as it is emitted, e.g. to cancel the turn at a chosen point. */
   onEvent?: (event: TurnEvent, engine: Engine) => void
   nativeTools?: boolean
+  /** Tools registered besides the probes (admit them through `overrides`). */
+  tools?: Tool[]
 }
 
 export interface Engine {
@@ -134,7 +137,7 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
   })
   const provider = new ScriptedProvider(options.nativeTools ?? true)
   const probes = createProbes()
-  const { catalog, workspaces } = await buildCatalog(config, probes.tools, quiet)
+  const { catalog, workspaces } = await buildCatalog(config, [...probes.tools, ...options.tools ?? []], quiet)
   // Tools act in the tenant's folder below the root, as they do for a turn the service starts.
   const workspaceDir = workspaces.dirFor(LOCAL_PRINCIPAL.tenant, 'ses_engine')
   const observed: ObserverEvent[] = []

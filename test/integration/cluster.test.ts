@@ -70,6 +70,28 @@ describe('two instances in two processes, sharing PostgreSQL and Redis', () => {
   })
   after(cleanup.run)
 
+  test('instance B reads a turn running on instance A with the tool calls and iterations it made so far, from its event log', async () => {
+    c.provider.enqueue({ toolCalls: [{ id: 'r1', name: 'file_read', arguments: { path: 'nothing-here.txt' } }] }, { hang: true })
+    const owner = await a.socket()
+    const accepted = await owner.request({ type: 'turn.start', message: 'read, then wait', interactive: false })
+    await owner.waitForEvent(accepted.turn_id, (e) => e.kind === 'iteration' && e.n === 2, 10_000)
+    const live = owner.events(accepted.turn_id)
+    const call = live.find((e) => e.event.kind === 'tool_call')?.event
+    const result = live.find((e) => e.event.kind === 'tool_result')?.event
+    assert.ok(call?.kind === 'tool_call' && result?.kind === 'tool_result')
+    const turn = await b.http('GET', `/v1/turns/${accepted.turn_id as string}`)
+    assert.equal(turn.status, 200)
+    assert.deepEqual([turn.body.status, turn.body.iterations, turn.body.last_seq], ['running', 2, live.length])
+    assert.deepEqual(turn.body.tool_calls, [{
+      call_id: call.call_id, provider_call_id: 'r1', iteration: 1, index: 0, name: 'file_read', arguments: call.arguments,
+      status: result.status, success: result.success, output: result.output, error: result.error, duration_ms: result.duration_ms
+    }])
+    // The same as instance A's own, in-memory record.
+    assert.deepEqual((await a.http('GET', `/v1/turns/${accepted.turn_id as string}`)).body.tool_calls, turn.body.tool_calls)
+    await b.http('DELETE', `/v1/turns/${accepted.turn_id as string}`)
+    await owner.waitForTerminal(accepted.turn_id, 10_000)
+  })
+
   test('a client on instance B follows a turn running on instance A, answers its approval and sees it complete', async () => {
     c.provider.enqueue({ toolCalls: [{ id: 'w1', name: 'file_write', arguments: { path: 'out.txt', content: 'from B' } }] }, { text: 'Wrote it.' })
     const owner = await a.socket()

@@ -191,28 +191,49 @@ test('SIGTERM lets a running tool finish, parks the turn before its next model c
   assert.match(String(told?.content), /finished/)
 })
 
-test('an approval answered just before the gateway died is not asked again: the logged answer decides and the tool runs once', async (t) => {
+test('an approval answered just before the gateway died is not asked again: the restart waits for the next one and both calls run once', async (t) => {
   const s = await setup(deferrer(t))
-  // The process dies right after writing the approval.resolved event, before the round's next checkpoint.
+  // The process dies right after writing the group with the first answer (and the second request).
   const first = await s.start({}, { [CRASH_AFTER_EVENT_WRITE_ENV]: 'approval.resolved' })
-  const { turnId, pending } = await turnWaitingForApproval(first, s.provider)
+  s.provider.enqueue(
+    {
+      toolCalls: [
+        { id: 'w1', name: 'file_write', arguments: { path: 'one.txt', content: 'one\n' } },
+        { id: 'w2', name: 'file_write', arguments: { path: 'two.txt', content: 'two\n' } }
+      ]
+    },
+    { text: 'Both written.' }
+  )
+  const started = await first.http('POST', '/v1/turns', { message: 'write both', detach: true })
+  const turnId = started.body.turn_id as string
+  let firstAsk: any
+  await until(async () => {
+    firstAsk = (await first.http('GET', `/v1/approvals?status=pending&turn_id=${turnId}`)).body.items?.[0]
+    return firstAsk !== undefined
+  }, 'the first approval request', 10_000)
   const exited = new Promise((resolve) => first.child.once('exit', resolve))
-  await first.http('POST', `/v1/approvals/${pending.request_id as string}`, { decision: 'yes' }).catch(() => null)
+  await first.http('POST', `/v1/approvals/${firstAsk.request_id as string}`, { decision: 'yes' }).catch(() => null)
   await exited
 
   const second = await s.start()
+  const listed = (await second.http('GET', `/v1/approvals?status=pending&turn_id=${turnId}`)).body.items
+  assert.deepEqual(listed.map((p: { call_id: string }) => p.call_id).length, 1)
+  assert.notEqual(listed[0].request_id, firstAsk.request_id, 'the answered request is not asked again')
+  assert.equal((await second.http('POST', `/v1/approvals/${listed[0].request_id as string}`, { decision: 'yes' })).status, 200)
   const turn = await finished(second, turnId)
   assert.equal(turn.status, 'completed')
-  assert.deepEqual(turn.tool_calls.map((c: { name: string, status: string }) => [c.name, c.status]), [['file_write', 'ok']])
-  assert.deepEqual(turn.approvals.map((a: { request_id: string, decision: string }) => [a.request_id, a.decision]), [[pending.request_id, 'yes']])
-  assert.equal(await readFile(tenantFile(s.workspace, 'out.txt'), 'utf8'), 'written once\n')
+  assert.deepEqual(turn.tool_calls.map((c: { name: string, status: string }) => [c.name, c.status]), [['file_write', 'ok'], ['file_write', 'ok']])
+  assert.deepEqual(turn.approvals.map((a: { request_id: string, decision: string }) => [a.request_id, a.decision]), [
+    [firstAsk.request_id, 'yes'], [listed[0].request_id, 'yes']
+  ])
+  assert.equal(await readFile(tenantFile(s.workspace, 'one.txt'), 'utf8'), 'one\n')
+  assert.equal(await readFile(tenantFile(s.workspace, 'two.txt'), 'utf8'), 'two\n')
   const log = await events(second, turnId)
   assertSeqContiguous(log)
   assert.deepEqual(kinds(log), [
-    'turn.started', 'iteration', 'approval.requested', 'approval.resolved', 'turn.resumed', 'tool_call', 'tool_result', 'iteration',
-    'text.delta', 'turn.completed'
+    'turn.started', 'iteration', 'approval.requested', 'approval.resolved', 'approval.requested', 'turn.resumed', 'approval.resolved',
+    'tool_call', 'tool_result', 'tool_call', 'tool_result', 'iteration', 'text.delta', 'turn.completed'
   ])
-  assert.deepEqual(log[4]?.event, { kind: 'turn.resumed', from_checkpoint: 'approval_wait', checkpoint_seq: 2 })
 })
 
 test('after a restart a resumed turn still ends by its original timeout, and a cancel reaches it like any running turn', async (t) => {

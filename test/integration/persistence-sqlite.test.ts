@@ -9,6 +9,8 @@ import { assertSeqContiguous, shape, startGateway, type TestGateway, type TestSo
 import { clusterOverrides, scratchWorkspace, spawnGateway } from '../helpers/cluster.js'
 import { deferrer, type Defer } from '../helpers/services.js'
 import { CRASH_AFTER_EVENT_WRITE_ENV } from '../../src/bus/create.js'
+import { SqliteStore } from '../../src/store/sqlite.js'
+import type { TurnEvent } from '../../schemas/events.js'
 
 async function setup (defer: Defer): Promise<{ provider: FakeProvider, path: string }> {
   const provider = await startFakeProvider()
@@ -161,4 +163,62 @@ test('a gateway killed between writing a group of events and publishing it repla
   const turn = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}`)
   assert.equal(turn.body.status, 'interrupted')
   assert.deepEqual(turn.body.tool_calls.map((c: { name: string, status: string }) => [c.name, c.status]), [['file_read', 'interrupted']])
+})
+
+test('a turn killed after its tool calls settled, with no save since its start, shows those calls on its interrupted record, rebuilt from its event log', async (t) => {
+  const defer = deferrer(t)
+  const { provider, path } = await setup(defer)
+  const workspace = await scratchWorkspace(defer)
+  const overrides = clusterOverrides({ provider }, workspace, {
+    store: { kind: 'sqlite', sqlite: { path } },
+    // Ended as interrupted (a durable turn would resume: durable-sqlite.test.ts).
+    shutdown: { running_turns: 'cancel' },
+    risk_profiles: { default: { auto_approve: ['file_read'] } }
+  })
+  const child = await spawnGateway(defer, overrides)
+  provider.enqueue(
+    {
+      toolCalls: [
+        { id: 'r1', name: 'file_read', arguments: { path: 'missing-1.txt' } }, { id: 'r2', name: 'file_read', arguments: { path: 'missing-2.txt' } }
+      ]
+    },
+    // The second model call hangs: the gateway dies while it waits.
+    { text: 'never seen', delayMs: 60_000 }
+  )
+  const ws = await child.socket()
+  const accepted = await ws.request({ type: 'turn.start', message: 'read two files', interactive: false })
+  assert.equal(accepted.type, 'turn.accepted', JSON.stringify(accepted))
+  await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'iteration' && e.n === 2, 10_000)
+  const live = ws.events(accepted.turn_id)
+  await child.kill()
+
+  // The record as the dead process left it: saved when the turn started, not per tool call.
+  const file = new SqliteStore({ path, instanceId: 'inspect', checkpointMs: 0 })
+  const left = await file.getTurn(accepted.turn_id)
+  await file.close()
+  assert.deepEqual([left?.status, left?.iterations, left?.last_seq, left?.tool_calls], ['running', 0, 1, []])
+
+  const restarted = await sqliteGateway(defer, provider, path, { shutdown: { running_turns: 'cancel' } })
+  const turn = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}`)
+  assert.equal(turn.body.status, 'interrupted')
+  assert.equal(turn.body.iterations, 2)
+  // Each call exactly as the running turn recorded it, from its tool_call and tool_result events.
+  const calls = live.map((e) => e.event).filter((e): e is Extract<TurnEvent, { kind: 'tool_call' }> => e.kind === 'tool_call')
+  const results = live.map((e) => e.event).filter((e): e is Extract<TurnEvent, { kind: 'tool_result' }> => e.kind === 'tool_result')
+  assert.equal(results.length, 2)
+  assert.deepEqual(turn.body.tool_calls, calls.map((c, index) => {
+    const r = results[index]
+    return {
+      call_id: c.call_id, provider_call_id: c.provider_call_id, iteration: 1, index, name: 'file_read', arguments: c.arguments,
+      status: r?.status, success: false, output: r?.output, error: r?.error, duration_ms: r?.duration_ms
+    }
+  }))
+  assert.deepEqual(calls.map((c) => c.provider_call_id), ['r1', 'r2'])
+  assert.deepEqual(results.map((r) => r.status), ['error', 'error'])
+  const tail = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}/events?after_seq=${live.length}`)
+  const closing = tail.body.events as Array<{ seq: number, event: { kind: string, code?: string } }>
+  assert.deepEqual(closing.map((e) => [e.seq, e.event.kind, e.event.code]), [
+    [live.length + 1, 'turn.failed', 'INTERRUPTED']
+  ])
+  assert.equal(turn.body.last_seq, live.length + 1)
 })

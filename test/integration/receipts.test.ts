@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { ReceiptKeyring } from '../../src/receipts/keyring.js'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
 import { createProbes, probeOverrides, type Probes } from '../helpers/tools.js'
@@ -94,6 +95,22 @@ test('receipts are off by default: no receipt, no history suffix, no prompt sect
   assert.equal(res.body.tool_calls[0].receipt, undefined)
   assert.equal(g.provider.requests[1]?.body.messages.find((m) => m.role === 'tool')?.content, 'done a')
   assert.doesNotMatch(g.provider.requests[0]?.body.messages[0]?.content ?? '', /Receipts/)
+})
+
+test('a turn\'s receipt key is derived only when its agent signs receipts', async (t) => {
+  const derived = t.mock.method(ReceiptKeyring.prototype, 'keyFor')
+  const probes = createProbes()
+  const off = await startGateway({ tools: probes.tools, overrides: probeOverrides() })
+  t.after(async () => { await off.close() })
+  off.provider.enqueue({ toolCalls: [probe('c1', { label: 'a' }), probe('c2', { label: 'b' })] }, { text: 'done' })
+  assert.equal((await off.http('POST', '/v1/turns?wait=true', { message: 'go' })).body.status, 'completed')
+  assert.equal(derived.mock.callCount(), 0)
+  const { g } = await setup(t)
+  g.provider.enqueue({ toolCalls: [probe('c1', { label: 'a' }), probe('c2', { label: 'b' })] }, { text: 'done' })
+  const on = await g.http('POST', '/v1/turns?wait=true', { message: 'go' })
+  assert.match(on.body.tool_calls[1].receipt, RECEIPT)
+  // One derivation for the turn, whatever its number of signed calls.
+  assert.equal(derived.mock.callCount(), 1)
 })
 
 test('a denied call gets no receipt', async (t) => {

@@ -90,6 +90,43 @@ for (const kind of KINDS) {
     assert.deepEqual((await store.getSession('ses_1'))?.turn_ids, ['turn_1', 'turn_2'])
   })
 
+  test(`${kind}: a new turn's first event is written with the turn, its session and its claim, and none of them when the claim is held`, async (t) => {
+    const store = await openStore(kind, deferrer(t))
+    const started = (turnId: string): BusEnvelope => ({
+      turn_id: turnId, session_id: 'ses_1', seq: 1, ts: new Date().toISOString(), event: { kind: 'turn.started', session_id: 'ses_1', agent: 'default' }
+    })
+    const claim = { owner: 'local/local', key: 'idem-1', fingerprint: '{}', expiresMs: Date.now() + 60_000 }
+    const first = started('turn_1')
+    assert.equal(await store.createTurn(turn({ last_seq: 1 }), session(), claim, [first]), null)
+    assert.deepEqual(await store.readEvents('turn_1', 0, 10), [first])
+    assert.equal((await store.getTurn('turn_1'))?.last_seq, 1)
+    const held = await store.createTurn(turn({ turn_id: 'turn_2' }), session({ turn_ids: ['turn_1', 'turn_2'] }), claim, [started('turn_2')])
+    assert.deepEqual(held, { turnId: 'turn_1', fingerprint: '{}' })
+    assert.equal(await store.getTurn('turn_2'), null)
+    assert.deepEqual(await store.readEvents('turn_2', 0, 10), [])
+    assert.deepEqual((await store.getSession('ses_1'))?.turn_ids, ['turn_1'])
+    // Without a claim, the same: one write of turn, session and event.
+    assert.equal(await store.createTurn(turn({ turn_id: 'turn_3' }), session({ turn_ids: ['turn_1', 'turn_3'] }), null, [started('turn_3')]), null)
+    assert.deepEqual((await store.readEvents('turn_3', 0, 10)).map((e) => [e.seq, e.event.kind]), [[1, 'turn.started']])
+    assert.deepEqual((await store.getSession('ses_1'))?.turn_ids, ['turn_1', 'turn_3'])
+  })
+
+  test(`${kind}: a turn's final save appends the events it carries, and events already stored are kept as they were`, async (t) => {
+    const store = await openStore(kind, deferrer(t))
+    await store.appendEvents([envelope('turn_1', 1), envelope('turn_1', 2)])
+    const closing: BusEnvelope = {
+      turn_id: 'turn_1', session_id: 'ses_1', seq: 4, ts: new Date().toISOString(), event: { kind: 'turn.completed', final_text: 'done' }
+    }
+    await store.saveTurnAndSession(turn({ status: 'completed', final_text: 'done', last_seq: 4 }), session(), [
+      { ...envelope('turn_1', 2), event: { kind: 'text.delta', text: 'a rewrite' } }, envelope('turn_1', 3), closing
+    ])
+    assert.equal((await store.getTurn('turn_1'))?.status, 'completed')
+    const stored = await store.readEvents('turn_1', 0, 10)
+    assert.deepEqual(stored.map((e) => e.seq), [1, 2, 3, 4])
+    assert.deepEqual(stored[1]?.event, { kind: 'text.delta', text: 'piece 2' })
+    assert.deepEqual(stored[3], closing)
+  })
+
   test(`${kind}: events read back in seq order after a seq, and an event stored twice is kept once`, async (t) => {
     const store = await openStore(kind, deferrer(t))
     const first = envelope('turn_1', 1)

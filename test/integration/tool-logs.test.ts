@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { captureLogs, type LogCapture } from '../helpers/log-capture.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
+import { defineTool, ok } from '../../src/tools/contract.js'
 
 async function setup (
   t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}
@@ -71,4 +72,42 @@ test('log.tool_calls = false silences tool lines but keeps approval audit lines'
   await g.http('POST', '/v1/turns?wait=true', { message: 'go', interactive: false })
   assert.equal(toolLines(logs).length, 0)
   assert.equal(logs.lines().filter((l) => l.audit === 'approval_decision').length, 1)
+})
+
+test('a turn makes its child loggers only when something logs through them', async (t) => {
+  const logs = captureLogs('info')
+  // Fastify's per-request children are made here too; the turn's and its calls' carry turn_id or call_id.
+  const children = t.mock.method(logs.logger, 'child')
+  const chatty = defineTool({
+    name: 'chatty',
+    description: 'logs a line through its context',
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
+    async execute (_args, ctx) {
+      ctx.log.info({ note: 'hello' }, 'chatty ran')
+      return ok('said it')
+    }
+  })
+  const g = await startGateway({
+    logger: logs.logger,
+    tools: [...createProbes().tools, chatty],
+    overrides: probeOverrides({ agents: { default: { tools: ['probe', 'chatty'] } }, risk_profiles: { default: { auto_approve: ['probe', 'chatty'] } } })
+  })
+  t.after(async () => { await g.close() })
+  g.provider.enqueue({ toolCalls: [probe('p1', { label: 'a' })] }, { text: 'done' })
+  const quiet = await g.http('POST', '/v1/turns?wait=true', { message: 'go', session_id: 's-quiet' })
+  assert.equal(quiet.body.status, 'completed')
+  const turnChildren = (): unknown[] => children.mock.calls.map((c) => c.arguments[0])
+    .filter((b) => typeof b === 'object' && b !== null && ('turn_id' in b || 'call_id' in b))
+  assert.deepEqual(turnChildren(), [], 'a turn whose calls log nothing makes no child logger')
+
+  g.provider.enqueue({ toolCalls: [probe('p2', { label: 'b' }), { id: 'c1', name: 'chatty', arguments: {} }] }, { text: 'done' })
+  const res = await g.http('POST', '/v1/turns?wait=true', { message: 'go', session_id: 's-chatty' })
+  assert.equal(res.body.status, 'completed')
+  const callId = res.body.tool_calls[1].call_id
+  assert.deepEqual(turnChildren(), [
+    { turn_id: res.body.turn_id, session_id: 's-chatty', agent: 'default' },
+    { tool: 'chatty', call_id: callId }
+  ])
+  const line = logs.lines().find((l) => l.msg === 'chatty ran')
+  assert.deepEqual([line?.turn_id, line?.tool, line?.call_id, line?.note], [res.body.turn_id, 'chatty', callId, 'hello'])
 })
