@@ -164,12 +164,11 @@ export class ArchivingBus implements EventBus {
   }
 
   /**
-   * Resolves once everything published so far is in the store (or the store stayed unreachable for
-   * a while). A synchronous store (SQLite) writes the group when it flushes, in the same tick,
-   * without a commit of its own here; an asynchronous one is waited for.
+   * Resolves once everything published so far (and every checkpoint taken) is in the store, or the
+   * store stayed unreachable for a while: the pending group is written now, a synchronous store's
+   * at once.
    */
   async written (): Promise<void> {
-    if (this.store.appendEventsNow !== undefined) return
     this.flush()
     await this.writer.appended(CHECKPOINT_HOLD_MS)
   }

@@ -173,7 +173,7 @@ export class TurnCheckpointer {
   private held = false
 
   constructor (
-    private readonly running: { suspending: boolean, stageCheckpoint: (doc: string) => void },
+    private readonly running: { suspending: boolean, stageCheckpoint: (doc: string) => void, written: () => Promise<void> },
     readonly knobs: TurnKnobs,
     readonly usage: UsageTally
   ) {
@@ -182,7 +182,8 @@ export class TurnCheckpointer {
       reached: (point) => {
         this.write(point)
         return !this.running.suspending
-      }
+      },
+      stored: async () => { await this.running.written() }
     }
   }
 

@@ -56,12 +56,18 @@ function restoreRound (exec: ResolvedAgentExecution, doc: RoundDoc): RoundCursor
   return round
 }
 
-/** What the log after the checkpoint says of each call of the round. */
+/**
+ * What became of each call of the round: settled as its `tool_result` in the log says, or — a call
+ * that would run, without a result — possibly started: the round's checkpoint was stored before
+ * any of its tools ran, but the cards of the last moments before the stop may not have been, so
+ * such a call is never run again. Calls decided in preparation (denied, deduplicated…) ran nothing
+ * and are settled as decided.
+ */
 function recoveredCalls (round: RoundCursor, events: readonly BusEnvelope[]): Map<string, RecoveredCall> {
   const ours = new Set(round.slots.map((s) => s.callId))
   const found = new Map<string, RecoveredCall>()
+  for (const slot of round.slots) if (slot.prefill === null) found.set(slot.callId, { kind: 'started' })
   for (const { event } of events) {
-    if (event.kind === 'tool_call' && ours.has(event.call_id) && !found.has(event.call_id)) found.set(event.call_id, { kind: 'started' })
     if (event.kind === 'tool_result' && ours.has(event.call_id)) {
       found.set(event.call_id, {
         kind: 'settled',
@@ -86,7 +92,7 @@ function resolvedApproval (requestId: string, events: readonly BusEnvelope[], ow
   return null
 }
 
-/** Where the loop comes back in; `events` are the turn's events after the checkpoint. */
+/** Where the loop comes back in; `events` are the turn's log (call and request ids are unique within it). */
 export function loopEntry (exec: ResolvedAgentExecution, doc: CheckpointDoc, events: readonly BusEnvelope[], owner: string): LoopEntry {
   const { iteration, malformed } = doc
   if (doc.step === 'model' || doc.round === undefined) return { step: 'model', iteration, malformed }

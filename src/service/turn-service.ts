@@ -253,9 +253,8 @@ export class TurnService {
     const doc = decodeCheckpoint(row.doc)
     const session = await store.getSession(record.session_id)
     if (doc === null || session === null || ownEntry(this.deps.config.agents, record.agent) === undefined) return false
-    // Read before adopting: what the log says after the checkpoint decides where the loop goes on.
+    // Read before adopting: what the log says of the checkpoint's round decides where the loop goes on.
     const events = await readTurnLog(bus, record.turn_id)
-    const after = events.filter((e) => e.seq > row.seq)
     const lastSeq = Math.max(record.last_seq, events.at(-1)?.seq ?? 0, await bus.lastSeq(record.turn_id).catch(() => 0))
     // The record was saved at approval waits and decisions: the log has the calls since.
     const current = withLoggedProgress(record, summarizeLog(events))
@@ -264,7 +263,7 @@ export class TurnService {
     const receipts = (): ReceiptKey => this.receiptKeyOf(current) ?? this.deps.receipts.forNewTurn(current.turn_id).key
     if (!await store.adoptTurn(record.turn_id, orphan.instanceId)) return true
     try {
-      this.continueTurn(current, session, doc, row.seq, after, lastSeq, receipts)
+      this.continueTurn(current, session, doc, row.seq, events, lastSeq, receipts)
     } catch (err) {
       // Taken over already: it is this instance's own orphan now.
       log.error({ err, turn_id: record.turn_id }, 'could not resume a turn from its checkpoint; interrupting it')
@@ -274,7 +273,7 @@ export class TurnService {
   }
 
   private continueTurn (
-    record: TurnRecord, session: SessionRecord, doc: CheckpointDoc, checkpointSeq: number, after: BusEnvelope[], lastSeq: number,
+    record: TurnRecord, session: SessionRecord, doc: CheckpointDoc, checkpointSeq: number, events: BusEnvelope[], lastSeq: number,
     receipts: () => ReceiptKey
   ): void {
     const { turn } = doc
@@ -300,7 +299,7 @@ export class TurnService {
     const state = assembleTurnState(this.stateDeps, running, session, request, { checkpointer, history: resumedHistory(start, doc) })
     restoreLoopState(exec, state, doc)
     checkpointer.attach(exec, state)
-    const entry = loopEntry(exec, doc, after, record.owner)
+    const entry = loopEntry(exec, doc, events, record.owner)
     this.active.set(record.turn_id, running)
     this.admission.hold(record.turn_id, record.session_id)
     // A resumed turn is never refused: it held its slot before the restart.

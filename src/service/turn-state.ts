@@ -119,7 +119,7 @@ export function assembleTurnState (
     history,
     signal: running.controller.signal,
     interactive: request.interactive !== false,
-    ...(durable === null ? {} : { written: async () => await running.written(), holding: () => durable.checkpointer.holding() }),
+    ...(durable === null ? {} : { holding: () => durable.checkpointer.holding() }),
     get log () { return log() },
     emit,
     approvals: deps.broker.channelFor({

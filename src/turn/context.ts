@@ -114,8 +114,6 @@ export interface TurnState {
   history: ChatMessage[]
   signal: AbortSignal
   interactive: boolean
-  /** Durable turns: resolves once the events emitted so far are stored; a tool starts only after its `tool_call` is. */
-  written?: () => Promise<void>
   /** Durable turns: true once the gateway is stopping; no further tool of a sequential round starts. */
   holding?: () => boolean
   log: Logger

@@ -81,14 +81,6 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
   if (tool === null) throw new Error('dispatch reached a slot preparation did not resolve')
 
   announceSlot(state, slot)
-  // A durable turn's card is stored before the tool starts, so a restart always knows which calls had started.
-  if (state.written !== undefined) {
-    await state.written()
-    if (state.signal.aborted) {
-      settleSlot(exec, state, slot, unexecuted('cancelled', NOT_RUN_TEXT, { error: null }))
-      return
-    }
-  }
   // Closed before the result is settled, so no tool.progress ever follows the call's tool_result.
   const progress = createProgressReporter({ callId: slot.callId, limits: exec.knobs.toolProgress, emit: state.emit })
   const started = performance.now()

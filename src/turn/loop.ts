@@ -221,7 +221,12 @@ async function loop (exec: ResolvedAgentExecution, state: TurnState, durability:
       cursor.step = 'prepare'
       await prepareRound(exec, state, round, reopen)
       cursor.step = 'dispatch'
-      if (checkpoints?.reached('dispatch') === false) return SUSPENDED
+      if (checkpoints !== undefined) {
+        if (!checkpoints.reached('dispatch')) return SUSPENDED
+        // Before anything runs, the round's checkpoint is stored (one commit per round): a restart
+        // then knows every call of the round may have started, and runs none of them again.
+        if (round.slots.some((s) => s.prefill === null)) await checkpoints.stored()
+      }
     }
     cursor.step = 'dispatch'
     await dispatchRound(exec, state, round.slots, round.parallel, recovered)

@@ -63,7 +63,7 @@ export interface SlotOutcome extends RawOutcome {
 export const NO_OUTPUT = '(no output)'
 export const INTERRUPTED_TEXT = '[interrupted by user before this tool produced a result]'
 export const NOT_RUN_TEXT = '[not executed: the turn was cancelled before this tool ran]'
-export const RESTART_INTERRUPTED_TEXT = '[interrupted: the gateway stopped while this tool ran; whether it finished is unknown, and it was not run again]'
+export const RESTART_INTERRUPTED_TEXT = '[interrupted: the gateway stopped while this call was running or about to run; whether it ran is unknown, and it was not run again]'
 
 export function newSlot (index: number, name: string, args: Record<string, unknown>, providerCallId: string | null): ToolSlot {
   return {

@@ -23,7 +23,8 @@ function checkpoints (stopAt: 'model' | 'dispatch' | null): LoopCheckpoints & { 
     reached: (point) => {
       reachedPoints.push(point)
       return point !== stopAt
-    }
+    },
+    stored: async () => {}
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * What durable turns cost on SQLite: their checkpoints ride in the transactions of the event
- * groups they follow, so a turn commits no more often than one that does not outlive its process.
+ * groups they follow; a round's is written before its tools run, one extra commit per round.
  */
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
@@ -38,13 +38,14 @@ async function turnCost (t: TestContext, runningTurns: 'resume' | 'cancel'): Pro
   }
 }
 
-test('a durable turn\'s checkpoints cost no extra commit: each is written in its event group\'s transaction', async (t) => {
+test('a durable turn\'s checkpoints cost one extra commit per round of tool calls, and none otherwise', async (t) => {
   const durable = await turnCost(t, 'resume')
   const plain = await turnCost(t, 'cancel')
   t.diagnostic(`resume: ${durable.commits} commits, ${durable.statements} statements; cancel: ${plain.commits} commits, ${plain.statements} statements`)
-  // Three model calls and two prepared rounds: five checkpoints, none of them a commit of its own.
+  // Three model calls and two prepared rounds: five checkpoints. Those of the model calls ride in
+  // their event groups' transactions; a round's is stored before its tools run, in a commit of its own.
   assert.equal(plain.checkpoints, 0)
   assert.equal(durable.checkpoints, 5)
-  assert.equal(durable.commits, plain.commits)
-  assert.equal(durable.statements, plain.statements + durable.checkpoints)
+  assert.equal(durable.commits, plain.commits + 2)
+  assert.equal(durable.statements, plain.statements + durable.checkpoints + 2 * 2)
 })
