@@ -184,10 +184,12 @@ export class TurnService {
       const original = await this.admission.repeatOf(claim) ?? held.turnId
       return { turn: await this.get(principal, original), created: false }
     }
-    // First, before the rest of the set-up: the owner binding, the timeout and the engine state wait.
+    // The owner socket claims the turn before its first event: a session subscription of that
+    // socket must not deliver turn.started a second time next to the follow's replay.
+    if (options.ownerConnection !== null) this.deps.connections.get(options.ownerConnection)?.follow?.(turnId)
+    // Then, before the rest of the set-up: the owner binding, the timeout and the engine state wait.
     running.publish(started, archived)
     running.bindOwner()
-    if (options.ownerConnection !== null) this.deps.connections.get(options.ownerConnection)?.follow?.(turnId)
     running.armTimeout()
 
     const state = assembleTurnState(this.stateDeps, running, session, request)
