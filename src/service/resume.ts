@@ -66,8 +66,9 @@ function restoreRound (exec: ResolvedAgentExecution, doc: RoundDoc): RoundCursor
 function recoveredCalls (round: RoundCursor, events: readonly BusEnvelope[]): Map<string, RecoveredCall> {
   const ours = new Set(round.slots.map((s) => s.callId))
   const found = new Map<string, RecoveredCall>()
-  for (const slot of round.slots) if (slot.prefill === null) found.set(slot.callId, { kind: 'started' })
+  for (const slot of round.slots) if (slot.prefill === null) found.set(slot.callId, { kind: 'started', announced: false })
   for (const { event } of events) {
+    if (event.kind === 'tool_call' && found.get(event.call_id)?.kind === 'started') found.set(event.call_id, { kind: 'started', announced: true })
     if (event.kind === 'tool_result' && ours.has(event.call_id)) {
       found.set(event.call_id, {
         kind: 'settled',

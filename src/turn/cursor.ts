@@ -61,7 +61,8 @@ export interface LoopCheckpoints {
 
 /** What the log says became of a prepared call after the checkpoint. */
 export type RecoveredCall =
-  | { kind: 'started' }
+  /** `announced`: its `tool_call` card is in the log (a card lost in the stop is sent on resume). */
+  | { kind: 'started', announced: boolean }
   | { kind: 'settled', status: ToolSlotStatus, success: boolean, output: string, error: string | null, receipt: string | null, durationMs: number }
 
 type ToolSlotStatus = NonNullable<ToolSlot['outcome']>['status']

@@ -169,7 +169,7 @@ function settleRecovered (exec: ResolvedAgentExecution, state: TurnState, slot: 
     adoptLoggedOutcome(state, slot, recovered)
     return
   }
-  slot.announced = true
+  slot.announced = recovered.announced
   settleSlot(exec, state, slot, { status: 'interrupted', success: false, output: RESTART_INTERRUPTED_TEXT, error: null, durationMs: 0, executed: false })
   exec.observer.record({
     kind: 'tool_call', tool: slot.name, ...idsOf(slot), arguments: scrubValue(slot.arguments), duration_ms: 0, success: false,

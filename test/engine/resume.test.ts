@@ -44,7 +44,7 @@ test('a loop stopped before dispatch runs nothing; resumed with the log, it keep
   const [a, b] = round.slots
   const recovered = new Map<string, RecoveredCall>([
     [a?.callId ?? '', { kind: 'settled', status: 'ok', success: true, output: 'done one (logged)', error: null, receipt: null, durationMs: 4 }],
-    [b?.callId ?? '', { kind: 'started' }]
+    [b?.callId ?? '', { kind: 'started', announced: true }]
   ])
   e.events.length = 0
   const second = checkpoints(null)
@@ -71,4 +71,20 @@ test('a loop stopped at a model call resumes there without a second iteration ev
   assert.deepEqual(outcome, { status: 'completed', finalText: 'hello' })
   assert.deepEqual(shape(e.events), ['iteration'], 'no second iteration event')
   assert.deepEqual(e.provider.requests[0]?.messages.filter((m) => m.role === 'user').map((m) => m.content), ['hi'])
+})
+
+test('a call of a resumed round whose card the stop lost gets its card, then its interrupted result, and never runs', async (t) => {
+  const e = await createEngine(t)
+  e.provider.enqueue({ toolCalls: [call('a', 'one')] }, { text: 'noted' })
+  const first = checkpoints('dispatch')
+  e.state.history.push({ role: 'user', content: 'go' })
+  assert.deepEqual(await runToolLoop(e.exec, e.state, { checkpoints: first }), { status: 'suspended' })
+  const round = first.cursor.round
+  assert.ok(round !== null)
+  e.events.length = 0
+  const recovered = new Map<string, RecoveredCall>([[round.slots[0]?.callId ?? '', { kind: 'started', announced: false }]])
+  const outcome = await runToolLoop(e.exec, e.state, { checkpoints: checkpoints(null), entry: { step: 'dispatch', iteration: 1, malformed: 0, round, recovered } })
+  assert.deepEqual(outcome, { status: 'completed', finalText: 'noted' })
+  assert.deepEqual(shape(e.events), ['tool_call:probe', 'tool_result:probe:interrupted', 'iteration'])
+  assert.equal(e.probes.runs.length, 0)
 })

@@ -139,6 +139,8 @@ test('a turn killed while a tool runs: the call is recorded interrupted, not run
   const started = await first.http('POST', '/v1/turns', { message: 'run the slow command', detach: true })
   const turnId = started.body.turn_id as string
   await untilFileExists(marker, 10_000)
+  // Its card is stored too (the tick's group): the log shows the call started.
+  await until(async () => (await events(first, turnId)).some((e) => e.event.kind === 'tool_call'), 'the tool_call event')
   await first.kill()
 
   const second = await s.start()
