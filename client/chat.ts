@@ -309,6 +309,11 @@ class ChatSession implements Chat {
       case 'iteration':
         this.narration = ''
         return undefined
+      case 'turn.resumed':
+        // A model call the restart cut off is made again: its narration starts over.
+        this.line('↻ resumed after a gateway restart')
+        this.narration = ''
+        return undefined
       case 'text.delta': {
         const text = terminalSafe(e.text)
         this.narration += text

@@ -997,6 +997,10 @@ var TurnView = class {
       case "iteration":
         this.text = null;
         return;
+      case "turn.resumed":
+        this.body.append(el("p", { class: "turn-resumed", text: "Resumed after a gateway restart" }));
+        this.text = null;
+        return;
       case "turn.started":
         return;
     }

@@ -251,6 +251,19 @@ export const ClusterConfig = Type.Object({
   control_timeout_ms: Type.Integer({ minimum: 100, default: 5000, description: 'How long a cancel, approval answer or backchannel probe waits for the instance running the turn' })
 }, { additionalProperties: false, default: {} })
 
+export const ShutdownConfig = Type.Object({
+  running_turns: Type.Optional(Type.Union([Type.Literal('resume'), Type.Literal('cancel')], {
+    description: 'resume: turns outlive the process — checkpointed at safe points, parked on a graceful stop and continued after a ' +
+      'restart (or, with PostgreSQL, on another instance); cancel: a graceful stop cancels them and a crash interrupts them. ' +
+      'Default: resume with a durable store (sqlite, postgres) and its event log, cancel with the memory store'
+  })),
+  tool_grace_ms: Type.Integer({
+    minimum: 0, default: 5000,
+    description: 'running_turns = resume: how long a graceful stop lets running tools finish before parking their turns anyway ' +
+      '(a tool still running is then recorded interrupted when its turn resumes); keep it below server.shutdown_timeout_ms'
+  })
+}, { additionalProperties: false, default: {} })
+
 export const ReceiptsConfig = Type.Object({
   keys: Type.Array(Type.Object({
     id: Type.String({
@@ -420,6 +433,7 @@ export const GatewayConfig = Type.Object({
   store: StoreConfig,
   bus: BusConfig,
   cluster: ClusterConfig,
+  shutdown: ShutdownConfig,
   receipts: ReceiptsConfig,
   default_agent: Type.String({ default: 'default' }),
   providers: Type.Record(Type.String(), Type.Unknown(), { default: {} }),

@@ -129,6 +129,19 @@ export type TokenUsage = Static<typeof TokenUsage>
 
 const TerminalUsage = Type.Optional(TokenUsage)
 
+/**
+ * The turn continues after its gateway stopped (a restart, a deploy, or on PostgreSQL another
+ * instance taking over a dead one's turn). Everything before it is as it was; what follows is the
+ * turn going on from its last checkpoint.
+ */
+export const TurnResumedEvent = Type.Object({
+  kind: Type.Literal('turn.resumed'),
+  from_checkpoint: Type.Union([Type.Literal('model_call'), Type.Literal('approval_wait'), Type.Literal('tool_dispatch')], {
+    description: 'Where the turn goes on: a model call made again, an approval waiting again, or a round of tool calls'
+  }),
+  checkpoint_seq: Type.Integer({ minimum: 0, description: 'The last event before the checkpoint the turn resumed from' })
+})
+
 export const TurnCompletedEvent = Type.Object({
   kind: Type.Literal('turn.completed'),
   final_text: Type.String(),
@@ -157,6 +170,7 @@ export const TurnEvent = Type.Union([
   ApprovalRequestedEvent,
   ApprovalResolvedEvent,
   IterationEvent,
+  TurnResumedEvent,
   TurnCompletedEvent,
   TurnCancelledEvent,
   TurnFailedEvent

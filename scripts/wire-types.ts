@@ -10,7 +10,7 @@ import { ApprovalRisk, ApprovalsPage, ArgumentDisplay, OperatorDecision, Pending
 import { SessionSummary, SessionsPage } from '../schemas/session.js'
 import {
   ApprovalDecision, ApprovalRequestedEvent, ApprovalResolvedEvent, EventEnvelope, IterationEvent, TextDeltaEvent, ToolCallEvent,
-  ToolCallStatus, ToolResultEvent, TurnCancelledEvent, TurnCompletedEvent, TurnEvent, TurnFailedEvent, TurnStartedEvent
+  ToolCallStatus, ToolResultEvent, TurnCancelledEvent, TurnCompletedEvent, TurnEvent, TurnFailedEvent, TurnResumedEvent, TurnStartedEvent
 } from '../schemas/events.js'
 import {
   ApprovalAuditEntry, CancelResult, EventsPage, ToolCallRecord, ToolNarrowing, Turn, TurnAccepted, TurnError, TurnRequest, TurnStatus,
@@ -39,6 +39,7 @@ export const WIRE_SCHEMAS: ReadonlyArray<readonly [string, unknown]> = [
   ['ApprovalRequestedEvent', ApprovalRequestedEvent],
   ['ApprovalResolvedEvent', ApprovalResolvedEvent],
   ['IterationEvent', IterationEvent],
+  ['TurnResumedEvent', TurnResumedEvent],
   ['TurnCompletedEvent', TurnCompletedEvent],
   ['TurnCancelledEvent', TurnCancelledEvent],
   ['TurnFailedEvent', TurnFailedEvent],

@@ -87,6 +87,11 @@ export class TurnView {
         // Each model round writes its narration in a paragraph of its own.
         this.text = null
         return
+      case 'turn.resumed':
+        // The gateway restarted mid-turn; a model call it cut off is made again, in a paragraph of its own.
+        this.body.append(el('p', { class: 'turn-resumed', text: 'Resumed after a gateway restart' }))
+        this.text = null
+        return
       case 'turn.started':
         return
     }

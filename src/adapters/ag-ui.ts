@@ -152,7 +152,9 @@ export class AgUiTranslator implements EventTranslator {
     switch (e.kind) {
       case 'turn.started':
         break
+      // After a restart the model call that was streaming is made again: its text is a new message.
       case 'iteration':
+      case 'turn.resumed':
         this.closeText(out)
         break
       case 'text.delta':

@@ -110,7 +110,9 @@ export class AiSdkTranslator implements EventTranslator {
       case 'turn.started':
       case 'approval.resolved':
         break
+      // After a restart the model call that was streaming is made again: a new step.
       case 'iteration':
+      case 'turn.resumed':
         if (this.stepHasContent) {
           this.closeText(out)
           out.push({ type: 'finish-step' }, { type: 'start-step' })

@@ -239,6 +239,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       eventRetentionMs: config.store.event_retention_ms,
       retentionMs: config.turns.retention_ms,
       isLocal: (turnId) => turns.isRunningHere(turnId),
+      resume: async (orphan) => await turns.resume(orphan),
       log
     })
 

@@ -67,14 +67,15 @@ export class ApprovalBroker {
   }
 
   private async ask (route: TurnApprovalRoute, question: ApprovalQuestion, signal: AbortSignal): Promise<ApprovalReply> {
-    if (question.whenUnwatched === 'deny' && !await route.hasBackchannel()) {
+    const reopened = question.reopen
+    if (reopened === undefined && question.whenUnwatched === 'deny' && !await route.hasBackchannel()) {
       return { decision: 'no', source: 'unavailable', requestId: null, decidedBy: 'runtime', channel: 'runtime' }
     }
-    if (signal.aborted) return { decision: 'no', source: 'cancelled', requestId: null, decidedBy: 'runtime', channel: 'runtime' }
-    const requestId = `apr_${randomUUID()}`
+    if (signal.aborted) return { decision: 'no', source: 'cancelled', requestId: reopened?.request_id ?? null, decidedBy: 'runtime', channel: 'runtime' }
     const now = Date.now()
-    const view: PendingApproval = {
-      request_id: requestId,
+    // A request reopened after a restart keeps its id and its expiry; it was announced before.
+    const view: PendingApproval = reopened ?? {
+      request_id: `apr_${randomUUID()}`,
       turn_id: route.turnId,
       session_id: route.sessionId,
       call_id: question.callId,
@@ -86,6 +87,7 @@ export class ApprovalBroker {
       requested_at: new Date(now).toISOString(),
       expires_at: new Date(now + question.timeoutMs).toISOString()
     }
+    const requestId = view.request_id
     return await new Promise<ApprovalReply>((resolve) => {
       // eslint-disable-next-line prefer-const -- assigned after the closures that clear it are built
       let timer: NodeJS.Timeout | undefined
@@ -103,8 +105,9 @@ export class ApprovalBroker {
       }
       this.pending.set(requestId, { view, owner: route.owner, settle })
       route.onPending(requestId, view)
-      timer = setTimeout(() => { settle(runtime('timed_out'), 'expired') }, question.timeoutMs)
+      timer = setTimeout(() => { settle(runtime('timed_out'), 'expired') }, Math.max(0, Date.parse(view.expires_at) - now))
       signal.addEventListener('abort', onAbort, { once: true })
+      if (reopened !== undefined) return
       route.emit({
         kind: 'approval.requested',
         request_id: requestId,

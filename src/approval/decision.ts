@@ -3,7 +3,7 @@
  * broker that routes questions to people (broker.ts) and the transports: the question, the
  * reply, who decided, and the one text the model reads when the runtime denies by policy.
  */
-import type { ApprovalRisk } from '../../schemas/approval.js'
+import type { ApprovalRisk, PendingApproval } from '../../schemas/approval.js'
 import type { ArgumentDisplay } from './display.js'
 
 export interface ApprovalQuestion {
@@ -21,6 +21,8 @@ export interface ApprovalQuestion {
   timeoutMs: number
   /** Nobody who could answer is connected: wait anyway (REST, a later subscriber) or deny at once. */
   whenUnwatched: 'wait' | 'deny'
+  /** A request that waited when the gateway stopped: it waits again under its own id and expiry, unannounced. */
+  reopen?: PendingApproval
 }
 
 /** `operator`: a person answered. Anything else is the runtime failing closed. */

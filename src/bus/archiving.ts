@@ -10,7 +10,8 @@
  * once is one group; a call that waits on I/O ends the tick, so its `tool_call` goes out before
  * it runs. With an asynchronous store (PostgreSQL), which subscribers never wait for, the group
  * goes out in a microtask instead, before any promise reaction queued after the publish: a
- * write in flight already batches whatever queues behind it, and fan-out is not held back.
+ * write in flight already batches whatever queues behind it, and fan-out is not held back —
+ * except behind a group that carries a durable turn's checkpoint, which waits for its write.
  *
  * A caller that writes a turn's events in its own transaction (the turn's creation with its
  * `turn.started`, its final save with its terminal event and whatever of it still waits here —
@@ -20,6 +21,7 @@
 import type { Logger } from 'pino'
 import { EventLogWriter } from '../store/event-writer.js'
 import type { Store } from '../store/store.js'
+import type { CheckpointRow } from '../core/envelope.js'
 import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
 
 export interface ArchivingBusOptions {
@@ -35,6 +37,8 @@ export interface ArchivingBusOptions {
 
 // How long a replay waits for this process's own pending event-log writes before answering.
 const STORED_TAIL_WAIT_MS = 1000
+// How long a group with a checkpoint is held back from clients while an asynchronous store writes it.
+const CHECKPOINT_HOLD_MS = 5000
 
 /** The run of events that follows `afterSeq` without a hole. */
 export function contiguousAfter (events: readonly BusEnvelope[], afterSeq: number): BusEnvelope[] {
@@ -57,6 +61,13 @@ export class ArchivingBus implements EventBus {
   private flushQueued = false
   /** End of the tick for a store that writes synchronously (SQLite); a microtask otherwise. */
   private readonly queueFlush: (flush: () => void) => void
+  /** Checkpoints taken in this tick, written with its group. */
+  private checkpoints: CheckpointRow[] = []
+  /**
+   * Groups waiting for fan-out, in order: one carrying a checkpoint waits until an asynchronous
+   * store has it, and every group after it waits behind it.
+   */
+  private held: Array<{ group: BusEnvelope[], ready: boolean }> = []
 
   constructor (options: ArchivingBusOptions) {
     this.inner = options.inner
@@ -77,6 +88,15 @@ export class ArchivingBus implements EventBus {
       return
     }
     this.group.push(envelope)
+    this.queueGroupFlush()
+  }
+
+  checkpoint (row: CheckpointRow): void {
+    this.checkpoints.push(row)
+    this.queueGroupFlush()
+  }
+
+  private queueGroupFlush (): void {
     if (this.flushQueued) return
     this.flushQueued = true
     this.queueFlush(this.queuedFlush)
@@ -85,12 +105,16 @@ export class ArchivingBus implements EventBus {
   /** It and every earlier event of its turn are in the store: those still waiting here go out now, ahead of it. */
   private publishStored (envelope: BusEnvelope): void {
     const turnId = envelope.turn_id
-    if (this.group.some((e) => e.turn_id === turnId)) {
-      const earlier = this.group.filter((e) => e.turn_id === turnId)
-      this.group = this.group.filter((e) => e.turn_id !== turnId)
-      for (const e of earlier) this.inner.publish(e)
+    const earlier = this.group.filter((e) => e.turn_id === turnId)
+    if (earlier.length > 0) this.group = this.group.filter((e) => e.turn_id !== turnId)
+    const out = [...earlier, envelope]
+    if (this.held.length > 0) {
+      // Behind the groups held for a checkpoint's write, in order.
+      this.held.push({ group: out, ready: true })
+      this.release()
+      return
     }
-    this.inner.publish(envelope)
+    for (const e of out) this.inner.publish(e)
   }
 
   unwritten (turnId: string): readonly BusEnvelope[] | null {
@@ -106,12 +130,47 @@ export class ArchivingBus implements EventBus {
 
   /** Stored first: with a synchronous store no client can see an event a crash would lose. */
   private readonly flush = (): void => {
-    if (this.group.length === 0) return
+    if (this.group.length === 0 && this.checkpoints.length === 0) return
     const group = this.group
+    const checkpoints = this.checkpoints
     this.group = []
-    this.writer.append(group)
+    this.checkpoints = []
+    this.writer.append(group, checkpoints)
     this.afterGroupWrite?.(group)
-    for (const envelope of group) this.inner.publish(envelope)
+    // A store that writes asynchronously (PostgreSQL) must hold a checkpoint before anyone sees the
+    // events that follow it: an instance dying in between would otherwise resume from an older
+    // checkpoint past events clients already saw (an approval asked again, a tool run twice).
+    const hold = checkpoints.length > 0 && this.store.appendEventsNow === undefined
+    if (!hold && this.held.length === 0) {
+      for (const envelope of group) this.inner.publish(envelope)
+      return
+    }
+    const entry = { group, ready: !hold }
+    this.held.push(entry)
+    if (hold) {
+      void this.writer.appended(CHECKPOINT_HOLD_MS).then(() => {
+        entry.ready = true
+        this.release()
+      })
+    }
+  }
+
+  /** Fans out the held groups that are ready, in order, up to the first that is not. */
+  private release (): void {
+    while (this.held[0]?.ready === true) {
+      const { group } = this.held.shift() as { group: BusEnvelope[] }
+      for (const envelope of group) this.inner.publish(envelope)
+    }
+  }
+
+  /**
+   * Resolves once everything published so far (and every checkpoint taken) is in the store, or the
+   * store stayed unreachable for a while: the pending group is written now, a synchronous store's
+   * at once.
+   */
+  async written (): Promise<void> {
+    this.flush()
+    await this.writer.appended(CHECKPOINT_HOLD_MS)
   }
 
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe {
@@ -199,6 +258,8 @@ export class ArchivingBus implements EventBus {
   async close (): Promise<void> {
     this.flush()
     await this.writer.close(5000)
+    for (const entry of this.held) entry.ready = true
+    this.release()
     await this.inner.close()
   }
 }

@@ -3,7 +3,7 @@
  * control plane (approval answers, cancels, backchannel probes) for turns that run on another
  * instance. In-process by default (memory.ts); Redis (redis.ts) lets many instances share one.
  */
-import type { BusEnvelope } from '../core/envelope.js'
+import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 
 export type { BusEnvelope }
 
@@ -69,6 +69,13 @@ export interface EventLog {
   lastSeq (turnId: string): Promise<number>
   /** Forgets a finished turn's log (after its retention). */
   drop (turnId: string): void
+  /**
+   * Stores a durable turn's checkpoint in the same write as the events published in this
+   * synchronous run (or alone, if none). Only a log kept in a store offers it.
+   */
+  checkpoint?: (row: CheckpointRow) => void
+  /** Resolves once the events published so far are stored (a durable turn waits for it before a tool starts). */
+  written?: () => Promise<void>
 }
 
 /** The cross-instance control plane: it only publishes and subscribes; cluster/control.ts adds request/reply. */

@@ -10,7 +10,7 @@
  */
 import type { Logger } from 'pino'
 import type { EventBus } from '../bus/bus.js'
-import type { Store } from '../store/store.js'
+import type { RunningTurn, Store } from '../store/store.js'
 import { interruptOrphan } from './recovery.js'
 
 const PRUNE_EVERY_MS = 3_600_000
@@ -25,6 +25,11 @@ export interface InstanceLeaseOptions {
   retentionMs: number
   /** Turns running in this process right now (never orphans). */
   isLocal: (turnId: string) => boolean
+  /**
+   * Continues an orphan from its checkpoint on this instance (durable turns); false: it cannot,
+   * and the orphan is interrupted.
+   */
+  resume?: (orphan: RunningTurn) => Promise<boolean>
   log: Logger
 }
 
@@ -93,11 +98,23 @@ export class InstanceLease {
       const mine = store.exclusive || orphan.instanceId === store.instanceId
       const dead = orphan.instanceId === null || !live.has(orphan.instanceId)
       if (!mine && !dead) continue
+      if (await this.resumed(orphan)) continue
       if (!await interruptOrphan({ store, bus, log }, orphan)) continue
       ended++
       this.dropLater(orphan.turnId)
     }
     return ended
+  }
+
+  private async resumed (orphan: RunningTurn): Promise<boolean> {
+    const { resume, log } = this.options
+    if (resume === undefined) return false
+    try {
+      return await resume(orphan)
+    } catch (err) {
+      log.error({ err, turn_id: orphan.turnId }, 'could not resume an orphaned turn; interrupting it')
+      return false
+    }
   }
 
   /** The bus forgets an ended orphan's log after the retention, as for a turn that ran here. */
@@ -113,6 +130,7 @@ export class InstanceLease {
   private async prune (): Promise<void> {
     this.lastPrune = Date.now()
     await this.options.store.pruneIdempotency(Date.now())
+    await this.options.store.pruneCheckpoints()
     if (this.options.eventRetentionMs > 0) await this.options.store.prune(Date.now() - this.options.eventRetentionMs)
   }
 

@@ -161,3 +161,11 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
   crossCheck(typed)
   return typed
 }
+
+/**
+ * Whether turns outlive their process (`shutdown.running_turns`): by default they do when the
+ * store does (SQLite, PostgreSQL), never with the memory store.
+ */
+export function runningTurnsPolicy (config: Config, durableStore: boolean): 'resume' | 'cancel' {
+  return config.shutdown.running_turns ?? (durableStore ? 'resume' : 'cancel')
+}

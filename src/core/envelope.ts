@@ -8,3 +8,15 @@ import type { EventEnvelope } from '../../schemas/events.js'
 export interface BusEnvelope extends EventEnvelope {
   session_id: string
 }
+
+/**
+ * A durable turn's checkpoint as the event log carries it to the store: written with the events
+ * of the step it follows, in one transaction. The store keeps the latest per turn and never reads
+ * `doc` (the turn service's format).
+ */
+export interface CheckpointRow {
+  turn_id: string
+  /** The turn's last seq when the checkpoint was taken. */
+  seq: number
+  doc: string
+}

@@ -12,7 +12,7 @@ import type { Config } from '../core/config.js'
 import { scrubText } from '../core/security/redact.js'
 import { TERMINAL_TURN_STATUSES, type SessionRecord, type Store, type TurnRecord } from '../store/store.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
-import { CancelReason, runToolLoop, type TurnOutcome } from '../turn/loop.js'
+import { CancelReason, runToolLoop, type LoopDurability, type TurnOutcome } from '../turn/loop.js'
 import type { ConnectionRegistry } from './connections.js'
 
 /** The cancellation reason of a turn that ran out of `turns.turn_timeout_ms`. */
@@ -36,6 +36,12 @@ export class RunningTurn {
   ownerConnection: string | null
   /** Survives its owner connection closing; set on start, or when a never-owning stream resumed it. */
   detach: boolean
+  /** The gateway is stopping: the loop stops at its next safe point (durable turns). */
+  suspending = false
+  /** At a place a stopping gateway may leave it (durable turns say where their loop is). */
+  parkable: () => boolean = () => true
+  /** Parked for a restart: nothing more is published or saved; the last checkpoint stands. */
+  private frozen = false
   private readonly disposers: Array<() => void> = []
   private resolveDone!: (record: TurnRecord) => void
 
@@ -51,6 +57,7 @@ export class RunningTurn {
   }
 
   emit (event: TurnEvent): void {
+    if (this.frozen) return
     this.host.bus.publish(this.sequence(event))
   }
 
@@ -77,13 +84,56 @@ export class RunningTurn {
    * waiting, or was decided); tool calls and iterations are left to the event log (cluster/turn-log.ts).
    */
   checkpoint (log: Logger): void {
+    if (this.frozen) return
     this.host.store.saveTurn(this.record).catch((err: unknown) => { log.warn({ err }, 'could not checkpoint the turn') })
   }
 
+  /**
+   * Where the loop can continue after a restart, written with the events published in this
+   * synchronous run (the same transaction): `doc` is the service's checkpoint document.
+   */
+  stageCheckpoint (doc: string): void {
+    if (this.frozen) return
+    this.host.bus.checkpoint?.({ turn_id: this.record.turn_id, seq: this.seq, doc })
+  }
+
+  /** Resolves once the turn's events so far are stored. */
+  async written (): Promise<void> {
+    await this.host.bus.written?.()
+  }
+
+  /** The gateway stops with the turn unfinished: it publishes and saves nothing more, its timers go. */
+  freeze (): void {
+    this.frozen = true
+    for (const dispose of this.disposers) dispose()
+  }
+
+  /** The timeout counts from the turn's start, also for a turn resumed after a restart. */
   armTimeout (): void {
     const ms = this.host.config.turns.turn_timeout_ms
     if (ms <= 0) return
-    const timer = this.host.later(ms, () => { this.controller.abort(new TurnTimeout('turn timeout')) })
+    const left = Math.max(0, ms - (Date.now() - Date.parse(this.record.created_at)))
+    const timer = this.host.later(left, () => { this.controller.abort(new TurnTimeout('turn timeout')) })
+    this.disposers.push(() => { this.host.clear(timer) })
+  }
+
+  /**
+   * A turn resumed after a restart: its owner connection died with the old process, so it runs
+   * detached; if it had an owner, a streaming connection of the owner that follows it within the
+   * disconnect grace becomes its owner again (with the usual cancel-on-close).
+   */
+  ownAfterRestart (hadOwner: boolean): void {
+    this.ownerConnection = null
+    this.detach = true
+    const grace = this.host.config.turns.disconnect_grace_ms
+    if (!hadOwner || grace === 0) return
+    const timer = this.host.later(grace, () => {
+      const successor = this.host.connections.follower(this.record.owner, this.record.turn_id)
+      if (successor === undefined || !successor.canOwn || TERMINAL_TURN_STATUSES.has(this.record.status)) return
+      this.ownerConnection = successor.id
+      this.detach = false
+      this.bindOwner()
+    })
     this.disposers.push(() => { this.host.clear(timer) })
   }
 
@@ -128,7 +178,8 @@ export class RunningTurn {
    * release the turn's session and slots before anyone waiting for its end wakes up.
    */
   async run (
-    exec: ResolvedAgentExecution, state: TurnState, session: SessionRecord, grants: SessionGrants, channel: string, release: () => void
+    exec: ResolvedAgentExecution, state: TurnState, session: SessionRecord, grants: SessionGrants, channel: string, release: () => void,
+    durability: LoopDurability = {}
   ): Promise<void> {
     const { record } = this
     const correlation = { turn_id: record.turn_id, session_id: record.session_id, agent: record.agent, channel }
@@ -139,10 +190,18 @@ export class RunningTurn {
     const started = performance.now()
     let outcome: TurnOutcome
     try {
-      outcome = await runToolLoop(exec, state)
+      outcome = await runToolLoop(exec, state, durability)
     } catch (err) {
       state.log.error({ err }, 'turn loop crashed')
       outcome = { status: 'failed', code: 'INTERNAL', message: ERRORS.INTERNAL.message }
+    }
+    if (outcome.status === 'suspended' || this.frozen) {
+      // Parked for a restart: no terminal event, the record stays running, the checkpoint resumes it.
+      this.freeze()
+      release()
+      state.log.info({ step: durability.checkpoints?.cursor.step }, 'parked the turn for a restart')
+      this.resolveDone(this.record)
+      return
     }
     outcome = this.settle(outcome)
     await this.finish(session, state, outcome, grants)
@@ -155,7 +214,7 @@ export class RunningTurn {
   }
 
   /** The failure a cancelled outcome really was when the turn's own timeout cancelled it. */
-  private settle (outcome: TurnOutcome): TurnOutcome {
+  private settle (outcome: Exclude<TurnOutcome, { status: 'suspended' }>): Exclude<TurnOutcome, { status: 'suspended' }> {
     if (outcome.status === 'cancelled' && this.controller.signal.reason instanceof TurnTimeout) {
       return { status: 'failed', code: 'TURN_TIMEOUT', message: `turn exceeded ${this.host.config.turns.turn_timeout_ms} ms` }
     }
@@ -166,7 +225,9 @@ export class RunningTurn {
    * Records the outcome on the turn and its session, persists both, then publishes the terminal
    * event and releases the turn's timers and owner binding.
    */
-  private async finish (session: SessionRecord, state: TurnState, outcome: TurnOutcome, grants: SessionGrants): Promise<void> {
+  private async finish (
+    session: SessionRecord, state: TurnState, outcome: Exclude<TurnOutcome, { status: 'suspended' }>, grants: SessionGrants
+  ): Promise<void> {
     const { record } = this
     record.status = outcome.status
     let terminal: TurnEvent

@@ -12,7 +12,7 @@ import type { ApprovalBroker } from '../approval/broker.js'
 import type { SessionGrants } from '../approval/grants.js'
 import type { Config } from '../core/config.js'
 import type { Observer } from '../observe/observer.js'
-import type { ModelProvider } from '../providers/types.js'
+import type { ChatMessage, ModelProvider } from '../providers/types.js'
 import type { ReceiptKey } from '../receipts/keys.js'
 import type { SessionRecord } from '../store/store.js'
 import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
@@ -22,6 +22,7 @@ import type { ToolHooks } from '../turn/hooks.js'
 import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
 import { trimHistory } from '../turn/history.js'
 import { UsageTally } from '../turn/usage.js'
+import type { TurnCheckpointer } from './checkpoint.js'
 import { insertCall } from '../cluster/turn-log.js'
 import type { ConnectionRegistry } from './connections.js'
 import type { RemoteTurns } from './remote.js'
@@ -88,22 +89,37 @@ async function hasBackchannel (deps: TurnStateDeps, running: RunningTurn): Promi
   return await deps.remote.watching(record)
 }
 
-export function assembleTurnState (deps: TurnStateDeps, running: RunningTurn, session: SessionRecord, request: TurnRequest): TurnState {
+/** The history a turn starts from: the session's, bounded, then the user's message. */
+export function startingHistory (config: Config, agent: string, session: SessionRecord, message: string): ChatMessage[] {
+  const { runtime } = resolveAgent(config, agent)
+  return trimHistory([...session.history, { role: 'user', content: message }], runtime.max_history_messages)
+}
+
+/** A durable turn's checkpointing, and for a resumed one where its history and usage stood. */
+export interface DurableState {
+  checkpointer: TurnCheckpointer
+  history?: ChatMessage[]
+}
+
+export function assembleTurnState (
+  deps: TurnStateDeps, running: RunningTurn, session: SessionRecord, request: TurnRequest, durable: DurableState | null = null
+): TurnState {
   const { record } = running
   const { turn_id: turnId, session_id: sessionId, owner } = record
   const { runtime } = resolveAgent(deps.config, record.agent)
-  const history = trimHistory([...session.history, { role: 'user', content: request.message }], runtime.max_history_messages)
+  const history = durable?.history ?? startingHistory(deps.config, record.agent, session, request.message)
   // Made on first use: most turns log nothing, and a child logger serialises its bindings at once.
   let turnLog: Logger | undefined
   const log = (): Logger => (turnLog ??= deps.log.child({ turn_id: turnId, session_id: sessionId, agent: record.agent }))
   const emit = (event: TurnEvent): void => { running.emit(event) }
-  const usage = new UsageTally()
+  const usage = durable?.checkpointer.usage ?? new UsageTally()
   return {
     turnId,
     sessionId,
     history,
     signal: running.controller.signal,
     interactive: request.interactive !== false,
+    ...(durable === null ? {} : { holding: () => durable.checkpointer.holding() }),
     get log () { return log() },
     emit,
     approvals: deps.broker.channelFor({
@@ -114,21 +130,31 @@ export function assembleTurnState (deps: TurnStateDeps, running: RunningTurn, se
       emit,
       onPending: (requestId, request) => {
         // A turn asks its calls one at a time in model order (approval makes a batch sequential): appending keeps it.
+        // A request reopened after a restart is listed already.
+        const others = record.pending_approvals.filter((p) => p.request_id !== requestId)
         if (request !== null) {
-          record.pending_approvals = [...record.pending_approvals, request]
+          record.pending_approvals = [...others, request]
           // Saved while it waits: GET /v1/approvals and GET /v1/turns/:id on every instance list it.
           running.checkpoint(log())
+          durable?.checkpointer.approvalWaiting(request)
           return
         }
         // Saved with the decision's audit entry (recordApproval, right after): one save.
-        record.pending_approvals = record.pending_approvals.filter((p) => p.request_id !== requestId)
+        record.pending_approvals = others
       }
     }),
     // Slots settle out of order (preparation fills some before others run); the record keeps model
     // order. Not saved: the call's events are in the log, which recovery and remote reads rebuild it from.
-    recordToolCall: (r) => { insertCall(record.tool_calls, r) },
+    recordToolCall: (r) => {
+      // A call settled before a restart may be recorded already (read back from the log).
+      const seen = record.tool_calls.findIndex((c) => c.call_id === r.call_id)
+      if (seen !== -1) record.tool_calls.splice(seen, 1)
+      insertCall(record.tool_calls, r)
+    },
     // Every decision is saved: the audit entry (who, through which channel) is in no event.
     recordApproval: (e) => {
+      // An answer read back from the log after a restart was audited when it was given.
+      if (record.approvals.some((a) => a.request_id === e.request_id)) return
       record.approvals.push(e)
       running.checkpoint(log())
     },

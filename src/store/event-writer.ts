@@ -6,7 +6,7 @@
  * before append() returns; an asynchronous one (PostgreSQL) gets a group in one statement.
  */
 import type { Logger } from 'pino'
-import type { BusEnvelope } from '../core/envelope.js'
+import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import type { Store } from './store.js'
 
 const BATCH = 500
@@ -18,12 +18,30 @@ export interface EventLogWriterOptions {
   retryMs: number
 }
 
+/** Queued in order: a checkpoint never reaches the store before the events it follows. */
+type Entry = { envelope: BusEnvelope } | { checkpoint: CheckpointRow }
+
+function split (entries: readonly Entry[]): { events: BusEnvelope[], checkpoints: CheckpointRow[] } {
+  const events: BusEnvelope[] = []
+  // Only the latest checkpoint of a turn matters.
+  const checkpoints = new Map<string, CheckpointRow>()
+  for (const e of entries) {
+    if ('envelope' in e) events.push(e.envelope)
+    else checkpoints.set(e.checkpoint.turn_id, e.checkpoint)
+  }
+  return { events, checkpoints: [...checkpoints.values()] }
+}
+
 export class EventLogWriter {
   private readonly options: EventLogWriterOptions
-  private queue: BusEnvelope[] = []
+  private queue: Entry[] = []
   /** The batch an asynchronous store is writing now. */
-  private writing: readonly BusEnvelope[] = []
+  private writing: readonly Entry[] = []
   private running: Promise<void> | null = null
+  /** Entries ever queued, and how many of them are done (written, or dropped): positions in one sequence. */
+  private queued = 0
+  private done = 0
+  private waiters: Array<{ upTo: number, resolve: () => void }> = []
   private closed = false
   private dropped = 0
   private wake: (() => void) | null = null
@@ -32,32 +50,40 @@ export class EventLogWriter {
     this.options = options
   }
 
-  /** Appends a group of events (in seq order per turn) as one write when nothing is queued. */
-  append (group: readonly BusEnvelope[]): void {
-    if (this.closed || group.length === 0) return
+  /**
+   * Appends a group of events (in seq order per turn), with the checkpoints taken after them, as
+   * one write when nothing is queued.
+   */
+  append (group: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): void {
+    if (this.closed || (group.length === 0 && checkpoints.length === 0)) return
     const now = this.options.store.appendEventsNow
     if (now !== undefined && this.queue.length === 0) {
       try {
-        now.call(this.options.store, group)
+        if (checkpoints.length === 0) now.call(this.options.store, group)
+        else now.call(this.options.store, group, checkpoints)
         return
       } catch (err) {
         this.options.log.warn({ err }, 'could not append to the event log; retrying')
       }
     }
-    for (const envelope of group) this.queue.push(envelope)
+    for (const envelope of group) this.queue.push({ envelope })
+    for (const checkpoint of checkpoints) this.queue.push({ checkpoint })
+    this.queued += group.length + checkpoints.length
     this.trim()
     this.running ??= this.run()
   }
 
   /** Whether events of the turn are still on their way to the store (queued, or being written). */
   holds (turnId: string): boolean {
-    return this.queue.some((e) => e.turn_id === turnId) || this.writing.some((e) => e.turn_id === turnId)
+    const of = (e: Entry): boolean => ('envelope' in e ? e.envelope.turn_id : e.checkpoint.turn_id) === turnId
+    return this.queue.some(of) || this.writing.some(of)
   }
 
   private trim (): void {
     const excess = this.queue.length - this.options.maxBuffered
     if (excess <= 0) return
     this.queue.splice(0, excess)
+    this.settle(excess)
     if (this.dropped === 0) this.options.log.error({ max_buffered: this.options.maxBuffered }, 'the event log is unreachable and its buffer is full: dropping the oldest events')
     this.dropped += excess
   }
@@ -65,10 +91,13 @@ export class EventLogWriter {
   private async run (): Promise<void> {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, BATCH)
+      const { events, checkpoints } = split(batch)
       this.writing = batch
       try {
-        await this.options.store.appendEvents(batch)
+        if (checkpoints.length === 0) await this.options.store.appendEvents(events)
+        else await this.options.store.appendEvents(events, checkpoints)
         this.writing = []
+        this.settle(batch.length)
         if (this.dropped > 0) {
           this.options.log.warn({ dropped: this.dropped }, 'the event log is reachable again')
           this.dropped = 0
@@ -90,6 +119,29 @@ export class EventLogWriter {
     this.running = null
   }
 
+  private settle (count: number): void {
+    this.done += count
+    const ready = this.waiters.filter((w) => w.upTo <= this.done)
+    if (ready.length === 0) return
+    this.waiters = this.waiters.filter((w) => w.upTo > this.done)
+    for (const w of ready) w.resolve()
+  }
+
+  /**
+   * Resolves once what was appended so far is written (or dropped), or after `timeoutMs`; later
+   * appends do not hold it back.
+   */
+  async appended (timeoutMs: number): Promise<void> {
+    if (this.done >= this.queued) return
+    const upTo = this.queued
+    let timer: NodeJS.Timeout | undefined
+    await new Promise<void>((resolve) => {
+      this.waiters.push({ upTo, resolve })
+      timer = setTimeout(resolve, timeoutMs)
+    })
+    clearTimeout(timer)
+  }
+
   /** Waits until everything appended so far is written (or `timeoutMs` passed). */
   async flush (timeoutMs: number): Promise<void> {
     const running = this.running
@@ -104,6 +156,9 @@ export class EventLogWriter {
     this.closed = true
     this.wake?.()
     await this.flush(timeoutMs)
+    const waiting = this.waiters
+    this.waiters = []
+    for (const w of waiting) w.resolve()
     if (this.queue.length > 0) this.options.log.error({ lost: this.queue.length }, 'closing with events the event log never received')
   }
 }

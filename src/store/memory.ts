@@ -3,7 +3,7 @@
  * and out, so callers can never mutate stored state by accident. It is exclusive by nature:
  * its only instance is the process that holds it.
  */
-import type { BusEnvelope } from '../core/envelope.js'
+import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { finishedMs } from './codec.js'
 import {
   newestFirst, TERMINAL_TURN_STATUSES, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn,
@@ -28,9 +28,11 @@ interface StoredTurn {
 export class MemoryStore implements Store {
   readonly instanceId: string
   readonly exclusive = true
+  readonly durable = false
   private readonly sessions = new Map<string, SessionRecord>()
   private readonly turns = new Map<string, StoredTurn>()
   private readonly events = new Map<string, Map<number, BusEnvelope>>()
+  private readonly checkpoints = new Map<string, CheckpointRow>()
   private readonly idempotency = new Map<string, IdempotencyRecord & { expiresMs: number }>()
   private leaseExpires = 0
 
@@ -113,8 +115,11 @@ export class MemoryStore implements Store {
     for (const [id, held] of this.idempotency) if (held.expiresMs <= nowMs) this.idempotency.delete(id)
   }
 
-  async appendEvents (events: readonly BusEnvelope[]): Promise<void> {
+  async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
     this.putEvents(events)
+    for (const c of checkpoints) {
+      if ((this.checkpoints.get(c.turn_id)?.seq ?? -1) <= c.seq) this.checkpoints.set(c.turn_id, { ...c })
+    }
   }
 
   private putEvents (events: readonly BusEnvelope[]): void {
@@ -125,6 +130,17 @@ export class MemoryStore implements Store {
         this.events.set(e.turn_id, log)
       }
       if (!log.has(e.seq)) log.set(e.seq, structuredClone(e))
+    }
+  }
+
+  async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {
+    const row = this.checkpoints.get(turnId)
+    return row === undefined ? null : { ...row }
+  }
+
+  async pruneCheckpoints (): Promise<void> {
+    for (const turnId of this.checkpoints.keys()) {
+      if (this.turns.get(turnId)?.turn.status !== 'running') this.checkpoints.delete(turnId)
     }
   }
 
@@ -171,7 +187,15 @@ export class MemoryStore implements Store {
     return true
   }
 
+  async adoptTurn (turnId: string, instanceId: string | null): Promise<boolean> {
+    const stored = this.turns.get(turnId)
+    if (stored === undefined || stored.turn.status !== 'running' || stored.instanceId !== instanceId) return false
+    stored.instanceId = this.instanceId
+    return true
+  }
+
   async close (): Promise<void> {
+    this.checkpoints.clear()
     this.sessions.clear()
     this.turns.clear()
     this.events.clear()

@@ -7,7 +7,7 @@
  * save pair is one statement too (two data-modifying CTE parts, atomic together).
  */
 import pg from 'pg'
-import type { BusEnvelope } from '../core/envelope.js'
+import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import {
   FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,
@@ -66,6 +66,11 @@ UPDATE ${s}.tollgate_sessions SET updated_at = substring(doc from '"updated_at":
 UPDATE ${s}.tollgate_turns SET created_at = substring(doc from '"created_at":"([^"]+)"') WHERE created_at IS NULL;
 CREATE INDEX IF NOT EXISTS tollgate_sessions_by_owner ON ${s}.tollgate_sessions (owner, updated_at DESC, session_id COLLATE "C" DESC);
 CREATE INDEX IF NOT EXISTS tollgate_turns_by_owner ON ${s}.tollgate_turns (owner, created_at DESC, turn_id COLLATE "C" DESC);
+CREATE TABLE IF NOT EXISTS ${s}.tollgate_checkpoints (
+  turn_id text PRIMARY KEY,
+  seq integer NOT NULL,
+  doc text NOT NULL
+);
 CREATE TABLE IF NOT EXISTS ${s}.tollgate_idempotency (
   owner text NOT NULL,
   idem_key text NOT NULL,
@@ -122,13 +127,23 @@ function statements (s: string) {
       name: 'tollgate_get_idempotency',
       text: `SELECT turn_id, fingerprint FROM ${s}.tollgate_idempotency WHERE owner = $1 AND idem_key = $2 AND expires_ms > $3`
     },
-    appendEvents: { name: 'tollgate_append_events', text: insertEvents(1) }
+    appendEvents: { name: 'tollgate_append_events', text: insertEvents(1) },
+    // One statement, so one commit: the events, then the checkpoints taken after them (a later
+    // checkpoint replaces an earlier one, never the other way round).
+    appendEventsAndCheckpoints: {
+      name: 'tollgate_append_events_and_checkpoints',
+      text: `WITH appended AS (${insertEvents(1)})
+        INSERT INTO ${s}.tollgate_checkpoints AS c (turn_id, seq, doc)
+          SELECT * FROM unnest($4::text[], $5::integer[], $6::text[])
+          ON CONFLICT (turn_id) DO UPDATE SET seq = excluded.seq, doc = excluded.doc WHERE excluded.seq >= c.seq`
+    }
   }
 }
 
 export class PostgresStore implements Store {
   readonly instanceId: string
   readonly exclusive = false
+  readonly durable = true
   private readonly pool: pg.Pool
   /** Quoted schema name, validated: safe to splice into SQL. */
   private readonly s: string
@@ -300,9 +315,30 @@ export class PostgresStore implements Store {
     return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn), turn.created_at]
   }
 
-  async appendEvents (events: readonly BusEnvelope[]): Promise<void> {
+  async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
+    if (checkpoints.length > 0) {
+      const rows = [checkpoints.map((c) => c.turn_id), checkpoints.map((c) => c.seq), checkpoints.map((c) => c.doc)]
+      await this.pool.query({ ...this.sql.appendEventsAndCheckpoints, values: [...eventColumns(events), ...rows] })
+      return
+    }
     if (events.length === 0) return
     await this.pool.query({ ...this.sql.appendEvents, values: eventColumns(events) })
+  }
+
+  async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {
+    const { rows } = await this.pool.query<CheckpointRow>(`SELECT turn_id, seq, doc FROM ${this.s}.tollgate_checkpoints WHERE turn_id = $1`, [turnId])
+    return rows[0] ?? null
+  }
+
+  async pruneCheckpoints (): Promise<void> {
+    await this.pool.query(`DELETE FROM ${this.s}.tollgate_checkpoints c WHERE NOT EXISTS
+      (SELECT 1 FROM ${this.s}.tollgate_turns t WHERE t.turn_id = c.turn_id AND t.status = 'running')`)
+  }
+
+  async adoptTurn (turnId: string, instanceId: string | null): Promise<boolean> {
+    const { rowCount } = await this.pool.query(`UPDATE ${this.s}.tollgate_turns SET instance_id = $1
+      WHERE turn_id = $2 AND status = 'running' AND instance_id IS NOT DISTINCT FROM $3`, [this.instanceId, turnId, instanceId])
+    return rowCount === 1
   }
 
   async readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> {

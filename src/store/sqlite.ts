@@ -12,7 +12,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
-import type { BusEnvelope } from '../core/envelope.js'
+import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import type { SqlProbe } from './sql-probe.js'
 import {
@@ -20,7 +20,8 @@ import {
   type TurnFilter, type TurnRecord
 } from './store.js'
 
-const SCHEMA_VERSION = 2
+/** 1: first; 2: listing columns; 3: durable turns' checkpoints (a new table, nothing to convert). */
+const SCHEMA_VERSION = 3
 /** Between two checkpoints the WAL grows by what was written meanwhile; a second keeps it small. */
 const CHECKPOINT_MS = 1000
 /** A WAL file that grew past this under a burst is truncated back when it restarts. */
@@ -55,6 +56,11 @@ CREATE TABLE IF NOT EXISTS tollgate_instances (
   instance_id TEXT PRIMARY KEY,
   expires_ms INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS tollgate_checkpoints (
+  turn_id TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL,
+  doc TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tollgate_idempotency (
   owner TEXT NOT NULL,
   idem_key TEXT NOT NULL,
@@ -140,6 +146,9 @@ function prepare (db: Database.Database) {
   const getIdempotency = db.prepare<[string, string, number], { turn_id: string, fingerprint: string }>(
     'SELECT turn_id, fingerprint FROM tollgate_idempotency WHERE owner = ? AND idem_key = ? AND expires_ms > ?')
   const appendEvent = db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, doc) VALUES (?, ?, ?)')
+  // A later checkpoint replaces an earlier one, never the other way round.
+  const saveCheckpoint = db.prepare(`INSERT INTO tollgate_checkpoints (turn_id, seq, doc) VALUES (?, ?, ?)
+      ON CONFLICT (turn_id) DO UPDATE SET seq = excluded.seq, doc = excluded.doc WHERE excluded.seq >= tollgate_checkpoints.seq`)
   return {
     saveTurn,
     saveSession,
@@ -164,9 +173,14 @@ function prepare (db: Database.Database) {
       for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
       return null
     }),
-    appendEvents: db.transaction((events: readonly BusEnvelope[]) => {
+    appendEvents: db.transaction((events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[]) => {
       for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
+      for (const c of checkpoints) saveCheckpoint.run(c.turn_id, c.seq, c.doc)
     }),
+    readCheckpoint: db.prepare<[string], CheckpointRow>('SELECT turn_id, seq, doc FROM tollgate_checkpoints WHERE turn_id = ?'),
+    pruneCheckpoints: db.prepare(`DELETE FROM tollgate_checkpoints WHERE turn_id NOT IN
+      (SELECT turn_id FROM tollgate_turns WHERE status = 'running')`),
+    adoptTurn: db.prepare('UPDATE tollgate_turns SET instance_id = ? WHERE turn_id = ? AND status = \'running\' AND instance_id IS ?'),
     checkpoint: db.prepare<[], { busy: number, log: number, checkpointed: number }>('PRAGMA wal_checkpoint(PASSIVE)'),
     getSession: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_sessions WHERE session_id = ?'),
     getTurn: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_turns WHERE turn_id = ?'),
@@ -198,6 +212,7 @@ function sessionRow (session: SessionRecord): unknown[] {
 export class SqliteStore implements Store {
   readonly instanceId: string
   readonly exclusive = true
+  readonly durable = true
   private readonly db: Database.Database
   private readonly stmt: Statements
   private readonly probe: SqlProbe | undefined
@@ -279,12 +294,24 @@ export class SqliteStore implements Store {
     return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn), turn.created_at]
   }
 
-  async appendEvents (events: readonly BusEnvelope[]): Promise<void> {
-    this.appendEventsNow(events)
+  async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
+    this.appendEventsNow(events, checkpoints)
   }
 
-  appendEventsNow (events: readonly BusEnvelope[]): void {
-    this.stmt.appendEvents(events)
+  appendEventsNow (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): void {
+    this.stmt.appendEvents(events, checkpoints)
+  }
+
+  async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {
+    return this.stmt.readCheckpoint.get(turnId) ?? null
+  }
+
+  async pruneCheckpoints (): Promise<void> {
+    this.stmt.pruneCheckpoints.run()
+  }
+
+  async adoptTurn (turnId: string, instanceId: string | null): Promise<boolean> {
+    return this.stmt.adoptTurn.run(this.instanceId, turnId, instanceId).changes === 1
   }
 
   async readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> {

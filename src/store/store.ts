@@ -8,7 +8,7 @@
 import type { ChatMessage } from '../providers/types.js'
 import type { ApprovalGrant } from '../../schemas/session.js'
 import type { Turn } from '../../schemas/turn.js'
-import type { BusEnvelope } from '../core/envelope.js'
+import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 
 export interface SessionRecord {
   session_id: string
@@ -74,6 +74,8 @@ export interface Store {
    * is locked): every turn still `running` at start belongs to a dead process.
    */
   readonly exclusive: boolean
+  /** True when what it keeps outlives the process (SQLite, PostgreSQL): turns may then resume after a restart. */
+  readonly durable: boolean
   getSession (sessionId: string): Promise<SessionRecord | null>
   saveSession (session: SessionRecord): Promise<void>
   getTurn (turnId: string): Promise<TurnRecord | null>
@@ -108,13 +110,21 @@ export interface Store {
   getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null>
   /** Forgets idempotency keys that expired before `nowMs` (lookups ignore them anyway). */
   pruneIdempotency (nowMs: number): Promise<void>
-  /** Appends events (any turns, each turn's in seq order); an event already stored is kept. */
-  appendEvents (events: readonly BusEnvelope[]): Promise<void>
+  /**
+   * Appends events (any turns, each turn's in seq order); an event already stored is kept.
+   * `checkpoints` (durable turns) are written in the same transaction, after the events; a
+   * turn's stored checkpoint is replaced by a later one, never by an earlier one.
+   */
+  appendEvents (events: readonly BusEnvelope[], checkpoints?: readonly CheckpointRow[]): Promise<void>
   /**
    * The same, done before returning, by stores whose writes are synchronous (SQLite): an event
    * is then on disk before any client can see it, so a crash never loses an event a client saw.
    */
-  appendEventsNow?: (events: readonly BusEnvelope[]) => void
+  appendEventsNow?: (events: readonly BusEnvelope[], checkpoints?: readonly CheckpointRow[]) => void
+  /** The turn's latest checkpoint, if it has one. */
+  readCheckpoint (turnId: string): Promise<CheckpointRow | null>
+  /** Forgets the checkpoints of turns that are no longer running. */
+  pruneCheckpoints (): Promise<void>
   /** Stored events of a turn after `afterSeq`, ascending, at most `limit`. */
   readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]>
   lastEventSeq (turnId: string): Promise<number>
@@ -132,6 +142,12 @@ export interface Store {
    * `instanceId`; answers whether it did. Two instances recovering one turn: exactly one wins.
    */
   interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean>
+  /**
+   * Takes a running turn over from `instanceId` (a dead instance, or a previous incarnation) so
+   * this instance can resume it: only if it is still running under that instance. Two instances
+   * racing for one turn: exactly one wins.
+   */
+  adoptTurn (turnId: string, instanceId: string | null): Promise<boolean>
   close (): Promise<void>
 }
 

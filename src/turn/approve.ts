@@ -3,10 +3,12 @@
  * call may run, it is never evidence that it ran. Every decision is audited with who decided
  * and through which channel; runtime fail-closed denials are never blamed on the user.
  */
+import type { PendingApproval } from '../../schemas/approval.js'
 import type { ApprovalDecision } from '../../schemas/events.js'
 import type { Tool } from '../tools/contract.js'
 import { classifyRisk } from '../approval/risk.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
+import type { ResolvedApproval } from './cursor.js'
 import { scrubValue } from '../core/security/redact.js'
 import { displayArguments } from '../approval/display.js'
 import { sanitizeReplacement, summarizeArgs } from '../approval/summary.js'
@@ -28,37 +30,68 @@ function auditDecision (reply: ApprovalReply): ApprovalDecision {
   return reply.decision
 }
 
+/** The gate of a call that waited for approval when the gateway stopped, opened again after the restart. */
+export interface ReopenedGate {
+  /** The request as it was listed: the same id and expiry wait again. */
+  request: PendingApproval
+  /** The log shows an answer given before the restart (after the last checkpoint). */
+  resolved: ResolvedApproval | null
+}
+
+/** An answer the log kept: the decision is known, an edit's replacement text is not (it is never logged). */
+function replyFromLog (request: PendingApproval, resolved: ResolvedApproval): ApprovalReply {
+  const base = { requestId: request.request_id, decidedBy: resolved.decidedBy, channel: 'runtime' }
+  if (resolved.decision === 'yes' || resolved.decision === 'always' || resolved.decision === 'no') {
+    return { ...base, decision: resolved.decision, source: 'operator', principal: resolved.principal }
+  }
+  return { ...base, decision: 'no', source: resolved.decision === 'expired' ? 'timed_out' : resolved.decision === 'cancelled' ? 'cancelled' : 'unavailable' }
+}
+
+/** The person's answer: asked over the turn's backchannel, or denied at once for a non-interactive turn. */
+async function ask (
+  exec: ResolvedAgentExecution, state: TurnState, call: { callId: string, name: string, arguments: Record<string, unknown> },
+  tool: Tool, summary: string, reopen: ReopenedGate | undefined
+): Promise<ApprovalReply> {
+  if (!state.interactive && reopen === undefined) {
+    return await NO_BACKCHANNEL.ask({
+      callId: call.callId, tool: call.name, arguments: {}, summary, display: [], risk: 'medium', reason: '', timeoutMs: 0,
+      whenUnwatched: 'deny'
+    }, state.signal)
+  }
+  return await state.approvals.ask({
+    callId: call.callId,
+    tool: call.name,
+    arguments: scrubValue(call.arguments) as Record<string, unknown>,
+    summary,
+    display: displayArguments(call.arguments),
+    risk: classifyRisk(tool, call.arguments),
+    reason: exec.approval.promptReason(call.name),
+    timeoutMs: exec.knobs.approvalTimeoutMs,
+    whenUnwatched: exec.knobs.onNoBackchannel,
+    ...(reopen === undefined ? {} : { reopen: reopen.request })
+  }, state.signal)
+}
+
 export async function gateToolApproval (
   exec: ResolvedAgentExecution,
   state: TurnState,
   call: { callId: string, name: string, arguments: Record<string, unknown> },
-  tool: Tool
+  tool: Tool,
+  reopen?: ReopenedGate
 ): Promise<GateOutcome> {
-  const requirement = exec.approval.requirement(call.name, call.arguments)
+  const requirement = reopen === undefined ? exec.approval.requirement(call.name, call.arguments) : 'prompt'
   if (requirement !== 'prompt') return { kind: 'proceed', approved: requirement === 'approved' }
 
   // The audit's record is made from scrubbed arguments; the person deciding sees them exactly.
   const summary = summarizeArgs(scrubValue(call.arguments))
-  const reply = state.interactive
-    ? await state.approvals.ask({
-      callId: call.callId,
-      tool: call.name,
-      arguments: scrubValue(call.arguments) as Record<string, unknown>,
-      summary,
-      display: displayArguments(call.arguments),
-      risk: classifyRisk(tool, call.arguments),
-      reason: exec.approval.promptReason(call.name),
-      timeoutMs: exec.knobs.approvalTimeoutMs,
-      whenUnwatched: exec.knobs.onNoBackchannel
-    }, state.signal)
-    : await NO_BACKCHANNEL.ask({
-      callId: call.callId, tool: call.name, arguments: {}, summary, display: [], risk: 'medium', reason: '', timeoutMs: 0,
-      whenUnwatched: 'deny'
-    }, state.signal)
+  const reply = reopen?.resolved != null
+    ? replyFromLog(reopen.request, reopen.resolved)
+    : await ask(exec, state, call, tool, summary, reopen)
 
   const decision = auditDecision(reply)
   const principal = reply.principal ?? RUNTIME_DECIDER
-  if (reply.requestId !== null) {
+  // An answer read back from the log was announced before the restart.
+  if (reply.requestId !== null && reopen?.resolved == null) {
     state.emit({ kind: 'approval.resolved', request_id: reply.requestId, call_id: call.callId, decision, decided_by: reply.decidedBy })
   }
   const entry = {

@@ -114,6 +114,8 @@ export interface TurnState {
   history: ChatMessage[]
   signal: AbortSignal
   interactive: boolean
+  /** Durable turns: true once the gateway is stopping; no further tool of a sequential round starts. */
+  holding?: () => boolean
   log: Logger
   emit (event: TurnEvent): void
   approvals: ApprovalChannel

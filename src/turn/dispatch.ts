@@ -12,8 +12,10 @@ import { turnScope, type ResolvedAgentExecution, type TurnState } from './contex
 import type { ParsedCall } from './parse.js'
 import { createProgressReporter } from './progress.js'
 import { unavailableTool } from './prepare.js'
+import type { RecoveredCall } from './cursor.js'
 import {
-  announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, settleSlot, unexecuted, type RawOutcome, type ToolSlot, type UnavailableTool
+  adoptLoggedOutcome, announceSlot, INTERRUPTED_TEXT, NOT_RUN_TEXT, RESTART_INTERRUPTED_TEXT, settleSlot, unexecuted, type RawOutcome,
+  type ToolSlot, type UnavailableTool
 } from './results.js'
 
 /** Decided on the model's calls before hooks, as the reference runtime does. */
@@ -156,19 +158,58 @@ async function runAfterHooks (
   }))
 }
 
-/** Runs a prepared round; every slot is settled, in model order where order is observable. */
+/**
+ * A call of a round resumed after a restart: settled before it (its result is in the log and is
+ * taken as it is, never re-announced), or started and never finished — it is not run again; it
+ * gets an `interrupted` result that tells the model so.
+ */
+function settleRecovered (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot, recovered: RecoveredCall): void {
+  if (recovered.kind === 'settled') {
+    slot.announced = true
+    adoptLoggedOutcome(state, slot, recovered)
+    return
+  }
+  slot.announced = recovered.announced
+  settleSlot(exec, state, slot, { status: 'interrupted', success: false, output: RESTART_INTERRUPTED_TEXT, error: null, durationMs: 0, executed: false })
+  exec.observer.record({
+    kind: 'tool_call', tool: slot.name, ...idsOf(slot), arguments: scrubValue(slot.arguments), duration_ms: 0, success: false,
+    status: 'interrupted', error_type: 'interrupted', result: RESTART_INTERRUPTED_TEXT, ...correlationOf(exec, state)
+  })
+}
+
+/**
+ * Runs a prepared round; every slot is settled, in model order where order is observable.
+ * `recovered` (a round resumed after a restart) says which calls ran before it.
+ */
 export async function dispatchRound (
-  exec: ResolvedAgentExecution, state: TurnState, slots: readonly ToolSlot[], parallel: boolean
+  exec: ResolvedAgentExecution, state: TurnState, slots: readonly ToolSlot[], parallel: boolean,
+  recovered: ReadonlyMap<string, RecoveredCall> = new Map()
 ): Promise<void> {
-  const runnable = slots.filter((s) => s.prefill === null)
+  for (const slot of slots) {
+    const known = recovered.get(slot.callId)
+    if (known !== undefined) settleRecovered(exec, state, slot, known)
+  }
+  const open = slots.filter((s) => s.outcome === null)
+  const runnable = open.filter((s) => s.prefill === null)
   if (parallel && runnable.length > 1) {
-    for (const slot of slots) if (slot.prefill !== null) settlePrefilled(exec, state, slot, slot.prefill)
+    for (const slot of open) if (slot.prefill !== null) settlePrefilled(exec, state, slot, slot.prefill)
     await Promise.all(runnable.map(async (slot) => await executeOne(exec, state, slot)))
     return
   }
-  for (const slot of slots) {
+  for (const slot of open) {
     if (slot.prefill !== null) settlePrefilled(exec, state, slot, slot.prefill)
-    else if (state.signal.aborted) settleSlot(exec, state, slot, unexecuted('cancelled', NOT_RUN_TEXT, { error: null }))
+    else if (state.holding?.() === true) await heldAtTheDoor(state)
+    if (slot.prefill !== null) continue
+    if (state.signal.aborted) settleSlot(exec, state, slot, unexecuted('cancelled', NOT_RUN_TEXT, { error: null }))
     else await executeOne(exec, state, slot)
   }
+}
+
+/**
+ * The gateway is stopping: a sequential round's next tool does not start; the turn waits to be
+ * parked (its signal aborts), and the call runs when the turn resumes.
+ */
+async function heldAtTheDoor (state: TurnState): Promise<void> {
+  if (state.signal.aborted) return
+  await new Promise<void>((resolve) => { state.signal.addEventListener('abort', () => { resolve() }, { once: true }) })
 }

@@ -15,11 +15,14 @@ export type LoopVerdict = { kind: 'ok' } | { kind: 'warning' | 'block' | 'break'
 
 type Severity = 'warning' | 'block' | 'break'
 
-interface CallRecord {
+/** One successful call as the detector remembers it (hashes only); what a checkpoint keeps. */
+export interface DetectorRecord {
   name: string
   argsHash: string
   resultHash: string
 }
+
+type CallRecord = DetectorRecord
 
 const PING_PONG_MIN_CYCLES = 4
 const NO_PROGRESS_MIN_CALLS = 5
@@ -36,6 +39,16 @@ export class LoopDetector {
 
   constructor (opts: LoopDetectorOptions) {
     this.#options = { ...opts }
+  }
+
+  /** The remembered window, oldest first. */
+  snapshot (): DetectorRecord[] {
+    return this.#window.map((r) => ({ ...r }))
+  }
+
+  /** Continues from a snapshot (a turn resumed after a restart). */
+  restore (records: readonly DetectorRecord[]): void {
+    this.#window.splice(0, this.#window.length, ...records.slice(-this.#options.windowSize).map((r) => ({ ...r })))
   }
 
   record (toolName: string, args: unknown, resultText: string): LoopVerdict {

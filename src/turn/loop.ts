@@ -7,6 +7,8 @@ import type { ObserverCorrelation } from '../observe/observer.js'
 import { ProviderError, type ChatResponse } from '../providers/types.js'
 import { scrubText } from '../core/security/redact.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
+import type { ReopenedGate } from './approve.js'
+import { newRound, type LoopCheckpoints, type LoopCursor, type LoopEntry, type RecoveredCall, type RoundCursor } from './cursor.js'
 import { dispatchRound, parallelEligible } from './dispatch.js'
 import { appendRound } from './history.js'
 import { parseResponse, type ParsedResponse } from './parse.js'
@@ -20,6 +22,14 @@ export type TurnOutcome =
   | { status: 'completed', finalText: string }
   | { status: 'cancelled', reason: string }
   | { status: 'failed', code: TurnFailureCode, message: string }
+  /** Stopped at a safe point because the gateway is stopping; its checkpoint resumes it. */
+  | { status: 'suspended' }
+
+/** A durable turn's loop: where it reports safe points, and where a resumed turn comes back in. */
+export interface LoopDurability {
+  checkpoints?: LoopCheckpoints
+  entry?: LoopEntry
+}
 
 export const MAX_MALFORMED_PROTOCOL_RETRIES = 2
 
@@ -122,57 +132,107 @@ function isSemanticallyEmpty (parsed: ParsedResponse): boolean {
   return parsed.calls.length === 0 && parsed.text.trim() === ''
 }
 
-export async function runToolLoop (exec: ResolvedAgentExecution, state: TurnState): Promise<TurnOutcome> {
+export async function runToolLoop (exec: ResolvedAgentExecution, state: TurnState, durability: LoopDurability = {}): Promise<TurnOutcome> {
   try {
-    return await loop(exec, state)
+    return await loop(exec, state, durability)
   } catch (err) {
     if (state.signal.aborted) return cancelled(state)
     return providerFailure(err)
   }
 }
 
-async function loop (exec: ResolvedAgentExecution, state: TurnState): Promise<TurnOutcome> {
-  let malformed = 0
-  for (let i = 0; i < exec.knobs.maxIterations; i++) {
+const SUSPENDED: TurnOutcome = { status: 'suspended' }
+
+/** The model's response of one iteration made into a round, or the turn's end. */
+type Answer = { kind: 'round', round: RoundCursor } | { kind: 'retry' } | { kind: 'end', outcome: TurnOutcome }
+
+async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor: LoopCursor): Promise<Answer> {
+  const request = buildIterationRequest(exec, state.history, state.systemNotes)
+  // Native providers stream visible text live; text-protocol output would leak call payloads,
+  // so it is shown only after parsing.
+  const response = await callModel(exec, state, request, request.useNative)
+  const parsed = parseResponse(response, {
+    advertised: new Set(request.specs.map((s) => s.name)),
+    strict: exec.knobs.strictToolParsing
+  })
+
+  if (parsed.parseIssue) {
+    cursor.malformed += 1
+    if (cursor.malformed <= MAX_MALFORMED_PROTOCOL_RETRIES) {
+      state.history.push({ role: 'user', content: PARSE_ERROR_FEEDBACK })
+      return { kind: 'retry' }
+    }
+    state.emit({ kind: 'text.delta', text: MALFORMED_FALLBACK_TEXT })
+    state.history.push({ role: 'assistant', content: MALFORMED_FALLBACK_TEXT })
+    return { kind: 'end', outcome: { status: 'completed', finalText: MALFORMED_FALLBACK_TEXT } }
+  }
+  if (isSemanticallyEmpty(parsed)) {
+    return { kind: 'end', outcome: { status: 'failed', code: 'EMPTY_COMPLETION', message: 'the model returned neither text nor tool calls' } }
+  }
+  if (!request.useNative && parsed.displayText !== '') state.emit({ kind: 'text.delta', text: parsed.displayText })
+
+  if (parsed.calls.length === 0) {
+    state.history.push({ role: 'assistant', content: response.text })
+    return { kind: 'end', outcome: { status: 'completed', finalText: receiptsBlock(exec, state, parsed.displayText) } }
+  }
+  return { kind: 'round', round: newRound(response.text, parsed.native, parsed.calls, parallelEligible(exec, parsed.calls)) }
+}
+
+async function loop (exec: ResolvedAgentExecution, state: TurnState, durability: LoopDurability): Promise<TurnOutcome> {
+  const { checkpoints } = durability
+  let entry = durability.entry
+  const cursor: LoopCursor = checkpoints?.cursor ?? { step: 'model', malformed: 0, round: null }
+  cursor.malformed = entry?.malformed ?? 0
+  const first = entry === undefined ? 0 : entry.iteration - 1
+  for (let i = first; i < exec.knobs.maxIterations; i++) {
     if (state.signal.aborted) return cancelled(state)
-    state.iteration = i + 1
-    state.emit({ kind: 'iteration', n: state.iteration })
-    exec.observer.record({ kind: 'iteration', n: state.iteration, delegate_depth: exec.delegateDepth, ...correlationOf(exec, state) })
-
-    const request = buildIterationRequest(exec, state.history, state.systemNotes)
-    // Native providers stream visible text live; text-protocol output would leak call payloads,
-    // so it is shown only after parsing.
-    const response = await callModel(exec, state, request, request.useNative)
-    const parsed = parseResponse(response, {
-      advertised: new Set(request.specs.map((s) => s.name)),
-      strict: exec.knobs.strictToolParsing
-    })
-
-    if (parsed.parseIssue) {
-      malformed += 1
-      if (malformed <= MAX_MALFORMED_PROTOCOL_RETRIES) {
-        state.history.push({ role: 'user', content: PARSE_ERROR_FEEDBACK })
+    let round: RoundCursor
+    let reopen: ReopenedGate | undefined
+    let recovered: ReadonlyMap<string, RecoveredCall> | undefined
+    if (entry !== undefined && entry.step !== 'model') {
+      // Resumed inside a round: its model response was parsed before the restart.
+      state.iteration = entry.iteration
+      round = entry.round
+      if (entry.step === 'approval') reopen = { request: entry.request, resolved: entry.resolved }
+      else recovered = entry.recovered
+    } else {
+      if (entry === undefined) {
+        state.iteration = i + 1
+        state.emit({ kind: 'iteration', n: state.iteration })
+        exec.observer.record({ kind: 'iteration', n: state.iteration, delegate_depth: exec.delegateDepth, ...correlationOf(exec, state) })
+        cursor.step = 'model'
+        cursor.round = null
+        if (checkpoints?.reached('model') === false) return SUSPENDED
+      } else {
+        // Resumed at a model call: its iteration event is in the log, the call is simply made again.
+        state.iteration = entry.iteration
+      }
+      const answer = await askModel(exec, state, cursor)
+      if (answer.kind === 'end') return answer.outcome
+      if (answer.kind === 'retry') {
+        entry = undefined
         continue
       }
-      state.emit({ kind: 'text.delta', text: MALFORMED_FALLBACK_TEXT })
-      state.history.push({ role: 'assistant', content: MALFORMED_FALLBACK_TEXT })
-      return { status: 'completed', finalText: MALFORMED_FALLBACK_TEXT }
+      round = answer.round
     }
-    if (isSemanticallyEmpty(parsed)) {
-      return { status: 'failed', code: 'EMPTY_COMPLETION', message: 'the model returned neither text nor tool calls' }
+    entry = undefined
+    cursor.round = round
+    if (recovered === undefined) {
+      cursor.step = 'prepare'
+      await prepareRound(exec, state, round, reopen)
+      cursor.step = 'dispatch'
+      if (checkpoints !== undefined) {
+        if (!checkpoints.reached('dispatch')) return SUSPENDED
+        // Before anything runs, the round's checkpoint is stored (one commit per round): a restart
+        // then knows every call of the round may have started, and runs none of them again.
+        if (round.slots.some((s) => s.prefill === null)) await checkpoints.stored()
+      }
     }
-    if (!request.useNative && parsed.displayText !== '') state.emit({ kind: 'text.delta', text: parsed.displayText })
-
-    if (parsed.calls.length === 0) {
-      state.history.push({ role: 'assistant', content: response.text })
-      return { status: 'completed', finalText: receiptsBlock(exec, state, parsed.displayText) }
-    }
-
-    const parallel = parallelEligible(exec, parsed.calls)
-    const prepared = await prepareRound(exec, state, parsed.calls)
-    await dispatchRound(exec, state, prepared.slots, parallel)
-    const verdict = state.signal.aborted ? { kind: 'continue' as const } : collectRound(exec, state, prepared.slots, prepared.originalArgs)
-    appendRound(state.history, { text: response.text, native: parsed.native, calls: parsed.calls, slots: prepared.slots })
+    cursor.step = 'dispatch'
+    await dispatchRound(exec, state, round.slots, round.parallel, recovered)
+    cursor.step = 'collect'
+    const verdict = state.signal.aborted ? { kind: 'continue' as const } : collectRound(exec, state, round.slots, round.originalArgs)
+    appendRound(state.history, { text: round.text, native: round.native, calls: round.calls, slots: round.slots })
     if (state.signal.aborted) return cancelled(state)
     if (verdict.kind === 'abort') return { status: 'failed', code: verdict.code, message: verdict.message }
   }

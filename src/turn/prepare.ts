@@ -3,9 +3,10 @@
  *   malformed arguments → before_tool_call hooks → resolution and schema check →
  *   clear the `approved` marker → read-only check → repeated prompt-required shell guard →
  *   approval gate → restore the runtime `approved` marker → duplicate-call guard.
- * Calls that will not run get their slot filled here; the rest are returned as executable.
+ * Calls that will not run get their slot filled here; the rest are left runnable in the round
+ * (`RoundCursor`, which also lets a turn resumed after a restart continue at a waiting call).
  */
-import { gateToolApproval } from './approve.js'
+import { gateToolApproval, type GateOutcome, type ReopenedGate } from './approve.js'
 import { readOnlyRefusal } from '../approval/read-only.js'
 import { TurnFailure } from '../core/errors.js'
 import { canonicalJson } from '../core/json/canonical.js'
@@ -13,18 +14,12 @@ import { TOOL_SEARCH } from '../tools/scope/activated.js'
 import type { Tool } from '../tools/contract.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { sortedBeforeHooks } from './hooks.js'
+import type { RoundCursor, WaitingGate } from './cursor.js'
 import type { ParsedCall } from './parse.js'
 import { newSlot, unexecuted, type ToolSlot, type UnavailableTool } from './results.js'
 
 /** Tools whose `approved` argument is set by the runtime only, never by the model. */
 const APPROVAL_MARKER_TOOLS: ReadonlySet<string> = new Set(['shell'])
-
-export interface PreparedRound {
-  /** One per model call, in model order; runnable ones have `tool` set and no `prefill`. */
-  slots: ToolSlot[]
-  /** Arguments as the model sent them, by slot index (loop detection keys on these). */
-  originalArgs: Record<string, unknown>[]
-}
 
 export function callSignature (name: string, args: unknown): string {
   let encoded: string
@@ -91,97 +86,127 @@ async function runBeforeHooks (
   return current
 }
 
-export async function prepareRound (exec: ResolvedAgentExecution, state: TurnState, calls: readonly ParsedCall[]): Promise<PreparedRound> {
-  const slots: ToolSlot[] = []
-  const originalArgs: Record<string, unknown>[] = []
-  const roundShellSignatures = new Set<string>()
-  if (exec.knobs.dedupScope === 'round') state.dedupSignatures.clear()
-  const dedupText = `with identical arguments in this ${exec.knobs.dedupScope === 'round' ? 'response' : 'turn'}.`
-  let searchPending = false
+/** Everything of one call up to its approval gate; a call decided before the gate gets its slot filled. */
+async function prepareCall (
+  exec: ResolvedAgentExecution, state: TurnState, round: RoundCursor, index: number, dedupText: string
+): Promise<{ slot: ToolSlot, tool: Tool, gateCall: WaitingGate['call'] } | null> {
+  const call = round.calls[index] as ParsedCall
+  round.originalArgs.push(call.arguments)
+  const slot = newSlot(index, call.name, call.arguments, call.providerCallId)
+  round.slots.push(slot)
 
-  for (const [index, call] of calls.entries()) {
-    originalArgs.push(call.arguments)
-    const slot = newSlot(index, call.name, call.arguments, call.providerCallId)
-    slots.push(slot)
-
-    if (call.argumentsError !== undefined) {
-      const text = `Error: invalid arguments for '${call.name}': ${call.argumentsError}`
-      slot.prefill = unexecuted('error', text)
-      continue
-    }
-
-    const hooked = await runBeforeHooks(exec, state, call.name, call.arguments)
-    if ('cancel' in hooked) {
-      // The slot keeps the model's original name: the hook's rewrite never happened.
-      slot.prefill = unexecuted('cancelled', `Cancelled by hook: ${hooked.cancel}`, { error: hooked.cancel })
-      continue
-    }
-    slot.name = hooked.name
-    slot.arguments = hooked.args
-
-    const unavailable = unavailableTool(exec, slot.name, searchPending)
-    if (unavailable !== null) {
-      slot.unavailable = unavailable
-      slot.prefill = unexecuted('error', unavailable.text)
-      continue
-    }
-    const tool = resolveForRound(exec, slot.name, searchPending) as Tool
-
-    slot.arguments = withMarker(tool.name, slot.arguments, false)
-    const invalid = tool.validateArgs(slot.arguments)
-    if (invalid !== null) {
-      slot.prefill = unexecuted('error', `Error: invalid arguments for '${slot.name}': ${invalid}`)
-      continue
-    }
-
-    const refusal = readOnlyRefusal(exec.approval, tool, slot.arguments)
-    if (refusal !== null) {
-      state.log.info({ audit: 'read_only_refused', tool: tool.name, call_id: slot.callId },
-        'refused a side-effecting call under a read-only risk profile')
-      slot.prefill = unexecuted('denied', refusal)
-      continue
-    }
-
-    const needsApproval = exec.approval.needsApproval(tool.name, slot.arguments)
-    if (needsApproval && tool.name === 'shell') {
-      const signature = callSignature(tool.name, slot.arguments)
-      if (roundShellSignatures.has(signature)) {
-        slot.prefill = unexecuted('deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
-        continue
-      }
-      if (state.promptShellSignatures.has(signature)) {
-        throw new TurnFailure('REPEATED_PROMPT_REQUIRED_CALL', "Agent loop aborted: repeated prompt-required tool call 'shell' with identical arguments before approval.")
-      }
-      roundShellSignatures.add(signature)
-    }
-
-    const gateCall = { callId: slot.callId, name: slot.name, arguments: withoutMarker(tool.name, slot.arguments) }
-    const gate = await gateToolApproval(exec, state, gateCall, tool)
-    if (gate.kind === 'cancel') {
-      slot.prefill = unexecuted('cancelled', gate.text, { error: null })
-      continue
-    }
-    if (gate.kind === 'deny') {
-      slot.prefill = unexecuted('denied', gate.text)
-      continue
-    }
-    if (gate.kind === 'replace') {
-      slot.prefill = unexecuted('replaced', gate.text, { success: true, error: null })
-      continue
-    }
-    slot.arguments = withMarker(tool.name, slot.arguments, gate.approved)
-
-    if (exec.knobs.dedupEnabled && !exec.knobs.dedupExempt.has(tool.name)) {
-      const signature = callSignature(slot.name, slot.arguments)
-      if (state.dedupSignatures.has(signature)) {
-        slot.prefill = unexecuted('deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
-        continue
-      }
-      state.dedupSignatures.add(signature)
-    }
-    slot.tool = tool
-    if (tool.name === TOOL_SEARCH) searchPending = true
+  if (call.argumentsError !== undefined) {
+    const text = `Error: invalid arguments for '${call.name}': ${call.argumentsError}`
+    slot.prefill = unexecuted('error', text)
+    return null
   }
-  for (const signature of roundShellSignatures) state.promptShellSignatures.add(signature)
-  return { slots, originalArgs }
+
+  const hooked = await runBeforeHooks(exec, state, call.name, call.arguments)
+  if ('cancel' in hooked) {
+    // The slot keeps the model's original name: the hook's rewrite never happened.
+    slot.prefill = unexecuted('cancelled', `Cancelled by hook: ${hooked.cancel}`, { error: hooked.cancel })
+    return null
+  }
+  slot.name = hooked.name
+  slot.arguments = hooked.args
+
+  const unavailable = unavailableTool(exec, slot.name, round.searchPending)
+  if (unavailable !== null) {
+    slot.unavailable = unavailable
+    slot.prefill = unexecuted('error', unavailable.text)
+    return null
+  }
+  const tool = resolveForRound(exec, slot.name, round.searchPending) as Tool
+
+  slot.arguments = withMarker(tool.name, slot.arguments, false)
+  const invalid = tool.validateArgs(slot.arguments)
+  if (invalid !== null) {
+    slot.prefill = unexecuted('error', `Error: invalid arguments for '${slot.name}': ${invalid}`)
+    return null
+  }
+
+  const refusal = readOnlyRefusal(exec.approval, tool, slot.arguments)
+  if (refusal !== null) {
+    state.log.info({ audit: 'read_only_refused', tool: tool.name, call_id: slot.callId },
+      'refused a side-effecting call under a read-only risk profile')
+    slot.prefill = unexecuted('denied', refusal)
+    return null
+  }
+
+  const needsApproval = exec.approval.needsApproval(tool.name, slot.arguments)
+  if (needsApproval && tool.name === 'shell') {
+    const signature = callSignature(tool.name, slot.arguments)
+    if (round.shellSignatures.has(signature)) {
+      slot.prefill = unexecuted('deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
+      return null
+    }
+    if (state.promptShellSignatures.has(signature)) {
+      throw new TurnFailure('REPEATED_PROMPT_REQUIRED_CALL', "Agent loop aborted: repeated prompt-required tool call 'shell' with identical arguments before approval.")
+    }
+    round.shellSignatures.add(signature)
+  }
+  return { slot, tool, gateCall: { callId: slot.callId, name: slot.name, arguments: withoutMarker(tool.name, slot.arguments) } }
+}
+
+/** The gate's outcome applied to the call's slot, then the duplicate-call guard. */
+function afterGate (
+  exec: ResolvedAgentExecution, state: TurnState, round: RoundCursor, slot: ToolSlot, tool: Tool, gate: GateOutcome, dedupText: string
+): void {
+  if (gate.kind === 'cancel') {
+    slot.prefill = unexecuted('cancelled', gate.text, { error: null })
+    return
+  }
+  if (gate.kind === 'deny') {
+    slot.prefill = unexecuted('denied', gate.text)
+    return
+  }
+  if (gate.kind === 'replace') {
+    slot.prefill = unexecuted('replaced', gate.text, { success: true, error: null })
+    return
+  }
+  slot.arguments = withMarker(tool.name, slot.arguments, gate.approved)
+
+  if (exec.knobs.dedupEnabled && !exec.knobs.dedupExempt.has(tool.name)) {
+    const signature = callSignature(slot.name, slot.arguments)
+    if (state.dedupSignatures.has(signature)) {
+      slot.prefill = unexecuted('deduplicated', `Skipped duplicate tool call '${slot.name}' ${dedupText}`)
+      return
+    }
+    state.dedupSignatures.add(signature)
+  }
+  slot.tool = tool
+  if (tool.name === TOOL_SEARCH) round.searchPending = true
+}
+
+/**
+ * Prepares the round's calls from `round.next` on; `reopen` resumes the gate of the call that was
+ * waiting for approval when the gateway stopped (its slot is already in the round).
+ */
+export async function prepareRound (
+  exec: ResolvedAgentExecution, state: TurnState, round: RoundCursor, reopen?: ReopenedGate
+): Promise<void> {
+  if (round.next === 0 && exec.knobs.dedupScope === 'round') state.dedupSignatures.clear()
+  const dedupText = `with identical arguments in this ${exec.knobs.dedupScope === 'round' ? 'response' : 'turn'}.`
+  if (reopen !== undefined && round.waiting !== null) {
+    const slot = round.slots[round.next] as ToolSlot
+    const tool = resolveForRound(exec, round.waiting.tool, round.searchPending)
+    if (tool === undefined) {
+      // The tool is gone since the restart (configuration changed): the call cannot run.
+      slot.prefill = unexecuted('error', `Tool not available in this turn: ${round.waiting.tool}`)
+    } else {
+      const gate = await gateToolApproval(exec, state, round.waiting.call, tool, reopen)
+      afterGate(exec, state, round, slot, tool, gate, dedupText)
+    }
+    round.waiting = null
+    round.next += 1
+  }
+  for (; round.next < round.calls.length; round.next++) {
+    const open = await prepareCall(exec, state, round, round.next, dedupText)
+    if (open === null) continue
+    round.waiting = { call: open.gateCall, tool: open.tool.name }
+    const gate = await gateToolApproval(exec, state, open.gateCall, open.tool)
+    round.waiting = null
+    afterGate(exec, state, round, open.slot, open.tool, gate, dedupText)
+  }
+  for (const signature of round.shellSignatures) state.promptShellSignatures.add(signature)
 }

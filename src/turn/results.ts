@@ -63,6 +63,7 @@ export interface SlotOutcome extends RawOutcome {
 export const NO_OUTPUT = '(no output)'
 export const INTERRUPTED_TEXT = '[interrupted by user before this tool produced a result]'
 export const NOT_RUN_TEXT = '[not executed: the turn was cancelled before this tool ran]'
+export const RESTART_INTERRUPTED_TEXT = '[interrupted: the gateway stopped while this call was running or about to run; whether it ran is unknown, and it was not run again]'
 
 export function newSlot (index: number, name: string, args: Record<string, unknown>, providerCallId: string | null): ToolSlot {
   return {
@@ -144,6 +145,36 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
   }
   state.recordToolCall(record)
   return outcome
+}
+
+/**
+ * A call settled before a restart, as its `tool_result` event recorded it: what the model sees is
+ * the logged (scrubbed, bounded) output plus its receipt; nothing is emitted again.
+ */
+export function adoptLoggedOutcome (
+  state: TurnState, slot: ToolSlot,
+  logged: { status: ToolCallStatus, success: boolean, output: string, error: string | null, receipt: string | null, durationMs: number }
+): void {
+  const modelText = logged.receipt === null ? logged.output : `${logged.output}\n\n[receipt: ${logged.receipt}]`
+  if (logged.receipt !== null) state.receipts.push(`${slot.name}: ${logged.receipt}`)
+  slot.outcome = {
+    status: logged.status, success: logged.success, output: logged.output, error: logged.error, durationMs: logged.durationMs,
+    executed: logged.status === 'ok' || logged.status === 'error', modelText, receipt: logged.receipt, truncated: false
+  }
+  state.recordToolCall({
+    call_id: slot.callId,
+    iteration: state.iteration,
+    index: slot.index,
+    name: slot.name,
+    arguments: scrubValue(slot.arguments) as Record<string, unknown>,
+    status: logged.status,
+    success: logged.success,
+    output: logged.output,
+    duration_ms: Math.max(0, Math.round(logged.durationMs)),
+    ...(slot.providerCallId === null ? {} : { provider_call_id: slot.providerCallId }),
+    ...(logged.error === null ? {} : { error: logged.error }),
+    ...(logged.receipt === null ? {} : { receipt: logged.receipt })
+  })
 }
 
 /** Outcome of a call that never runs. */

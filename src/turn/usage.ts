@@ -6,11 +6,35 @@
 import type { TokenUsage } from '../../schemas/events.js'
 import type { ChatUsage } from '../providers/types.js'
 
+/** The tally's counters, as a checkpoint keeps them. */
+export interface UsageCounts {
+  prompt: number
+  completion: number
+  reported: number
+  unreported: number
+}
+
 export class UsageTally {
   private prompt = 0
   private completion = 0
   private reported = 0
   private unreported = 0
+
+  /** Continues from counters (a turn resumed after a restart). */
+  static from (counts: UsageCounts | undefined): UsageTally {
+    const tally = new UsageTally()
+    if (counts !== undefined) {
+      tally.prompt = counts.prompt
+      tally.completion = counts.completion
+      tally.reported = counts.reported
+      tally.unreported = counts.unreported
+    }
+    return tally
+  }
+
+  counts (): UsageCounts {
+    return { prompt: this.prompt, completion: this.completion, reported: this.reported, unreported: this.unreported }
+  }
 
   /** One answered model call; `undefined`: its provider reported no usage. */
   add (call: ChatUsage | undefined): void {

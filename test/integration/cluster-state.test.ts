@@ -109,7 +109,8 @@ test('the running-turn slots of a SIGKILLed instance free themselves once its le
   const provider = await startFakeProvider()
   defer(async () => { await provider.close() })
   const cluster = { provider, schema: scratchSchema(defer), prefix: scratchPrefix(defer) }
-  const limits = { turns: { max_active_turns_per_principal: 2 }, cluster: { lease_ms: 2000 } }
+  // The dead instance's turns are not resumed by the survivor (they would take the slots again).
+  const limits = { turns: { max_active_turns_per_principal: 2 }, cluster: { lease_ms: 2000 }, shutdown: { running_turns: 'cancel' } }
   const doomed = await spawnGateway(defer, clusterOverrides(cluster, await scratchWorkspace(defer), limits))
   const survivor = await startGateway({ provider, overrides: clusterOverrides(cluster, await scratchWorkspace(defer), limits) })
   defer(async () => { await survivor.close() })

@@ -188,7 +188,9 @@ describe('two instances in two processes, sharing PostgreSQL and Redis', () => {
 
 test('a turn on an instance that was SIGKILLed ends interrupted on a surviving instance, with history intact', async (t) => {
   const c = await cluster(deferrer(t))
-  const [a, b] = await Promise.all([c.spawn(FULL_RISK), c.local(FULL_RISK)])
+  // Turns that do not outlive their instance (durable turns resume instead: durable-cluster.test.ts).
+  const cancel = { ...FULL_RISK, shutdown: { running_turns: 'cancel' } }
+  const [a, b] = await Promise.all([c.spawn(cancel), c.local(cancel)])
   c.provider.enqueue({ text: 'First answer.' })
   const first = await runTurn(a, { message: 'first question' })
   c.provider.enqueue({ toolCalls: [{ id: 's1', name: 'shell', arguments: { command: 'sleep 8' } }] })
@@ -214,7 +216,7 @@ test('a turn on an instance that was SIGKILLed ends interrupted on a surviving i
 test('an instance restarted under the same instance_id ends its own unfinished turn at start', async (t) => {
   const c = await cluster(deferrer(t))
   // A long lease: only the restart itself, not lease expiry, can end the turn during this test.
-  const stable = { cluster: { instance_id: `gw-${randomBytes(4).toString('hex')}`, lease_ms: 120_000 } }
+  const stable = { cluster: { instance_id: `gw-${randomBytes(4).toString('hex')}`, lease_ms: 120_000 }, shutdown: { running_turns: 'cancel' } }
   const a = await c.spawn(stable)
   c.provider.enqueue({ hang: true })
   const started = await a.http('POST', '/v1/turns', { message: 'hang', detach: true })

@@ -250,10 +250,15 @@ test('sqlite: a turn with two tool calls that answer at once costs 4 commits, an
   t.diagnostic(`${commits} commits, ${statements} statements (BEGIN and COMMIT included)`)
   // createTurn with turn.started; the first iteration; the round (both calls, both results and the
   // next iteration, one tick); the final turn+session save with the answer's text and turn.completed.
-  assert.equal(commits, 4)
-  // The session read; 4 × BEGIN and COMMIT; createTurn (turn, session, 1 event), 1 event, 5
-  // events, the final save (turn, session, 2 events); and the test's own 9 reads above.
-  assert.equal(statements, 1 + 4 * 2 + 3 + 1 + 5 + 4 + 9)
+  // The durable turn's 3 checkpoints (two model calls, one round) ride in those transactions; the
+  // round's is stored before its tools run, in a commit of its own (durable-cost.test.ts).
+  assert.equal(commits, 5)
+  // The session read; 5 × BEGIN and COMMIT; createTurn (turn, session, 1 event), 1 event + 1
+  // checkpoint, the round's checkpoint, 5 events + 1 checkpoint, the final save (turn, session, 2
+  // events); and the test's own 9 reads above.
+  assert.equal(statements, 1 + 5 * 2 + 3 + 2 + 1 + 6 + 4 + 9)
   const inserted = Object.fromEntries(Object.entries(after.inserts).map(([table, n]) => [table, n - (before.inserts[table] ?? 0)]))
-  assert.deepEqual(inserted, { tollgate_instances: 0, tollgate_turns: 2, tollgate_sessions: 2, tollgate_events: 9 })
+  assert.deepEqual(inserted, {
+    tollgate_instances: 0, tollgate_turns: 2, tollgate_sessions: 2, tollgate_events: 9, tollgate_checkpoints: 3
+  })
 })

@@ -33,8 +33,10 @@ async function runTurn (
   return (await g.http('GET', `/v1/turns/${accepted.turn_id as string}`)).body
 }
 
-async function sqliteGateway (defer: Defer, provider: FakeProvider, path: string): Promise<TestGateway> {
-  const g = await startGateway({ provider, overrides: { store: { kind: 'sqlite', sqlite: { path } } } })
+async function sqliteGateway (
+  defer: Defer, provider: FakeProvider, path: string, extra: Record<string, unknown> = {}
+): Promise<TestGateway> {
+  const g = await startGateway({ provider, overrides: { store: { kind: 'sqlite', sqlite: { path } }, ...extra } })
   defer(async () => { await g.close() })
   return g
 }
@@ -86,7 +88,10 @@ test('a turn running when its gateway process was killed ends interrupted at the
   const defer = deferrer(t)
   const { provider, path } = await setup(defer)
   const workspace = await scratchWorkspace(defer)
-  const child = await spawnGateway(defer, clusterOverrides({ provider }, workspace, { store: { kind: 'sqlite', sqlite: { path } } }))
+  // Turns that do not outlive their process (durable turns resume instead: durable-sqlite.test.ts).
+  const child = await spawnGateway(defer, clusterOverrides({ provider }, workspace, {
+    store: { kind: 'sqlite', sqlite: { path } }, shutdown: { running_turns: 'cancel' }
+  }))
 
   provider.enqueue({ text: 'First answer.' })
   const first = { body: await runTurn(child, { message: 'first question' }) }
@@ -97,7 +102,7 @@ test('a turn running when its gateway process was killed ends interrupted at the
   const asked = await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested', 10_000)
   await child.kill()
 
-  const restarted = await sqliteGateway(defer, provider, path)
+  const restarted = await sqliteGateway(defer, provider, path, { shutdown: { running_turns: 'cancel' } })
   const turn = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}`)
   assert.equal(turn.body.status, 'interrupted')
   assert.equal(turn.body.error.code, 'INTERRUPTED')
@@ -123,6 +128,7 @@ test('a gateway killed between writing a group of events and publishing it repla
   const workspace = await scratchWorkspace(defer)
   const overrides = clusterOverrides({ provider }, workspace, {
     store: { kind: 'sqlite', sqlite: { path } },
+    shutdown: { running_turns: 'cancel' },
     risk_profiles: { default: { auto_approve: ['file_read'] } }
   })
   const child = await spawnGateway(defer, overrides, { env: { [CRASH_AFTER_EVENT_WRITE_ENV]: 'tool_call' } })
@@ -136,7 +142,7 @@ test('a gateway killed between writing a group of events and publishing it repla
   const seenLive = ws.events(accepted.turn_id)
   assert.deepEqual(seenLive.map((e) => e.event.kind), ['turn.started', 'iteration'], 'the tool_call group was written, never published')
 
-  const restarted = await sqliteGateway(defer, provider, path)
+  const restarted = await sqliteGateway(defer, provider, path, { shutdown: { running_turns: 'cancel' } })
   const page = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}/events`)
   assertSeqContiguous(page.body.events)
   assert.deepEqual(page.body.events.map((e: {
@@ -165,6 +171,8 @@ test('a turn killed after its tool calls settled, with no save since its start, 
   const workspace = await scratchWorkspace(defer)
   const overrides = clusterOverrides({ provider }, workspace, {
     store: { kind: 'sqlite', sqlite: { path } },
+    // Ended as interrupted (a durable turn would resume: durable-sqlite.test.ts).
+    shutdown: { running_turns: 'cancel' },
     risk_profiles: { default: { auto_approve: ['file_read'] } }
   })
   const child = await spawnGateway(defer, overrides)
@@ -190,7 +198,7 @@ test('a turn killed after its tool calls settled, with no save since its start, 
   await file.close()
   assert.deepEqual([left?.status, left?.iterations, left?.last_seq, left?.tool_calls], ['running', 0, 1, []])
 
-  const restarted = await sqliteGateway(defer, provider, path)
+  const restarted = await sqliteGateway(defer, provider, path, { shutdown: { running_turns: 'cancel' } })
   const turn = await restarted.http('GET', `/v1/turns/${accepted.turn_id as string}`)
   assert.equal(turn.body.status, 'interrupted')
   assert.equal(turn.body.iterations, 2)

@@ -22,7 +22,8 @@ test('SIGTERM to the built server mid-turn cancels the turn, delivers turn.cance
   const workspace = await mkdtemp(join(tmpdir(), 'tollgate-shutdown-'))
   // The embedded SQLite store goes to the scratch folder, not the checkout's ./data.
   const configFile = join(workspace, 'tollgate.json')
-  await writeFile(configFile, JSON.stringify({ store: { sqlite: { path: join(workspace, 'data', 'tollgate.db') } } }))
+  // Turns that do not outlive the process; the default on SQLite parks them instead (durable-sqlite.test.ts).
+  await writeFile(configFile, JSON.stringify({ store: { sqlite: { path: join(workspace, 'data', 'tollgate.db') } }, shutdown: { running_turns: 'cancel' } }))
   const child = spawn(process.execPath, ['dist/src/main.js'], {
     env: { ...process.env, TOLLGATE_PORT: '0', TOLLGATE_HOST: '127.0.0.1', TOLLGATE_WORKSPACE: workspace, TOLLGATE_LOG_LEVEL: 'info', TOLLGATE_CONFIG: configFile },
     stdio: ['ignore', 'pipe', 'pipe']

@@ -56,6 +56,8 @@ test(NAME, { timeout: 120_000 }, async (t) => {
   const extra = {
     // Generous enough for a loaded machine: a live instance must never look dead, nor answer late.
     cluster: { lease_ms: 3000, control_timeout_ms: 5000 },
+    // The dead instance's turns end interrupted (durable turns resume instead: durable-cluster.test.ts).
+    shutdown: { running_turns: 'cancel' },
     turns: { max_active_turns_per_principal: 64 },
     receipts: { keys: [{ id: 'k1', secret_env: 'RECEIPT_K1' }] },
     runtime_profiles: { default: { tool_receipts: { enabled: true } } }

@@ -92,6 +92,14 @@ export type IterationEvent = {
   n: number
 }
 
+export type TurnResumedEvent = {
+  kind: 'turn.resumed'
+  /** Where the turn goes on: a model call made again, an approval waiting again, or a round of tool calls */
+  from_checkpoint: 'model_call' | 'approval_wait' | 'tool_dispatch'
+  /** The last event before the checkpoint the turn resumed from */
+  checkpoint_seq: number
+}
+
 export type TurnCompletedEvent = {
   kind: 'turn.completed'
   final_text: string
@@ -156,6 +164,7 @@ export type TurnEvent =
   | ApprovalRequestedEvent
   | ApprovalResolvedEvent
   | IterationEvent
+  | TurnResumedEvent
   | TurnCompletedEvent
   | TurnCancelledEvent
   | TurnFailedEvent
