@@ -211,7 +211,7 @@ function instantTools (): Tool[] {
   }))
 }
 
-test('sqlite: a turn with two tool calls that answer at once costs 4 commits, and every event is stored before anyone sees it', async (t) => {
+test('sqlite: a turn with two tool calls that answer at once costs 5 commits as a durable turn (4 + its round\'s checkpoint), and every event is stored before anyone sees it', async (t) => {
   const defer = deferrer(t)
   const counter = new SqlCounter()
   const path = await scratchDb(defer)
