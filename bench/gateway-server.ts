@@ -72,6 +72,8 @@ async function main (): Promise<void> {
   const store = await createStore(config, { instanceId, env: {}, log, ...(sql === null ? {} : { probe: sql }) })
   const bus = new TimedEventBus(await createBus(config, { store, env: {}, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } }))
   const gateway = await buildServer({ config, tools, logger: log, store, bus })
+  // The SQLite row is the default wiring, where turns outlive the process (checkpointed).
+  if (gateway.turns.durable !== (options.store === 'sqlite')) throw new Error(`the ${options.store} gateway's turns are ${gateway.turns.durable ? '' : 'not '}durable`)
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0, backlog: 4096 })
 
   // Stopped by the orchestrator without a `close` command (it is failing): still close cleanly.

@@ -4,13 +4,22 @@
  * latency is then measured from the emitting side to each subscriber's receipt, and includes
  * persisting the event, as it does in production.
  */
-import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from '../src/bus/bus.js'
+import type { ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from '../src/bus/bus.js'
+import type { BusEnvelope, CheckpointRow } from '../src/core/envelope.js'
 import { monotonicNs } from './ipc.js'
 
 export class TimedEventBus implements EventBus {
   private readonly watched = new Map<string, Array<[number, bigint]>>()
+  // Offered exactly when the wrapped bus offers them: the turn service makes turns durable only
+  // on a bus that stores checkpoints, so dropping these would bench a non-default wiring.
+  readonly checkpoint?: (row: CheckpointRow) => void
+  readonly written?: () => Promise<void>
 
-  constructor (private readonly inner: EventBus) {}
+  constructor (private readonly inner: EventBus) {
+    const { checkpoint, written } = inner
+    if (checkpoint !== undefined) this.checkpoint = (row) => { checkpoint.call(inner, row) }
+    if (written !== undefined) this.written = async () => { await written.call(inner) }
+  }
 
   get shared (): boolean {
     return this.inner.shared
