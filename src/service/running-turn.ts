@@ -3,6 +3,7 @@
  * connection (and the disconnect grace that may hand ownership to a successor), its timeout, its
  * checkpoints, and the finish that persists the outcome before the terminal event goes out.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { SessionGrants } from '../approval/grants.js'
@@ -263,4 +264,26 @@ export class RunningTurn {
     this.publish(closing, stored)
     for (const dispose of this.disposers) dispose()
   }
+}
+
+/** How often a stopping gateway looks whether its turns reached a place to park. */
+const PARK_POLL_MS = 20
+
+/**
+ * Stops the turns of a closing gateway and waits until each has. `park` (durable turns): running
+ * tools get `graceMs` to finish, then every turn stops where its last checkpoint holds it, with no
+ * terminal event. Otherwise each is cancelled.
+ */
+export async function stopTurns (
+  running: RunningTurn[], options: { park: boolean, graceMs: number, ended: (turn: RunningTurn) => boolean }
+): Promise<void> {
+  if (options.park) {
+    for (const a of running) a.suspending = true
+    const parked = (): boolean => running.every((a) => options.ended(a) || a.parkable())
+    const deadline = Date.now() + options.graceMs
+    while (!parked() && Date.now() < deadline) await sleep(PARK_POLL_MS)
+    for (const a of running) a.freeze()
+  }
+  for (const a of running) a.controller.abort(new CancelReason('server shutting down'))
+  await Promise.all(running.map(async (a) => await a.done))
 }

@@ -6,34 +6,29 @@
  * listing.ts.
  */
 import { randomUUID } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
 import { SessionGrants } from '../approval/grants.js'
 import { principalKey, type Principal } from '../auth/principal.js'
-import type { BusEnvelope, EventBus, ReplayResult } from '../bus/bus.js'
-import { interruptOrphan } from '../cluster/recovery.js'
+import type { EventBus, ReplayResult } from '../bus/bus.js'
 import { readTurnLog, summarizeLog, withLoggedProgress } from '../cluster/turn-log.js'
 import type { TurnSlots } from '../cluster/turn-slots.js'
 import { runningTurnsPolicy } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
-import { ownEntry } from '../core/json/own.js'
 import type { ReceiptKey } from '../receipts/keys.js'
 import type { ReceiptKeyring } from '../receipts/keyring.js'
 import type { IdempotencyClaim, SessionRecord, Store, TurnRecord } from '../store/store.js'
 import type { ToolCatalog } from '../tools/catalog.js'
 import { CancelReason } from '../turn/loop.js'
-import { UsageTally } from '../turn/usage.js'
-import { decodeCheckpoint, TurnCheckpointer, type CheckpointDoc, type TurnKnobs } from './checkpoint.js'
-import { loopEntry, restoreLoopState, resumedHistory } from './resume.js'
 import { Admission } from './admission.js'
 import type { ConnectionRegistry } from './connections.js'
 import { TurnListing } from './listing.js'
 import { RemoteTurns } from './remote.js'
 import { RetentionQueue } from './retention.js'
-import { RunningTurn, type TurnHost } from './running-turn.js'
-import { assembleTurnState, resolveExecution, startingHistory, type ExecutionDeps, type TurnStateDeps } from './turn-state.js'
+import { RunningTurn, stopTurns, type TurnHost } from './running-turn.js'
+import { checkpointerFor, resumeTurn } from './resume-turn.js'
+import { assembleTurnState, resolveExecution, type ExecutionDeps, type TurnStateDeps } from './turn-state.js'
 
 export interface TurnServiceDeps extends ExecutionDeps {
   store: Store
@@ -49,12 +44,6 @@ export interface TurnServiceDeps extends ExecutionDeps {
   /** Per-principal turn slots shared with the other instances (Redis bus); null: this instance's count alone. */
   slots: TurnSlots | null
 }
-
-/** How often a stopping gateway looks whether its turns reached a place to park. */
-const PARK_POLL_MS = 20
-
-/** Which safe point a resumed turn comes back from, as `turn.resumed` names it. */
-const RESUMED_FROM = { model: 'model_call', approval: 'approval_wait', dispatch: 'tool_dispatch' } as const
 
 export interface StartOptions {
   /** Connection whose closing cancels the turn (unless detached) and which answers approvals. */
@@ -212,7 +201,7 @@ export class TurnService {
     running.bindOwner()
     running.armTimeout()
 
-    const checkpointer = this.durable ? this.checkpointerFor(running, request, options.channel, principal.tenant) : null
+    const checkpointer = this.durable ? checkpointerFor(running, request, options.channel, principal.tenant) : null
     if (checkpointer !== null) running.parkable = () => checkpointer.parked()
     const state = assembleTurnState(this.stateDeps, running, session, request, checkpointer === null ? null : { checkpointer })
     if (checkpointer !== null) {
@@ -224,93 +213,29 @@ export class TurnService {
     return { turn: record, created: true }
   }
 
-  private checkpointerFor (running: RunningTurn, request: TurnRequest, channel: string, tenant: string): TurnCheckpointer {
-    const knobs: TurnKnobs = {
-      message: request.message,
-      ...(request.tools === undefined ? {} : { tools: request.tools }),
-      ...(request.approval_timeout_ms === undefined ? {} : { approval_timeout_ms: request.approval_timeout_ms }),
-      interactive: request.interactive !== false,
-      detach: request.detach === true,
-      owned: running.ownerConnection !== null,
-      channel,
-      tenant,
-      history_base: 0
-    }
-    return new TurnCheckpointer(running, knobs, new UsageTally())
-  }
-
   /**
    * Continues a turn whose process stopped (an orphan of this instance's previous incarnation, or
-   * of a dead instance) from its checkpoint. Answers false when it cannot (no checkpoint, one this
-   * version cannot read, an agent no longer configured): the caller interrupts it instead. True
-   * also when another instance took it over first.
+   * of a dead instance) from its checkpoint (resume-turn.ts). False when it cannot: the caller
+   * interrupts it instead. True also when another instance took it over first.
    */
   async resume (orphan: { turnId: string, instanceId: string | null }): Promise<boolean> {
     if (!this.durable) return false
     // A stopping instance leaves orphans to the next start or another instance.
     if (this.closingFlag) return true
-    const { store, bus, log } = this.deps
-    const [record, row] = await Promise.all([store.getTurn(orphan.turnId), store.readCheckpoint(orphan.turnId)])
-    if (record === null || record.status !== 'running' || row === null) return false
-    const doc = decodeCheckpoint(row.doc)
-    const session = await store.getSession(record.session_id)
-    if (doc === null || session === null || ownEntry(this.deps.config.agents, record.agent) === undefined) return false
-    // Read before adopting: what the log says of the checkpoint's round decides where the loop goes on.
-    const events = await readTurnLog(bus, record.turn_id)
-    const lastSeq = Math.max(record.last_seq, events.at(-1)?.seq ?? 0, await bus.lastSeq(record.turn_id).catch(() => 0))
-    // The record was saved at approval waits and decisions: the log has the calls since.
-    const current = withLoggedProgress(record, summarizeLog(events))
-    // Without a configured master key the old process's key is gone: later receipts get this process's.
-    if (this.receiptKeyOf(current) === null) current.receipt_key_id = this.deps.receipts.currentId
-    const receipts = (): ReceiptKey => this.receiptKeyOf(current) ?? this.deps.receipts.forNewTurn(current.turn_id).key
-    if (!await store.adoptTurn(record.turn_id, orphan.instanceId)) return true
-    try {
-      this.continueTurn(current, session, doc, row.seq, events, lastSeq, receipts)
-    } catch (err) {
-      // Taken over already: it is this instance's own orphan now.
-      log.error({ err, turn_id: record.turn_id }, 'could not resume a turn from its checkpoint; interrupting it')
-      await interruptOrphan({ store, bus, log }, { turnId: record.turn_id, instanceId: store.instanceId })
-    }
-    return true
-  }
-
-  private continueTurn (
-    record: TurnRecord, session: SessionRecord, doc: CheckpointDoc, checkpointSeq: number, events: BusEnvelope[], lastSeq: number,
-    receipts: () => ReceiptKey
-  ): void {
-    const { turn } = doc
-    const request: TurnRequest = {
-      message: turn.message,
-      ...(turn.tools === undefined ? {} : { tools: turn.tools }),
-      ...(turn.approval_timeout_ms === undefined ? {} : { approval_timeout_ms: turn.approval_timeout_ms }),
-      interactive: turn.interactive,
-      detach: turn.detach
-    }
-    const grants = new SessionGrants(doc.grants)
-    const exec = resolveExecution(this.deps, { request, session, grants, channel: turn.channel, tenant: turn.tenant, receipts })
-    const running = new RunningTurn(this.host, record, null, true)
-    running.seq = lastSeq
-    record.last_seq = lastSeq
-    record.iterations = Math.max(record.iterations, doc.iteration)
-    // Nothing waits any more but what the loop reopens.
-    const reopened = doc.waiting?.request.request_id
-    record.pending_approvals = record.pending_approvals.filter((p) => p.request_id === reopened)
-    const checkpointer = new TurnCheckpointer(running, { ...turn }, UsageTally.from(doc.usage))
-    running.parkable = () => checkpointer.parked()
-    const start = startingHistory(this.deps.config, record.agent, session, turn.message)
-    const state = assembleTurnState(this.stateDeps, running, session, request, { checkpointer, history: resumedHistory(start, doc) })
-    restoreLoopState(exec, state, doc)
-    checkpointer.attach(exec, state)
-    const entry = loopEntry(exec, doc, events, record.owner)
-    this.active.set(record.turn_id, running)
-    this.admission.hold(record.turn_id, record.session_id)
-    // A resumed turn is never refused: it held its slot before the restart.
-    void this.deps.slots?.acquire(record.owner, record.turn_id, Number.MAX_SAFE_INTEGER)
-    running.ownAfterRestart(turn.owned)
-    running.armTimeout()
-    state.emit({ kind: 'turn.resumed', from_checkpoint: RESUMED_FROM[doc.step], checkpoint_seq: checkpointSeq })
-    this.deps.log.warn({ turn_id: record.turn_id, session_id: record.session_id, step: doc.step }, 'resumed a turn from its checkpoint')
-    void running.run(exec, state, session, grants, turn.channel, () => { this.release(record) }, { checkpoints: checkpointer.loop, entry })
+    return await resumeTurn({
+      deps: this.deps,
+      stateDeps: this.stateDeps,
+      host: this.host,
+      receiptKeyOf: (turn) => this.receiptKeyOf(turn),
+      adopt: (running) => {
+        const { record } = running
+        this.active.set(record.turn_id, running)
+        this.admission.hold(record.turn_id, record.session_id)
+        // A resumed turn is never refused: it held its slot before the restart.
+        void this.deps.slots?.acquire(record.owner, record.turn_id, Number.MAX_SAFE_INTEGER)
+      },
+      release: (record) => { this.release(record) }
+    }, orphan)
   }
 
   /** Nothing ran yet: releases the slots and the session, so the client can simply retry. */
@@ -429,20 +354,9 @@ export class TurnService {
    */
   async shutdown (): Promise<void> {
     this.closingFlag = true
-    const running = [...this.active.values()]
-    if (this.durable) {
-      for (const a of running) a.suspending = true
-      const parked = (): boolean => running.every((a) => !this.active.has(a.record.turn_id) || a.parkable())
-      const deadline = Date.now() + this.deps.config.shutdown.tool_grace_ms
-      while (!parked() && Date.now() < deadline) await sleep(PARK_POLL_MS)
-      for (const a of running) {
-        a.freeze()
-        a.controller.abort(new CancelReason('server shutting down'))
-      }
-    } else {
-      for (const a of running) a.controller.abort(new CancelReason('server shutting down'))
-    }
-    await Promise.all(running.map(async (a) => await a.done))
+    await stopTurns([...this.active.values()], {
+      park: this.durable, graceMs: this.deps.config.shutdown.tool_grace_ms, ended: (a) => !this.active.has(a.record.turn_id)
+    })
     this.remote.close()
     this.retention.close()
     for (const t of this.timers) clearTimeout(t)
