@@ -1,15 +1,13 @@
 /**
- * Turn service: the one object routes and transports call. It admits a turn (admission.ts),
- * resolves its execution context and engine state (turn-state.ts), runs it as a RunningTurn
- * (running-turn.ts) and answers ownership-checked reads, cancels and approval answers, here or,
- * through the control plane, on the instance that runs the turn (remote.ts). Listings live in
- * listing.ts.
+ * Turn service: the one object routes and transports call. It starts a turn (start-turn.ts, with
+ * admission.ts and turn-state.ts) or resumes an orphaned one (resume-turn.ts), each run as a
+ * RunningTurn (running-turn.ts), and answers ownership-checked reads, cancels and approval
+ * answers, here or, through the control plane, on the instance that runs the turn (remote.ts).
+ * Listings live in listing.ts.
  */
-import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
-import { SessionGrants } from '../approval/grants.js'
 import { principalKey, type Principal } from '../auth/principal.js'
 import type { EventBus, ReplayResult } from '../bus/bus.js'
 import { readTurnLog, summarizeLog, withLoggedProgress } from '../cluster/turn-log.js'
@@ -18,7 +16,7 @@ import { runningTurnsPolicy } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
 import type { ReceiptKey } from '../receipts/keys.js'
 import type { ReceiptKeyring } from '../receipts/keyring.js'
-import type { IdempotencyClaim, SessionRecord, Store, TurnRecord } from '../store/store.js'
+import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
 import type { ToolCatalog } from '../tools/catalog.js'
 import { CancelReason } from '../turn/loop.js'
 import { Admission } from './admission.js'
@@ -27,8 +25,9 @@ import { TurnListing } from './listing.js'
 import { RemoteTurns } from './remote.js'
 import { RetentionQueue } from './retention.js'
 import { RunningTurn, stopTurns, type TurnHost } from './running-turn.js'
-import { checkpointerFor, resumeTurn } from './resume-turn.js'
-import { assembleTurnState, resolveExecution, type ExecutionDeps, type TurnStateDeps } from './turn-state.js'
+import { resumeTurn } from './resume-turn.js'
+import { startTurn, type StartOptions, type StartScope } from './start-turn.js'
+import type { ExecutionDeps, TurnStateDeps } from './turn-state.js'
 
 export interface TurnServiceDeps extends ExecutionDeps {
   store: Store
@@ -45,12 +44,7 @@ export interface TurnServiceDeps extends ExecutionDeps {
   slots: TurnSlots | null
 }
 
-export interface StartOptions {
-  /** Connection whose closing cancels the turn (unless detached) and which answers approvals. */
-  ownerConnection: string | null
-  /** Transport label for audit and observer records. */
-  channel: string
-}
+export type { StartOptions } from './start-turn.js'
 
 export class TurnService {
   readonly broker: ApprovalBroker
@@ -63,6 +57,7 @@ export class TurnService {
   private readonly retention: RetentionQueue
   private readonly host: TurnHost
   private readonly stateDeps: TurnStateDeps
+  private readonly startScope: StartScope
   /** Cancels, approval answers and backchannel probes for turns running on another instance. */
   private readonly remote: RemoteTurns
   private closingFlag = false
@@ -90,6 +85,16 @@ export class TurnService {
     }, { active: this.active, broker: this.broker, connections })
     this.stateDeps = { config, log, broker: this.broker, connections, remote: this.remote }
     this.durable = runningTurnsPolicy(config, store.durable) === 'resume' && bus.checkpoint !== undefined
+    this.startScope = {
+      deps,
+      stateDeps: this.stateDeps,
+      host: this.host,
+      admission: this.admission,
+      durable: this.durable,
+      register: (running) => { this.active.set(running.record.turn_id, running) },
+      abandon: (record, heldSlot) => { this.abandon(record, heldSlot) },
+      release: (record) => { this.release(record) }
+    }
     if (config.shutdown.running_turns === 'resume' && !this.durable) {
       log.warn({ store: config.store.kind, event_log: config.store.event_log },
         'shutdown.running_turns is "resume" but turns cannot outlive this process: that needs a durable store (sqlite, postgres) with store.event_log')
@@ -129,88 +134,12 @@ export class TurnService {
     const seen = claim === null ? null : await this.admission.repeatOf(claim)
     if (seen !== null) return { turn: await this.get(principal, seen), created: false }
     try {
-      return await this.startNew(principal, request, options, claim)
+      this.retention.sweep(Date.now())
+      const started = await startTurn(this.startScope, principal, request, options, claim)
+      return started.created ? started : { turn: await this.get(principal, started.original), created: false }
     } catch (err) {
       return { turn: await this.get(principal, await this.admission.raceWinner(claim, err)), created: false }
     }
-  }
-
-  private async startNew (
-    principal: Principal, request: TurnRequest, options: StartOptions, claim: IdempotencyClaim | null
-  ): Promise<{ turn: TurnRecord, created: boolean }> {
-    const { config } = this.deps
-    const owner = principalKey(principal)
-    const now = Date.now()
-    this.retention.sweep(now)
-    this.admission.checkOwnerConnection(owner, request, options.ownerConnection)
-    this.admission.checkCapacity(owner)
-
-    const session = await this.admission.sessionFor(request, owner, new Date(now).toISOString())
-    const { session_id: sessionId, agent: agentName } = session
-    const grants = new SessionGrants(session.always_allowed)
-    const turnId = `turn_${randomUUID()}`
-    const { receipts: keyring } = this.deps
-    // Derived (HKDF) only if the agent signs receipts; the record names the master key either way.
-    const receipts = (): ReceiptKey => keyring.forNewTurn(turnId).key
-    const exec = resolveExecution(this.deps, { request, session, grants, channel: options.channel, tenant: principal.tenant, receipts })
-    // Re-checked after the awaits above: two starts may race for one session or the last slot.
-    this.admission.checkSessionFree(sessionId, owner)
-    this.admission.checkCapacity(owner)
-
-    const createdAt = new Date().toISOString()
-    const record: TurnRecord = {
-      turn_id: turnId, session_id: sessionId, agent: agentName, owner, status: 'running', created_at: createdAt, updated_at: createdAt,
-      iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0, receipt_key_id: keyring.currentId
-    }
-    const running = new RunningTurn(this.host, record, options.ownerConnection, request.detach === true)
-    this.active.set(turnId, running)
-    this.admission.hold(turnId, sessionId)
-    // The local count passed; the cluster-wide one (the principal's turns on every instance) decides.
-    const { slots } = this.deps
-    if (slots !== null && !await slots.acquire(owner, turnId, config.turns.max_active_turns_per_principal)) {
-      this.abandon(record, false)
-      const cap = config.turns.max_active_turns_per_principal
-      throw new TollgateError('TOO_MANY_TURNS', `this principal already runs ${cap} turns across all instances; wait for one to end`)
-    }
-    session.turn_ids.push(turnId)
-    // A session is "updated" when a turn starts in it too: listings show the active one first.
-    session.updated_at = createdAt
-    // Where the bus archives events, turn.started is written with the turn (one transaction) and
-    // goes out the moment that write is done, without a write of its own.
-    const started = running.sequence({ kind: 'turn.started', session_id: sessionId, agent: agentName })
-    const archived = this.deps.bus.unwritten(turnId) !== null
-    let held
-    try {
-      held = await this.deps.store.createTurn(record, session, claim, archived ? [started] : [])
-    } catch (err) {
-      this.abandon(record)
-      this.deps.log.error({ err, turn_id: turnId }, 'could not record a new turn')
-      throw new TollgateError('NOT_READY')
-    }
-    if (held !== null && claim !== null) {
-      // Another start (here or on another instance) won this key meanwhile: nothing was written.
-      this.abandon(record)
-      const original = await this.admission.repeatOf(claim) ?? held.turnId
-      return { turn: await this.get(principal, original), created: false }
-    }
-    // The owner socket claims the turn before its first event: a session subscription of that
-    // socket must not deliver turn.started a second time next to the follow's replay.
-    if (options.ownerConnection !== null) this.deps.connections.get(options.ownerConnection)?.follow?.(turnId)
-    // Then, before the rest of the set-up: the owner binding, the timeout and the engine state wait.
-    running.publish(started, archived)
-    running.bindOwner()
-    running.armTimeout()
-
-    const checkpointer = this.durable ? checkpointerFor(running, request, options.channel, principal.tenant) : null
-    if (checkpointer !== null) running.parkable = () => checkpointer.parked()
-    const state = assembleTurnState(this.stateDeps, running, session, request, checkpointer === null ? null : { checkpointer })
-    if (checkpointer !== null) {
-      checkpointer.knobs.history_base = state.history.length
-      checkpointer.attach(exec, state)
-    }
-    const durability = checkpointer === null ? {} : { checkpoints: checkpointer.loop }
-    void running.run(exec, state, session, grants, options.channel, () => { this.release(record) }, durability)
-    return { turn: record, created: true }
   }
 
   /**

@@ -1,0 +1,131 @@
+/**
+ * A new turn, from an admitted request to its first event: the session it runs in, its
+ * execution context, its record written with `turn.started` (and the idempotency claim) in one
+ * store transaction, then its owner, timeout, engine state and — for a durable turn — its
+ * checkpointer, and the loop started. Anything refused before the write leaves nothing behind.
+ */
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import type { TurnRequest } from '../../schemas/turn.js'
+import { SessionGrants } from '../approval/grants.js'
+import { principalKey, type Principal } from '../auth/principal.js'
+import type { EventBus } from '../bus/bus.js'
+import type { TurnSlots } from '../cluster/turn-slots.js'
+import { TollgateError } from '../core/errors.js'
+import type { ReceiptKey } from '../receipts/keys.js'
+import type { ReceiptKeyring } from '../receipts/keyring.js'
+import type { IdempotencyClaim, Store, TurnRecord } from '../store/store.js'
+import type { Admission } from './admission.js'
+import type { ConnectionRegistry } from './connections.js'
+import { checkpointerFor } from './resume-turn.js'
+import { RunningTurn, type TurnHost } from './running-turn.js'
+import { assembleTurnState, resolveExecution, type ExecutionDeps, type TurnStateDeps } from './turn-state.js'
+
+export interface StartOptions {
+  /** Connection whose closing cancels the turn (unless detached) and which answers approvals. */
+  ownerConnection: string | null
+  /** Transport label for audit and observer records. */
+  channel: string
+}
+
+/** What a start needs from the turn service. */
+export interface StartScope {
+  deps: ExecutionDeps & {
+    store: Store
+    bus: EventBus
+    log: Logger
+    receipts: ReceiptKeyring
+    connections: ConnectionRegistry
+    slots: TurnSlots | null
+  }
+  stateDeps: TurnStateDeps
+  host: TurnHost
+  admission: Admission
+  /** Turns outlive the process (checkpointed). */
+  durable: boolean
+  /** Registers the new turn as running here. */
+  register: (running: RunningTurn) => void
+  /** Nothing ran yet: releases what the turn held (its cluster slot only when `heldSlot`). */
+  abandon: (record: TurnRecord, heldSlot?: boolean) => void
+  /** The turn has ended. */
+  release: (record: TurnRecord) => void
+}
+
+/** The started turn, or the turn another start with the same idempotency key won the race with. */
+export type StartResult = { turn: TurnRecord, created: true } | { original: string, created: false }
+
+export async function startTurn (
+  scope: StartScope, principal: Principal, request: TurnRequest, options: StartOptions, claim: IdempotencyClaim | null
+): Promise<StartResult> {
+  const { deps, admission } = scope
+  const { config } = deps
+  const owner = principalKey(principal)
+  admission.checkOwnerConnection(owner, request, options.ownerConnection)
+  admission.checkCapacity(owner)
+
+  const session = await admission.sessionFor(request, owner, new Date().toISOString())
+  const { session_id: sessionId, agent: agentName } = session
+  const grants = new SessionGrants(session.always_allowed)
+  const turnId = `turn_${randomUUID()}`
+  const { receipts: keyring } = deps
+  // Derived (HKDF) only if the agent signs receipts; the record names the master key either way.
+  const receipts = (): ReceiptKey => keyring.forNewTurn(turnId).key
+  const exec = resolveExecution(deps, { request, session, grants, channel: options.channel, tenant: principal.tenant, receipts })
+  // Re-checked after the awaits above: two starts may race for one session or the last slot.
+  admission.checkSessionFree(sessionId, owner)
+  admission.checkCapacity(owner)
+
+  const createdAt = new Date().toISOString()
+  const record: TurnRecord = {
+    turn_id: turnId, session_id: sessionId, agent: agentName, owner, status: 'running', created_at: createdAt, updated_at: createdAt,
+    iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0, receipt_key_id: keyring.currentId
+  }
+  const running = new RunningTurn(scope.host, record, options.ownerConnection, request.detach === true)
+  scope.register(running)
+  admission.hold(turnId, sessionId)
+  // The local count passed; the cluster-wide one (the principal's turns on every instance) decides.
+  const { slots } = deps
+  if (slots !== null && !await slots.acquire(owner, turnId, config.turns.max_active_turns_per_principal)) {
+    scope.abandon(record, false)
+    const cap = config.turns.max_active_turns_per_principal
+    throw new TollgateError('TOO_MANY_TURNS', `this principal already runs ${cap} turns across all instances; wait for one to end`)
+  }
+  session.turn_ids.push(turnId)
+  // A session is "updated" when a turn starts in it too: listings show the active one first.
+  session.updated_at = createdAt
+  // Where the bus archives events, turn.started is written with the turn (one transaction) and
+  // goes out the moment that write is done, without a write of its own.
+  const started = running.sequence({ kind: 'turn.started', session_id: sessionId, agent: agentName })
+  const archived = deps.bus.unwritten(turnId) !== null
+  let held
+  try {
+    held = await deps.store.createTurn(record, session, claim, archived ? [started] : [])
+  } catch (err) {
+    scope.abandon(record)
+    deps.log.error({ err, turn_id: turnId }, 'could not record a new turn')
+    throw new TollgateError('NOT_READY')
+  }
+  if (held !== null && claim !== null) {
+    // Another start (here or on another instance) won this key meanwhile: nothing was written.
+    scope.abandon(record)
+    return { original: await admission.repeatOf(claim) ?? held.turnId, created: false }
+  }
+  // The owner socket claims the turn before its first event: a session subscription of that
+  // socket must not deliver turn.started a second time next to the follow's replay.
+  if (options.ownerConnection !== null) deps.connections.get(options.ownerConnection)?.follow?.(turnId)
+  // Then, before the rest of the set-up: the owner binding, the timeout and the engine state wait.
+  running.publish(started, archived)
+  running.bindOwner()
+  running.armTimeout()
+
+  const checkpointer = scope.durable ? checkpointerFor(running, request, options.channel, principal.tenant) : null
+  if (checkpointer !== null) running.parkable = () => checkpointer.parked()
+  const state = assembleTurnState(scope.stateDeps, running, session, request, checkpointer === null ? null : { checkpointer })
+  if (checkpointer !== null) {
+    checkpointer.knobs.history_base = state.history.length
+    checkpointer.attach(exec, state)
+  }
+  const durability = checkpointer === null ? {} : { checkpoints: checkpointer.loop }
+  void running.run(exec, state, session, grants, options.channel, () => { scope.release(record) }, durability)
+  return { turn: record, created: true }
+}
