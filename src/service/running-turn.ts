@@ -103,6 +103,11 @@ export class RunningTurn {
     await this.host.bus.written?.()
   }
 
+  /** Parked: the record stays as stored, so a reader (a `?wait=true` answer) sees what a restart resumes from. */
+  get isFrozen (): boolean {
+    return this.frozen
+  }
+
   /** The gateway stops with the turn unfinished: it publishes and saves nothing more, its timers go. */
   freeze (): void {
     this.frozen = true

@@ -129,6 +129,8 @@ export function assembleTurnState (
       hasBackchannel: async () => await hasBackchannel(deps, running),
       emit,
       onPending: (requestId, request) => {
+        // A parked turn's wait is not over: its request stays listed, as stored, for the restart.
+        if (running.isFrozen) return
         // A turn asks its calls one at a time in model order (approval makes a batch sequential): appending keeps it.
         // A request reopened after a restart is listed already.
         const others = record.pending_approvals.filter((p) => p.request_id !== requestId)
@@ -146,6 +148,7 @@ export function assembleTurnState (
     // Slots settle out of order (preparation fills some before others run); the record keeps model
     // order. Not saved: the call's events are in the log, which recovery and remote reads rebuild it from.
     recordToolCall: (r) => {
+      if (running.isFrozen) return
       // A call settled before a restart may be recorded already (read back from the log).
       const seen = record.tool_calls.findIndex((c) => c.call_id === r.call_id)
       if (seen !== -1) record.tool_calls.splice(seen, 1)
@@ -153,6 +156,8 @@ export function assembleTurnState (
     },
     // Every decision is saved: the audit entry (who, through which channel) is in no event.
     recordApproval: (e) => {
+      // Parking ends a wait with `cancelled` in memory only; the restart asks again.
+      if (running.isFrozen) return
       // An answer read back from the log after a restart was audited when it was given.
       if (record.approvals.some((a) => a.request_id === e.request_id)) return
       record.approvals.push(e)

@@ -128,6 +128,27 @@ for (const stop of ['SIGKILL', 'SIGTERM'] as const) {
   })
 }
 
+test('a ?wait=true request held over a graceful stop answers with the parked turn as stored: still running, its request still pending, no decision', async (t) => {
+  const s = await setup(deferrer(t))
+  const first = await s.start()
+  s.provider.enqueue({ toolCalls: [{ id: 'w1', name: 'file_write', arguments: { path: 'out.txt', content: 'later\n' } }] })
+  const waiting = first.http('POST', '/v1/turns?wait=true', { message: 'write the file' })
+  let pending: any
+  await until(async () => {
+    pending = (await first.http('GET', '/v1/approvals?status=pending')).body.items?.[0]
+    return pending !== undefined
+  }, 'the approval request', 10_000)
+  await first.stop()
+  const answered = await waiting
+  assert.equal(answered.status, 200, JSON.stringify(answered.body))
+  assert.equal(answered.body.status, 'running')
+  assert.deepEqual(answered.body.pending_approvals, [pending])
+  assert.deepEqual(answered.body.approvals, [], 'parking is not a decision')
+
+  const second = await s.start()
+  assert.deepEqual((await second.http('GET', `/v1/approvals?status=pending&turn_id=${answered.body.turn_id as string}`)).body.items, [pending])
+})
+
 test('a turn killed while a tool runs: the call is recorded interrupted, not run again, and the next round tells the model', async (t) => {
   const s = await setup(deferrer(t), { risk_profiles: { default: { level: 'full' } }, tools: { shell: { sandbox: 'none' } } })
   const first = await s.start()
