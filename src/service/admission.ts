@@ -4,12 +4,12 @@
  * be a live one of the same principal; capacity is bounded overall and per principal; a session
  * belongs to one principal and runs one turn at a time (on any instance). Refusals are typed errors; cross-principal attempts are audited.
  */
-import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
+import { timeOrderedUuid } from '../core/ids.js'
 import { canonicalJson } from '../core/json/canonical.js'
 import type { IdempotencyClaim, SessionRecord, Store } from '../store/store.js'
 import type { ConnectionRegistry } from './connections.js'
@@ -115,10 +115,11 @@ export class Admission {
    * new one of the requested (or default) agent. A session keeps the agent it started with.
    */
   async sessionFor (request: TurnRequest, owner: string, nowIso: string): Promise<SessionRecord> {
-    const sessionId = request.session_id ?? `ses_${randomUUID()}`
+    const sessionId = request.session_id ?? `ses_${timeOrderedUuid()}`
     // Ownership before busy-ness: another principal's session answers FORBIDDEN whether or not a
-    // turn runs in it, so the answer says nothing about that principal's activity.
-    const existing = await this.deps.store.getSession(sessionId)
+    // turn runs in it, so the answer says nothing about that principal's activity. A new id was
+    // just made here: there is nothing stored to read.
+    const existing = request.session_id === undefined ? null : await this.deps.store.getSession(sessionId)
     if (existing !== null && existing.owner !== owner) this.refuseSession(owner, sessionId)
     this.checkSessionFree(sessionId, owner)
     // Another instance may run this session's latest turn (this process's busy map cannot see it).

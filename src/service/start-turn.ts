@@ -4,7 +4,6 @@
  * store transaction, then its owner, timeout, engine state and — for a durable turn — its
  * checkpointer, and the loop started. Anything refused before the write leaves nothing behind.
  */
-import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { TurnRequest } from '../../schemas/turn.js'
 import { SessionGrants } from '../approval/grants.js'
@@ -12,6 +11,7 @@ import { principalKey, type Principal } from '../auth/principal.js'
 import type { EventBus } from '../bus/bus.js'
 import type { TurnSlots } from '../cluster/turn-slots.js'
 import { TollgateError } from '../core/errors.js'
+import { timeOrderedUuid } from '../core/ids.js'
 import type { ReceiptKey } from '../receipts/keys.js'
 import type { ReceiptKeyring } from '../receipts/keyring.js'
 import type { IdempotencyClaim, Store, TurnRecord } from '../store/store.js'
@@ -66,7 +66,7 @@ export async function startTurn (
   const session = await admission.sessionFor(request, owner, new Date().toISOString())
   const { session_id: sessionId, agent: agentName } = session
   const grants = new SessionGrants(session.always_allowed)
-  const turnId = `turn_${randomUUID()}`
+  const turnId = `turn_${timeOrderedUuid()}`
   const { receipts: keyring } = deps
   // Derived (HKDF) only if the agent signs receipts; the record names the master key either way.
   const receipts = (): ReceiptKey => keyring.forNewTurn(turnId).key

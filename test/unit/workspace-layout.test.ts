@@ -70,3 +70,14 @@ test('an owner is given every folder the layout creates', { skip: process.getuid
     assert.deepEqual([st.uid, st.gid], [65534, 65534])
   }
 })
+
+test('a tenant folder removed while the gateway runs is made again (private) at the tenant\'s next turn', async (t) => {
+  const root = await scratch(t)
+  const layout = new WorkspaceLayout({ root, perSession: false, owner: null })
+  const acme = layout.dirFor('acme', 'ses_1')
+  await fs.rm(acme, { recursive: true })
+  assert.equal(layout.dirFor('acme', 'ses_2'), acme)
+  const made = await fs.stat(acme)
+  assert.equal(made.isDirectory(), true)
+  assert.equal(made.mode & 0o777, 0o700)
+})

@@ -6,7 +6,7 @@
  * with a dot or a dash, or collide with another name's folder.
  */
 import { createHash } from 'node:crypto'
-import { chownSync, mkdirSync, realpathSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, realpathSync } from 'node:fs'
 import path from 'node:path'
 
 /** Owner given to every folder and file the gateway creates in a workspace (root gateway + sandbox). */
@@ -25,6 +25,8 @@ export interface WorkspaceLayoutOptions {
 // Enough of the name to recognise it in a listing; the hash carries uniqueness.
 const READABLE_CHARS = 40
 const HASH_HEX = 16
+/** Tenant folders remembered as made (see WorkspaceLayout.known). */
+const KNOWN_TENANTS = 4096
 
 export function workspaceSlug (name: string): string {
   const readable = name.replace(/[^A-Za-z0-9_-]/g, '_').replace(/^[-_]+/, '').slice(0, READABLE_CHARS)
@@ -46,6 +48,13 @@ export class WorkspaceLayout {
     this.owner = options.owner
   }
 
+  /**
+   * Folders this layout has created (or found), so a turn in a known tenant's folder costs one
+   * existence check instead of a hash, a mkdir and a chown. Bounded: forgotten wholesale when full
+   * (the next turn of each tenant makes its folder's checks again).
+   */
+  private readonly known = new Map<string, string>()
+
   /** The folder a turn's tools see; created (owned by `owner`, private to it) if missing. */
   dirFor (tenant: string, sessionId: string): string {
     const tenantDir = this.tenantDir(tenant)
@@ -54,7 +63,13 @@ export class WorkspaceLayout {
 
   /** The tenant's folder (its sessions' folders inside it when `perSession`); created if missing. */
   tenantDir (tenant: string): string {
-    return this.ensure(path.join(this.root, workspaceSlug(tenant)))
+    const dir = this.known.get(tenant)
+    // Checked again each time: an operator may have removed the folder meanwhile.
+    if (dir !== undefined && existsSync(dir)) return dir
+    const made = this.ensure(path.join(this.root, workspaceSlug(tenant)))
+    if (this.known.size >= KNOWN_TENANTS) this.known.clear()
+    this.known.set(tenant, made)
+    return made
   }
 
   private ensure (dir: string): string {
