@@ -21,7 +21,7 @@ export interface Connection {
   readonly turns: Set<string>
   readonly sessions: Set<string>
   closed: boolean
-  /** Set by transports that can stream: start following a turn this connection now owns. */
+  /** Set by transports that can stream: follow a turn this connection now owns, from before its first event. */
   follow?: (turnId: string) => void
 }
 

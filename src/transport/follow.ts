@@ -21,20 +21,38 @@ export interface FollowOptions {
   onEnd?: () => void
 }
 
-export async function followTurn (options: FollowOptions): Promise<FollowResult> {
-  const { bus, turnId, deliver } = options
+/** Delivers each event once, in seq order after `afterSeq`, and tells `onEnd` after the terminal one. */
+function passer (options: Pick<FollowOptions, 'afterSeq' | 'deliver' | 'onEnd'>): { pass: (envelope: BusEnvelope) => void, lastSeq: () => number } {
   let lastSeq = options.afterSeq
-  let held: BusEnvelope[] | null = []
   let ended = false
-  const pass = (envelope: BusEnvelope): void => {
-    if (ended || envelope.seq <= lastSeq) return
-    lastSeq = envelope.seq
-    deliver(envelope)
-    if (TERMINAL_EVENT_KINDS.has(envelope.event.kind)) {
-      ended = true
-      options.onEnd?.()
-    }
+  return {
+    pass: (envelope) => {
+      if (ended || envelope.seq <= lastSeq) return
+      lastSeq = envelope.seq
+      options.deliver(envelope)
+      if (TERMINAL_EVENT_KINDS.has(envelope.event.kind)) {
+        ended = true
+        options.onEnd?.()
+      }
+    },
+    lastSeq: () => lastSeq
   }
+}
+
+/**
+ * Following a turn from before its first event was published (its owner socket, subscribed by
+ * the turn's start): nothing can have been missed, so there is no replay and no await — the
+ * first event goes out the moment it is published.
+ */
+export function followFromStart (options: Pick<FollowOptions, 'bus' | 'turnId' | 'deliver' | 'onEnd'>): Unsubscribe {
+  const { pass } = passer({ ...options, afterSeq: 0 })
+  return options.bus.subscribeTurn(options.turnId, pass)
+}
+
+export async function followTurn (options: FollowOptions): Promise<FollowResult> {
+  const { bus, turnId } = options
+  const { pass, lastSeq } = passer(options)
+  let held: BusEnvelope[] | null = []
   const unsubscribe = bus.subscribeTurn(turnId, (envelope) => {
     if (held !== null) held.push(envelope)
     else pass(envelope)
@@ -48,5 +66,5 @@ export async function followTurn (options: FollowOptions): Promise<FollowResult>
   const pending = held
   held = null
   for (const envelope of pending) pass(envelope)
-  return { kind: 'following', unsubscribe, lastSeq }
+  return { kind: 'following', unsubscribe, lastSeq: lastSeq() }
 }

@@ -11,7 +11,7 @@ import { hasScope, principalKey } from '../auth/principal.js'
 import { TollgateError } from '../core/errors.js'
 import type { TurnRecord } from '../store/store.js'
 import { wantsEventStream } from './http-events.js'
-import { streamTurnEvents } from './sse.js'
+import { streamNewTurn, streamTurnEvents } from './sse.js'
 
 /** A client that goes away before the response finished: `request.signal` is unreliable here. */
 function onClientGone (reply: FastifyReply, fn: () => void): void {
@@ -41,10 +41,15 @@ export async function startTurnOverHttp (gateway: Gateway, request: FastifyReque
 
   const connection = connections.open(sse ? 'sse' : 'http', principalKey(principal), hasScope(principal, 'approvals:answer'))
   onClientGone(reply, () => { connections.close(connection.id) })
+  const onClose = (): void => { connections.close(connection.id) }
+  // The stream follows the turn from before its first event: turn.started goes out at once.
+  const stream = sse ? streamNewTurn(gateway, reply, onClose) : null
+  if (stream !== null) connection.follow = stream.follow
   let started
   try {
     started = await turns.start(principal, body, { ownerConnection: connection.id, channel: sse ? 'sse' : 'http' })
   } catch (err) {
+    stream?.stop()
     connections.close(connection.id)
     throw err
   }
@@ -56,6 +61,6 @@ export async function startTurnOverHttp (gateway: Gateway, request: FastifyReque
     connections.close(connection.id)
     return await reply.code(200).send(publicTurn(done))
   }
-  const onClose = (): void => { connections.close(connection.id) }
-  await streamTurnEvents(gateway, reply, { turnId: turn.turn_id, afterSeq: 0, knownLastSeq: 0, onClose })
+  // A repeated idempotency key started nothing: the stream replays the existing turn.
+  if (stream?.following() !== true) await streamTurnEvents(gateway, reply, { turnId: turn.turn_id, afterSeq: 0, knownLastSeq: 0, onClose })
 }

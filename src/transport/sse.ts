@@ -12,7 +12,7 @@ import type { FastifyReply } from 'fastify'
 import type { Gateway } from '../app/gateway.js'
 import type { BusEnvelope } from '../bus/bus.js'
 import { TollgateError } from '../core/errors.js'
-import { followTurn } from './follow.js'
+import { followFromStart, followTurn } from './follow.js'
 import { isSlowConsumer, logSlowConsumer } from './slow-consumer.js'
 
 export interface StreamOptions {
@@ -29,81 +29,136 @@ function frame (envelope: BusEnvelope): string {
   return `id: ${envelope.seq}\nevent: ${envelope.event.kind}\ndata: ${JSON.stringify(wire)}\n\n`
 }
 
+/** One turn's event stream over a hijacked response: headers once, then frames, then the end. */
+class TurnStream {
+  private readonly raw: FastifyReply['raw']
+  /** Events delivered before the headers are out wait here, in order; null once they are out. */
+  private early: BusEnvelope[] | null = []
+  private ended = false
+  private closed = false
+  private keepalive: NodeJS.Timeout | undefined
+  stop: (() => void) | undefined
+
+  constructor (private readonly gateway: Gateway, private readonly reply: FastifyReply, private readonly options: StreamOptions) {
+    this.raw = reply.raw
+  }
+
+  readonly deliver = (envelope: BusEnvelope): void => {
+    if (this.early !== null) this.early.push(envelope)
+    else this.write(envelope)
+  }
+
+  readonly end = (): void => {
+    this.ended = true
+    if (this.early === null) this.close()
+  }
+
+  readonly close = (): void => {
+    if (this.closed) return
+    this.closed = true
+    clearInterval(this.keepalive)
+    this.stop?.()
+    if (!this.raw.writableEnded) this.raw.end()
+    this.options.onClose()
+  }
+
+  get begun (): boolean {
+    return this.early === null
+  }
+
+  private write (envelope: BusEnvelope): void {
+    if (this.closed) return
+    const { config, log, metrics } = this.gateway
+    if (isSlowConsumer(config, this.raw.writableLength)) {
+      logSlowConsumer(log, 'SSE', { turn_id: this.options.turnId }, this.raw.writableLength)
+      this.raw.destroy()
+      this.close()
+      return
+    }
+    this.raw.write(frame(envelope))
+    metrics?.eventSent('sse')
+  }
+
+  /** Sends the headers and whatever waited for them; from here on events are written as they come. */
+  begin (): void {
+    if (this.early === null) return
+    const raw = this.raw
+    const hookHeaders = this.reply.getHeaders() as OutgoingHttpHeaders
+    this.reply.hijack()
+    raw.writeHead(200, {
+      ...hookHeaders,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'x-turn-id': this.options.turnId
+    })
+    raw.on('close', this.close)
+    const waiting = this.early
+    this.early = null
+    // The client may have gone while the replay was read: its 'close' already fired.
+    if (raw.destroyed) {
+      this.close()
+      return
+    }
+    for (const envelope of waiting) this.write(envelope)
+    if (this.ended) {
+      this.close()
+      return
+    }
+    const every = this.gateway.config.server.sse_keepalive_ms
+    if (every > 0) {
+      this.keepalive = setInterval(() => { if (!this.closed) raw.write(': keep-alive\n\n') }, every)
+      this.keepalive.unref()
+    }
+  }
+}
+
 /**
  * Starts the stream. A replay gap throws REPLAY_GAP before anything was written, so the error
  * handler still answers problem JSON; after that, every failure just ends the stream.
  */
 export async function streamTurnEvents (gateway: Gateway, reply: FastifyReply, options: StreamOptions): Promise<void> {
-  const { bus, config, metrics, log } = gateway
-  const raw = reply.raw
-  // Events replayed before the headers are out wait here, in order.
-  let early: BusEnvelope[] | null = []
-  let ended = false
-  let closed = false
-  let keepalive: NodeJS.Timeout | undefined
-  const subscription: { stop?: () => void } = {}
-  const close = (): void => {
-    if (closed) return
-    closed = true
-    clearInterval(keepalive)
-    subscription.stop?.()
-    if (!raw.writableEnded) raw.end()
-    options.onClose()
-  }
-  const write = (envelope: BusEnvelope): void => {
-    if (closed) return
-    if (isSlowConsumer(config, raw.writableLength)) {
-      logSlowConsumer(log, 'SSE', { turn_id: options.turnId }, raw.writableLength)
-      raw.destroy()
-      close()
-      return
-    }
-    raw.write(frame(envelope))
-    metrics?.eventSent('sse')
-  }
+  const stream = new TurnStream(gateway, reply, options)
   const followed = await followTurn({
-    bus,
+    bus: gateway.bus,
     turnId: options.turnId,
     afterSeq: options.afterSeq,
     knownLastSeq: options.knownLastSeq,
-    deliver: (envelope) => {
-      if (early !== null) early.push(envelope)
-      else write(envelope)
-    },
-    onEnd: () => {
-      ended = true
-      if (early === null) close()
-    }
+    deliver: stream.deliver,
+    onEnd: stream.end
   })
   if (followed.kind === 'gap') throw new TollgateError('REPLAY_GAP')
-  subscription.stop = followed.unsubscribe
+  stream.stop = followed.unsubscribe
+  stream.begin()
+}
 
-  const hookHeaders = reply.getHeaders() as OutgoingHttpHeaders
-  reply.hijack()
-  raw.writeHead(200, {
-    ...hookHeaders,
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'x-turn-id': options.turnId
-  })
-  raw.on('close', close)
-  // The client may have gone while the replay was read: its 'close' already fired.
-  if (raw.destroyed) {
-    close()
-    return
-  }
-  const replayed = early
-  early = null
-  for (const envelope of replayed) write(envelope)
-  if (ended) {
-    close()
-    return
-  }
-  const every = config.server.sse_keepalive_ms
-  if (every > 0) {
-    keepalive = setInterval(() => { if (!closed) raw.write(': keep-alive\n\n') }, every)
-    keepalive.unref()
+/**
+ * The stream of a turn this request is starting, subscribed before the turn's first event is
+ * published (see followFromStart): the headers and turn.started go out the moment it is, before
+ * the rest of the turn's set-up. `follow` is handed to the turn's start as the owner connection's
+ * follow; `following` tells whether it was called (an idempotent repeat starts nothing), `stop`
+ * drops the subscription of a start that failed after it.
+ */
+export function streamNewTurn (
+  gateway: Gateway, reply: FastifyReply, onClose: () => void
+): { follow: (turnId: string) => void, following: () => boolean, stop: () => void } {
+  let stream: TurnStream | null = null
+  return {
+    follow: (turnId) => {
+      const s = new TurnStream(gateway, reply, { turnId, afterSeq: 0, knownLastSeq: 0, onClose })
+      stream = s
+      s.stop = followFromStart({
+        bus: gateway.bus,
+        turnId,
+        deliver: (envelope) => {
+          s.begin()
+          s.deliver(envelope)
+        },
+        onEnd: s.end
+      })
+    },
+    following: () => stream !== null,
+    stop: () => { stream?.stop?.() }
   }
 }

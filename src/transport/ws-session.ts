@@ -10,7 +10,7 @@ import { requireScope, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, Unsubscribe } from '../bus/bus.js'
 import { TollgateError } from '../core/errors.js'
 import type { Connection } from '../service/connections.js'
-import { followTurn } from './follow.js'
+import { followFromStart, followTurn } from './follow.js'
 
 /** `encoded` is the frame's JSON when a caller already has it (events shared by many sockets). */
 export type Send = (frame: ServerFrame, encoded?: string) => void
@@ -50,6 +50,27 @@ export class SocketSession {
   /** A turn this socket follows by itself reaches it through that follow only. */
   private followsTurn (turnId: string): boolean {
     return this.subscriptions.has(`turn:${turnId}`) || this.claims.has(turnId)
+  }
+
+  /**
+   * Follows a turn this socket owns from its start, subscribed before the turn's first event is
+   * published (see followFromStart): the owner sees turn.started without a replay's round trip.
+   */
+  followNew (turnId: string): void {
+    const key = `turn:${turnId}`
+    this.reserve(key)
+    this.connection.turns.add(turnId)
+    const done = (): void => {
+      this.subscriptions.get(key)?.()
+      this.subscriptions.delete(key)
+      this.connection.turns.delete(turnId)
+    }
+    this.subscriptions.set(key, followFromStart({
+      bus: this.gateway.bus,
+      turnId,
+      deliver: (e) => { this.sendEvent(e) },
+      onEnd: () => { queueMicrotask(done) }
+    }))
   }
 
   async followTurn (turnId: string, afterSeq: number, ref: string | undefined, ack: boolean): Promise<void> {

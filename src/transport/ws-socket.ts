@@ -42,7 +42,11 @@ export function serveSocket (gateway: Gateway, socket: WebSocket, principal: Pri
   }
   const session = new SocketSession(gateway, principal, connection, send, encodeEvent)
   connection.follow = (turnId) => {
-    session.followTurn(turnId, 0, undefined, false).catch((err: unknown) => { reportError(err, undefined) })
+    try {
+      session.followNew(turnId)
+    } catch (err) {
+      reportError(err, undefined)
+    }
   }
 
   const reportError = (err: unknown, ref: string | undefined): void => {

@@ -226,3 +226,24 @@ test('a POST stream owner that does not come back within disconnect_grace_ms has
   assert.deepEqual([turn.tool_calls[0].status, turn.approvals[0].decision], ['cancelled', 'cancelled'])
   assert.equal(probes.runs.length, 0)
 })
+
+test('a POST stream starts with turn.started and has every event once; repeating its idempotency key streams the same turn from seq 1', async (t) => {
+  const { g } = await startProbeGateway(t)
+  g.provider.enqueue({ text: 'hello' })
+  const body = { message: 'go', idempotency_key: 'sse-once' }
+  const first = await openStream(g, 'POST', '/v1/turns', { body })
+  await first.ended()
+  const turnId = first.response.headers.get('x-turn-id') as string
+  const turn = await finishedTurn(g, turnId)
+  const seqs = Array.from({ length: turn.last_seq }, (_, i) => i + 1)
+  assert.deepEqual(first.events().map((f) => Number(f.id)), seqs)
+  assert.equal(first.events()[0]?.event, 'turn.started')
+  assert.equal(first.events().at(-1)?.event, 'turn.completed')
+
+  // The repeat starts nothing (the provider has no second answer queued): it replays the turn.
+  const again = await openStream(g, 'POST', '/v1/turns', { body })
+  await again.ended()
+  assert.equal(again.response.headers.get('x-turn-id'), turnId)
+  assert.deepEqual(again.events().map((f) => Number(f.id)), seqs)
+  assert.deepEqual(again.events().map((f) => f.event), first.events().map((f) => f.event))
+})
