@@ -35,15 +35,20 @@ async function openStores (kind: Kind, defer: Defer): Promise<[Store, Store]> {
     defer(async () => { await store.close() })
     return [store, store]
   }
+  const open = pgOpener(defer)
+  return [await open('inst-a'), await open('inst-b')]
+}
+
+/** Opens PostgreSQL stores of different instances on one scratch schema, each closed after the test. */
+function pgOpener (defer: Defer): (instanceId: string) => Promise<Store> {
   const schema = scratchSchema(defer)
-  const open = async (instanceId: string): Promise<Store> => {
+  return async (instanceId) => {
     const store = await PostgresStore.open({
       connectionString: PG_URL, schema, instanceId, maxConnections: 4, connectTimeoutMs: 5000, onIdleError: () => {}
     })
     defer(async () => { await store.close() })
     return store
   }
-  return [await open('inst-a'), await open('inst-b')]
 }
 
 function turn (over: Partial<TurnRecord> = {}): TurnRecord {
@@ -92,15 +97,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
 }
 
 test('postgres: two instances taking over one dead instance\'s turn: exactly one wins, and the dead one can no longer interrupt it', async (t) => {
-  const defer = deferrer(t)
-  const schema = scratchSchema(defer)
-  const open = async (instanceId: string): Promise<Store> => {
-    const store = await PostgresStore.open({
-      connectionString: PG_URL, schema, instanceId, maxConnections: 4, connectTimeoutMs: 5000, onIdleError: () => {}
-    })
-    defer(async () => { await store.close() })
-    return store
-  }
+  const open = pgOpener(deferrer(t))
   const [dead, b, c] = [await open('inst-dead'), await open('inst-b'), await open('inst-c')]
   await dead.saveTurn(turn())
   const won = await Promise.all([b.adoptTurn('turn_1', 'inst-dead'), c.adoptTurn('turn_1', 'inst-dead')])

@@ -122,15 +122,23 @@ test('a turn running when its gateway process was killed ends interrupted at the
   assert.deepEqual(session.body.turn_ids, [first.body.turn_id, accepted.turn_id])
 })
 
-test('a gateway killed between writing a group of events and publishing it replays those events after a restart, without gap or duplicate', async (t) => {
-  const defer = deferrer(t)
-  const { provider, path } = await setup(defer)
-  const workspace = await scratchWorkspace(defer)
-  const overrides = clusterOverrides({ provider }, workspace, {
+/**
+ * A gateway on the SQLite file at `path` whose running turns end interrupted when it dies (a
+ * durable turn would resume: durable-sqlite.test.ts) and whose file_read runs unasked.
+ */
+function cancellingFileReader (provider: Parameters<typeof clusterOverrides>[0]['provider'], workspace: string, path: string): ReturnType<typeof clusterOverrides> {
+  return clusterOverrides({ provider }, workspace, {
     store: { kind: 'sqlite', sqlite: { path } },
     shutdown: { running_turns: 'cancel' },
     risk_profiles: { default: { auto_approve: ['file_read'] } }
   })
+}
+
+test('a gateway killed between writing a group of events and publishing it replays those events after a restart, without gap or duplicate', async (t) => {
+  const defer = deferrer(t)
+  const { provider, path } = await setup(defer)
+  const workspace = await scratchWorkspace(defer)
+  const overrides = cancellingFileReader(provider, workspace, path)
   const child = await spawnGateway(defer, overrides, { env: { [CRASH_AFTER_EVENT_WRITE_ENV]: 'tool_call' } })
   provider.enqueue({ toolCalls: [{ id: 'r1', name: 'file_read', arguments: { path: 'missing.txt' } }] })
   const ws = await child.socket()
@@ -169,13 +177,7 @@ test('a turn killed after its tool calls settled, with no save since its start, 
   const defer = deferrer(t)
   const { provider, path } = await setup(defer)
   const workspace = await scratchWorkspace(defer)
-  const overrides = clusterOverrides({ provider }, workspace, {
-    store: { kind: 'sqlite', sqlite: { path } },
-    // Ended as interrupted (a durable turn would resume: durable-sqlite.test.ts).
-    shutdown: { running_turns: 'cancel' },
-    risk_profiles: { default: { auto_approve: ['file_read'] } }
-  })
-  const child = await spawnGateway(defer, overrides)
+  const child = await spawnGateway(defer, cancellingFileReader(provider, workspace, path))
   provider.enqueue(
     {
       toolCalls: [
