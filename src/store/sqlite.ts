@@ -1,18 +1,20 @@
 /**
- * Embedded store on SQLite (better-sqlite3, WAL). The database file is opened in exclusive
- * locking mode: one gateway process owns it, a second one fails at start instead of sharing
- * it unnoticed — so at start every turn still `running` belongs to a dead process. Statements
- * run synchronously, which also makes every write land in call order.
+ * Embedded store on SQLite (better-sqlite3, WAL). One gateway process owns the database file: it
+ * holds an exclusive lock on a companion file (`<path>-lock`) for as long as it runs, so a second
+ * one fails at start instead of sharing the file unnoticed — and at start every turn still
+ * `running` belongs to a dead process. Statements run synchronously, which also makes every write
+ * land in call order.
  *
- * The WAL is never checkpointed inside a write (`wal_autocheckpoint = 0`): a timer runs a
- * PASSIVE checkpoint every `checkpointMs`, so no request pays for copying pages and syncing the
- * database file. Exclusive locking keeps the WAL index in this connection's memory, so no other
- * connection (a worker thread) could checkpoint it; the timer is the one place it happens.
+ * The WAL is never checkpointed inside a write (`wal_autocheckpoint = 0`): every `checkpointMs` a
+ * worker thread's connection copies the WAL into the database file, and once the WAL is large a
+ * catch-up on this connection copies the rest so that it restarts (sqlite-checkpointer.ts). The
+ * database file itself is in normal locking mode so that the worker's connection can open it.
  */
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
+import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import type { SqlProbe } from './sql-probe.js'
 import {
@@ -22,17 +24,17 @@ import {
 
 /** 1: first; 2: listing columns; 3: durable turns' checkpoints (a new table, nothing to convert). */
 const SCHEMA_VERSION = 3
-/**
- * Between two checkpoints the WAL grows by what was written meanwhile, and a checkpoint holds the
- * event loop while it copies those pages and syncs the file. A shorter period (250 ms was tried)
- * shortens each stall under saturating load but puts a stall — mostly the fixed cost of the
- * syncs — under four times as many requests: the p99 of one-at-a-time turns rose by ~20 ms.
- */
+/** Period of the worker's WAL copy. */
 const CHECKPOINT_MS = 1000
 /** Page cache (KiB; SQLite's default is 2 MiB): a busy gateway's hot index pages stay in memory. */
 const CACHE_KIB = 16 * 1024
 /** A WAL file that grew past this under a burst is truncated back when it restarts. */
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
+/**
+ * WAL size (frames of a 4 KiB page) at which the event loop catches up so the WAL restarts: at
+ * `journal_size_limit`, which truncates the file back to that size when it does.
+ */
+const CATCH_UP_FRAMES = WAL_SIZE_LIMIT_BYTES / 4096
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS tollgate_sessions (
@@ -103,21 +105,39 @@ export interface SqliteStoreOptions {
   instanceId: string
   /** Period of the PASSIVE WAL checkpoint (default CHECKPOINT_MS); 0 runs none (tests only). */
   checkpointMs?: number
+  /** WAL frames from which a checkpoint is finished on this connection (default CATCH_UP_FRAMES). */
+  catchUpFrames?: number
   /** Told of a failed checkpoint (the WAL keeps its frames, the next one retries); default: ignored. */
   onCheckpointError?: (err: unknown) => void
   /** Instrumentation (benchmark, tests); none by default. */
   probe?: SqlProbe
 }
 
+const IN_USE = 'is in use by another gateway process (one process per database file; use PostgreSQL for many instances)'
+
+/**
+ * Takes the file's owner lock: an exclusive lock on `<path>-lock`, held until the connection
+ * closes (or the process dies: the OS drops it), which a second process cannot take.
+ */
+function lockOwner (path: string): Database.Database {
+  const lock = new Database(`${path}-lock`, { timeout: 1000 })
+  try {
+    lock.pragma('locking_mode = EXCLUSIVE')
+    lock.exec('BEGIN EXCLUSIVE; COMMIT')
+  } catch (err) {
+    lock.close()
+    if ((err as { code?: string }).code === 'SQLITE_BUSY') throw new Error(`the SQLite database ${path} ${IN_USE}`, { cause: err })
+    throw err
+  }
+  return lock
+}
+
 function open (path: string, probe: SqlProbe | undefined): Database.Database {
-  mkdirSync(dirname(path), { recursive: true })
   // eslint-disable-next-line prefer-const -- the probe's closure reads it; assigned once the handle exists
   let db: Database.Database | undefined
   const verbose = probe === undefined ? undefined : (sql: unknown) => { probe.statement(String(sql), db?.inTransaction === true) }
   db = new Database(path, { timeout: 1000, ...(verbose === undefined ? {} : { verbose }) })
   try {
-    // Exclusive before WAL: no shared-memory index, and the lock is held until close().
-    db.pragma('locking_mode = EXCLUSIVE')
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = NORMAL')
     db.pragma('wal_autocheckpoint = 0')
@@ -131,9 +151,6 @@ function open (path: string, probe: SqlProbe | undefined): Database.Database {
     db.pragma(`user_version = ${SCHEMA_VERSION}`)
   } catch (err) {
     db.close()
-    if ((err as { code?: string }).code === 'SQLITE_BUSY') {
-      throw new Error(`the SQLite database ${path} is in use by another gateway process (one process per database file; use PostgreSQL for many instances)`, { cause: err })
-    }
     throw err
   }
   return db
@@ -224,32 +241,45 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database
   private readonly stmt: Statements
   private readonly probe: SqlProbe | undefined
-  private readonly checkpointTimer: NodeJS.Timeout | null
+  private readonly lock: Database.Database
+  private readonly checkpointer: WalCheckpointer | null
 
   constructor (options: SqliteStoreOptions) {
     this.instanceId = options.instanceId
     this.probe = options.probe
-    this.db = open(resolve(options.path), options.probe)
+    const path = resolve(options.path)
+    mkdirSync(dirname(path), { recursive: true })
+    this.lock = lockOwner(path)
+    try {
+      this.db = open(path, options.probe)
+    } catch (err) {
+      this.lock.close()
+      throw err
+    }
     this.stmt = prepare(this.db)
     const every = options.checkpointMs ?? CHECKPOINT_MS
-    const onError = options.onCheckpointError ?? (() => {})
-    this.checkpointTimer = every === 0
+    this.checkpointer = every === 0
       ? null
-      : setInterval(() => {
-        try {
-          this.checkpoint()
-        } catch (err) {
-          onError(err)
-        }
-      }, every).unref()
+      : new WalCheckpointer({
+        path,
+        periodMs: every,
+        catchUpFrames: options.catchUpFrames ?? CATCH_UP_FRAMES,
+        checkpointHere: () => this.copyWal(),
+        onResult: (result) => { this.probe?.checkpoint(result.walFrames, result.checkpointed) },
+        onError: options.onCheckpointError ?? (() => {})
+      })
   }
 
   /** Copies the WAL's frames into the database file without waiting for anything (PASSIVE). */
   checkpoint (): { walFrames: number, checkpointed: number } {
-    const row = this.stmt.checkpoint.get()
-    const result = { walFrames: row?.log ?? 0, checkpointed: row?.checkpointed ?? 0 }
+    const result = this.copyWal()
     this.probe?.checkpoint(result.walFrames, result.checkpointed)
     return result
+  }
+
+  private copyWal (): { walFrames: number, checkpointed: number } {
+    const row = this.stmt.checkpoint.get()
+    return { walFrames: row?.log ?? 0, checkpointed: row?.checkpointed ?? 0 }
   }
 
   async getSession (sessionId: string): Promise<SessionRecord | null> {
@@ -356,7 +386,9 @@ export class SqliteStore implements Store {
   }
 
   async close (): Promise<void> {
-    if (this.checkpointTimer !== null) clearInterval(this.checkpointTimer)
+    await this.checkpointer?.close()
     if (this.db.open) this.db.close()
+    // Last: the file is not free for another process until this connection is done with it.
+    if (this.lock.open) this.lock.close()
   }
 }

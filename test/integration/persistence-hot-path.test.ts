@@ -182,6 +182,37 @@ test('sqlite: appends never checkpoint the WAL, which keeps every frame until a 
   assert.ok(store.checkpoint().walFrames < 10, 'after a complete checkpoint the WAL starts over')
 })
 
+test('sqlite: under writes that never pause, the worker\'s copies and the catch-up once the WAL is large keep restarting the WAL', async (t) => {
+  const counter = new SqlCounter()
+  const errors: unknown[] = []
+  const store = new SqliteStore({ path: await scratchDb(deferrer(t)), instanceId: 'inst-a', checkpointMs: 20, catchUpFrames: 64, probe: counter, onCheckpointError: (err) => { errors.push(err) } })
+  t.after(async () => { await store.close() })
+  const results: Array<{ walFrames: number, checkpointed: number }> = []
+  const watching = (async () => {
+    for (;;) {
+      const result = await counter.waitForCheckpoint()
+      results.push(result)
+      if (results.length >= 40) return
+    }
+  })()
+  // One commit of ~2 pages per turn of the event loop, until 40 checkpoints have reported.
+  const doc = 'x'.repeat(6000)
+  let seq = 0
+  const writing = (async () => {
+    while (results.length < 40) {
+      store.appendEventsNow([envelope(++seq, doc)])
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  })()
+  await Promise.all([watching, writing])
+  assert.deepEqual(errors, [])
+  // The WAL restarted along the way instead of holding every write since the start.
+  const largest = Math.max(...results.map((r) => r.walFrames))
+  assert.ok(largest < seq, `the WAL held up to ${largest} frames for ${seq} commits`)
+  assert.ok(results.some((r, i) => i > 0 && r.walFrames < (results[i - 1] as { walFrames: number }).walFrames), 'the WAL never restarted')
+  assert.deepEqual((await store.readEvents('turn_1', 0, 5)).map((e) => e.seq), [1, 2, 3, 4, 5])
+})
+
 test('sqlite: the checkpoint timer copies the WAL into the database file, and no checkpoint runs after close', async (t) => {
   const counter = new SqlCounter()
   const errors: unknown[] = []
