@@ -122,6 +122,8 @@ const IN_USE = 'is in use by another gateway process (one process per database f
 function lockOwner (path: string): Database.Database {
   const lock = new Database(`${path}-lock`, { timeout: 1000 })
   try {
+    // Nothing is ever written to it: no journal file beside it.
+    lock.pragma('journal_mode = MEMORY')
     lock.pragma('locking_mode = EXCLUSIVE')
     lock.exec('BEGIN EXCLUSIVE; COMMIT')
   } catch (err) {
