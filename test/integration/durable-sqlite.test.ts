@@ -75,12 +75,17 @@ async function turnWaitingForApproval (g: GatewayProcess, provider: FakeProvider
   const started = await g.http('POST', '/v1/turns', { message: 'write the file', detach: true })
   assert.equal(started.status, 202, JSON.stringify(started.body))
   const turnId = started.body.turn_id as string
+  return { turnId, pending: await firstPendingApproval(g, turnId, 'the approval request') }
+}
+
+/** Waits for the turn's first pending approval request as `GET /v1/approvals` lists it. */
+async function firstPendingApproval (g: GatewayProcess, turnId: string, what: string): Promise<any> {
   let pending: any
   await until(async () => {
     pending = (await g.http('GET', `/v1/approvals?status=pending&turn_id=${turnId}`)).body.items?.[0]
     return pending !== undefined
-  }, 'the approval request', 10_000)
-  return { turnId, pending }
+  }, what, 10_000)
+  return pending
 }
 
 for (const stop of ['SIGKILL', 'SIGTERM'] as const) {
@@ -229,11 +234,7 @@ test('an approval answered just before the gateway died is not asked again: the 
   )
   const started = await first.http('POST', '/v1/turns', { message: 'write both', detach: true })
   const turnId = started.body.turn_id as string
-  let firstAsk: any
-  await until(async () => {
-    firstAsk = (await first.http('GET', `/v1/approvals?status=pending&turn_id=${turnId}`)).body.items?.[0]
-    return firstAsk !== undefined
-  }, 'the first approval request', 10_000)
+  const firstAsk = await firstPendingApproval(first, turnId, 'the first approval request')
   const exited = new Promise((resolve) => first.child.once('exit', resolve))
   await first.http('POST', `/v1/approvals/${firstAsk.request_id as string}`, { decision: 'yes' }).catch(() => null)
   await exited
