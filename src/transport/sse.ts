@@ -62,10 +62,6 @@ class TurnStream {
     this.options.onClose()
   }
 
-  get begun (): boolean {
-    return this.early === null
-  }
-
   private write (envelope: BusEnvelope): void {
     if (this.closed) return
     const { config, log, metrics } = this.gateway

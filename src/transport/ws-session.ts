@@ -60,17 +60,20 @@ export class SocketSession {
     const key = `turn:${turnId}`
     this.reserve(key)
     this.connection.turns.add(turnId)
-    const done = (): void => {
-      this.subscriptions.get(key)?.()
-      this.subscriptions.delete(key)
-      this.connection.turns.delete(turnId)
-    }
     this.subscriptions.set(key, followFromStart({
       bus: this.gateway.bus,
       turnId,
       deliver: (e) => { this.sendEvent(e) },
-      onEnd: () => { queueMicrotask(done) }
+      onEnd: () => { queueMicrotask(() => { this.unfollow(turnId) }) }
     }))
+  }
+
+  /** Ends this socket's follow of a turn (its terminal event was sent, or it never became live). */
+  private unfollow (turnId: string): void {
+    const key = `turn:${turnId}`
+    this.subscriptions.get(key)?.()
+    this.subscriptions.delete(key)
+    this.connection.turns.delete(turnId)
   }
 
   async followTurn (turnId: string, afterSeq: number, ref: string | undefined, ack: boolean): Promise<void> {
@@ -94,11 +97,7 @@ export class SocketSession {
     // Placeholder until the follow is live, so a racing unsubscribe or close still cleans up.
     this.subscriptions.set(key, () => {})
     this.connection.turns.add(turnId)
-    const done = (): void => {
-      this.subscriptions.get(key)?.()
-      this.subscriptions.delete(key)
-      this.connection.turns.delete(turnId)
-    }
+    const done = (): void => { this.unfollow(turnId) }
     const forward = (e: BusEnvelope): void => { this.sendEvent(e) }
     // Replayed events wait until the follow is known to be gap-free: a client must see either
     // `subscribed` and then the events, or only the REPLAY_GAP error, never both.
