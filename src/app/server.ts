@@ -56,6 +56,7 @@ import { collectRoutes } from '../openapi/routes.js'
 import type { Gateway } from './gateway.js'
 import { installErrorHandlers } from './http-errors.js'
 import { Lifecycle } from './lifecycle.js'
+import { trackUnusedSockets } from './unused-sockets.js'
 import { RedisTurnSlots } from '../cluster/turn-slots.js'
 import { receiptKeyring } from '../receipts/keyring.js'
 
@@ -256,9 +257,10 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       clientErrorHandler: answerClientError(log as unknown as FastifyBaseLogger),
       frameworkErrors: answerFrameworkError
     })
+    const unusedSockets = trackUnusedSockets(app.server)
     lifecycle.opened('http', async () => {
       for (const client of app.websocketServer.clients) client.close(1001, 'server shutting down')
-      await app.close()
+      await unusedSockets.closeWith(app.close())
     })
     app.setValidatorCompiler(validatorCompiler())
     // Only JSON bodies: a text/plain body is 415 UNSUPPORTED_MEDIA_TYPE like any other type.
