@@ -104,7 +104,8 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
     },
     async close () {
       for (const s of sockets) s.close()
-      await gateway.close()
+      // A close that hangs fails here, by name, instead of as a whole test file's timeout.
+      await boundedClose(gateway)
       if (options.provider === undefined) await provider.close()
       await rm(workspaceRoot, { recursive: true, force: true })
     }
@@ -112,6 +113,20 @@ export async function startGateway (options: StartOptions = {}): Promise<TestGat
 }
 
 type Frame = Record<string, any>
+
+const CLOSE_BOUND_MS = 30_000
+
+async function boundedClose (gateway: Gateway): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const bound = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => { reject(new Error(`gateway.close() did not finish within ${CLOSE_BOUND_MS} ms`)) }, CLOSE_BOUND_MS)
+  })
+  try {
+    await Promise.race([gateway.close(), bound])
+  } finally {
+    clearTimeout(timer)
+  }
+}
 
 export class TestSocket {
   readonly frames: Frame[] = []

@@ -5,7 +5,7 @@
  * Ports are not compared: a rebinding attack uses the gateway's own port anyway.
  */
 import { isIP } from 'node:net'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import { isLoopbackHost, isWildcardHost } from '../../auth/loopback.js'
 import { ConfigError, type Config } from '../config.js'
@@ -81,10 +81,28 @@ function loopbackOnly (config: Config): HostPolicy {
   if (publicHost !== null && !isLoopbackHost(publicHost)) {
     throw new ConfigError(`server.public_url names ${publicHost}, but auth.mode "none" serves loopback names only; use auth.mode "jwt"`)
   }
+  return remembered((header) => {
+    const host = hostOf(header)
+    return host !== null && isLoopbackHost(host)
+  })
+}
+
+// Clients send the same few Host values over and over; the header is the client's, so the memo is bounded.
+const REMEMBERED_HOSTS = 64
+
+/** A policy that answers a Host header it has seen from memory (parsing one costs a regex, a URL and a BlockList lookup). */
+function remembered (allows: (hostHeader: string | undefined) => boolean): HostPolicy {
+  const seen = new Map<string, boolean>()
   return {
     allows: (header) => {
-      const host = hostOf(header)
-      return host !== null && isLoopbackHost(host)
+      if (header === undefined) return allows(header)
+      let verdict = seen.get(header)
+      if (verdict === undefined) {
+        verdict = allows(header)
+        if (seen.size >= REMEMBERED_HOSTS) seen.clear()
+        seen.set(header, verdict)
+      }
+      return verdict
     }
   }
 }
@@ -109,31 +127,35 @@ export function createHostPolicy (config: Config, log: Logger): HostPolicy {
       'server.host listens on every interface and neither server.allowed_hosts nor server.public_url is set: requests are served ' +
       'only when their Host is an IP address or a loopback name; list the names clients use in server.allowed_hosts')
   }
-  return {
-    allows: (header) => {
-      const host = hostOf(header)
-      if (host === null) return false
-      if (listed.any || listed.exact.has(host)) return true
-      if (listed.suffixes.some((s) => host === s || host.endsWith(`.${s}`))) return true
-      if (loopback && isLoopbackHost(host)) return true
-      return wildcard && isIP(host) !== 0
-    }
-  }
+  return remembered((header) => {
+    const host = hostOf(header)
+    if (host === null) return false
+    if (listed.any || listed.exact.has(host)) return true
+    if (listed.suffixes.some((s) => host === s || host.endsWith(`.${s}`))) return true
+    if (loopback && isLoopbackHost(host)) return true
+    return wildcard && isIP(host) !== 0
+  })
 }
 
 const MAX_LOGGED_HOST = 256
 
-/** The app-level onRequest hook: runs before every route, the WebSocket upgrade and the 404 handler. */
+/**
+ * The app-level onRequest hook: runs before every route, the WebSocket upgrade and the 404 handler.
+ * A callback hook, not an async one: it runs on every request and needs no promise.
+ */
 export function hostCheck (policy: HostPolicy) {
-  return async function checkHost (request: FastifyRequest): Promise<void> {
+  return function checkHost (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
     const header = request.headers.host
-    if (policy.allows(header)) return
+    if (policy.allows(header)) {
+      done()
+      return
+    }
     const host = header?.slice(0, MAX_LOGGED_HOST)
     const url = request.url.split('?')[0]
     request.log.info({ audit: 'host_refused', host, url }, 'refused a request for a host this gateway does not serve')
     const detail = host === undefined
       ? 'the request has no Host header'
       : `Host ${JSON.stringify(host)} is not server.host, the server.public_url host or in server.allowed_hosts`
-    throw new TollgateError('HOST_NOT_ALLOWED', { detail })
+    done(new TollgateError('HOST_NOT_ALLOWED', { detail }))
   }
 }
