@@ -3,15 +3,16 @@
  * detection. Two values that mean the same JSON must produce the same text, whatever order
  * their keys were inserted in, so object keys are sorted at every level and nothing else varies.
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 
 export function canonicalJson (value: unknown): string {
   // A bare `undefined` has no JSON form; `null` keeps the signature total instead of throwing.
   return encode(value, new Set()) ?? 'null'
 }
 
+/** SHA-256 hex; the one-shot `crypto.hash` (Node ≥ 20.12) is a third of a Hash object's cost per call. */
 export function digest (text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex')
+  return hash('sha256', text, 'hex')
 }
 
 /** Returns undefined for values JSON.stringify would omit (undefined, functions, symbols). */
