@@ -17,6 +17,7 @@ import { TollgateError } from '../core/errors.js'
 import type { Connection, ConnectionRegistry } from '../service/connections.js'
 import type { TurnService } from '../service/turn-service.js'
 import { followTurn } from '../transport/follow.js'
+import { sendNow } from '../transport/send-now.js'
 import { isSlowConsumer, logSlowConsumer } from '../transport/slow-consumer.js'
 import type { GatewayMetrics } from '../observe/metrics.js'
 import type { Logger } from 'pino'
@@ -191,6 +192,7 @@ async function pipe (deps: AdapterDeps, stream: AdapterStream, connection: Conne
     'x-turn-id': turnId
   })
   for (const frame of translator.opening(turnId)) raw.write(frame)
+  sendNow(raw)
   let stopped = false
   let unsubscribe: (() => void) | null = null
   const stop = (): void => {

@@ -14,6 +14,7 @@ import type { BusEnvelope } from '../bus/bus.js'
 import { TollgateError } from '../core/errors.js'
 import { followFromStart, followTurn } from './follow.js'
 import { isSlowConsumer, logSlowConsumer } from './slow-consumer.js'
+import { sendNow } from './send-now.js'
 
 export interface StreamOptions {
   turnId: string
@@ -36,6 +37,7 @@ class TurnStream {
   private early: BusEnvelope[] | null = []
   private ended = false
   private closed = false
+  private flushed = false
   private keepalive: NodeJS.Timeout | undefined
   stop: (() => void) | undefined
 
@@ -72,6 +74,10 @@ class TurnStream {
       return
     }
     this.raw.write(frame(envelope))
+    if (!this.flushed) {
+      this.flushed = true
+      sendNow(this.raw)
+    }
     metrics?.eventSent('sse')
   }
 
