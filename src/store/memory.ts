@@ -1,26 +1,40 @@
 /**
- * In-memory store: nothing survives the process (tests, throwaway runs). Copies on the way in
- * and out, so callers can never mutate stored state by accident. It is exclusive by nature:
- * its only instance is the process that holds it.
+ * In-memory store: nothing survives the process (tests, throwaway runs). Records are kept as
+ * their JSON text, through the SQL stores' codec: immutable, so callers can never mutate stored
+ * state by accident, cheaper than a structured clone on the way in, and a value that would not
+ * survive the SQL stores does not survive this one either. It is exclusive by nature: its only
+ * instance is the process that holds it.
  */
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
-import { finishedMs } from './codec.js'
+import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs } from './codec.js'
 import {
   newestFirst, TERMINAL_TURN_STATUSES, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn,
   type SessionRecord, type Store, type TurnFilter, type TurnRecord
 } from './store.js'
 
-/** One page of a listing in the SQL stores' order (time, then id, descending), copied. */
-function page<T> (items: Array<{ key: PageKey, x: T }>, limit: number, before?: PageKey): T[] {
+/** One page of a listing in the SQL stores' order (time, then id, descending), decoded. */
+function page<T> (items: Array<{ key: PageKey, doc: string }>, decode: (doc: string) => T, limit: number, before?: PageKey): T[] {
   return items
     .filter((i) => before === undefined || newestFirst(i.key, before) > 0)
     .sort((a, b) => newestFirst(a.key, b.key))
     .slice(0, limit)
-    .map((i) => structuredClone(i.x))
+    .map((i) => decode(i.doc))
+}
+
+/** A stored session: its document, and the columns its listing filters and orders by. */
+interface StoredSession {
+  owner: string
+  updatedAt: string
+  doc: string
 }
 
 interface StoredTurn {
-  turn: TurnRecord
+  turnId: string
+  owner: string
+  sessionId: string
+  status: TurnRecord['status']
+  createdAt: string
+  doc: string
   instanceId: string
   finishedAt: number | null
 }
@@ -29,9 +43,10 @@ export class MemoryStore implements Store {
   readonly instanceId: string
   readonly exclusive = true
   readonly durable = false
-  private readonly sessions = new Map<string, SessionRecord>()
+  private readonly sessions = new Map<string, StoredSession>()
   private readonly turns = new Map<string, StoredTurn>()
-  private readonly events = new Map<string, Map<number, BusEnvelope>>()
+  /** Per turn: seq → the envelope's JSON text. */
+  private readonly events = new Map<string, Map<number, string>>()
   private readonly checkpoints = new Map<string, CheckpointRow>()
   private readonly idempotency = new Map<string, IdempotencyRecord & { expiresMs: number }>()
   private leaseExpires = 0
@@ -42,16 +57,20 @@ export class MemoryStore implements Store {
 
   async getSession (sessionId: string): Promise<SessionRecord | null> {
     const s = this.sessions.get(sessionId)
-    return s === undefined ? null : structuredClone(s)
+    return s === undefined ? null : decodeSession(s.doc)
   }
 
   async saveSession (session: SessionRecord): Promise<void> {
-    this.sessions.set(session.session_id, structuredClone(session))
+    this.putSession(session)
+  }
+
+  private putSession (session: SessionRecord): void {
+    this.sessions.set(session.session_id, { owner: session.owner, updatedAt: session.updated_at, doc: encodeDoc(session) })
   }
 
   async getTurn (turnId: string): Promise<TurnRecord | null> {
     const t = this.turns.get(turnId)
-    return t === undefined ? null : structuredClone(t.turn)
+    return t === undefined ? null : decodeTurn(t.doc)
   }
 
   async saveTurn (turn: TurnRecord): Promise<void> {
@@ -60,33 +79,28 @@ export class MemoryStore implements Store {
 
   private putTurn (turn: TurnRecord): void {
     const stored = this.turns.get(turn.turn_id)
-    if (stored !== undefined && TERMINAL_TURN_STATUSES.has(stored.turn.status)) return
-    this.turns.set(turn.turn_id, {
-      turn: structuredClone(turn),
-      instanceId: stored?.instanceId ?? this.instanceId,
-      finishedAt: finishedMs(turn)
-    })
+    if (stored !== undefined && TERMINAL_TURN_STATUSES.has(stored.status)) return
+    this.turns.set(turn.turn_id, storedTurn(turn, stored?.instanceId ?? this.instanceId))
   }
 
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
-    const copy = structuredClone(session)
     this.putTurn(turn)
-    this.sessions.set(session.session_id, copy)
+    this.putSession(session)
     this.putEvents(events)
   }
 
   async listSessions (owner: string, limit: number, before?: PageKey): Promise<SessionRecord[]> {
-    const mine = [...this.sessions.values()].filter((x) => x.owner === owner)
-      .map((x) => ({ key: { at: x.updated_at, id: x.session_id }, x }))
-    return page(mine, limit, before)
+    const mine = [...this.sessions].filter(([, x]) => x.owner === owner)
+      .map(([id, x]) => ({ key: { at: x.updatedAt, id }, doc: x.doc }))
+    return page(mine, decodeSession, limit, before)
   }
 
   async listTurns (owner: string, filter: TurnFilter, limit: number, before?: PageKey): Promise<TurnRecord[]> {
-    const mine = [...this.turns.values()].map((t) => t.turn)
-      .filter((t) => t.owner === owner && (filter.sessionId === undefined || t.session_id === filter.sessionId) &&
+    const mine = [...this.turns]
+      .filter(([, t]) => t.owner === owner && (filter.sessionId === undefined || t.sessionId === filter.sessionId) &&
         (filter.status === undefined || t.status === filter.status))
-      .map((x) => ({ key: { at: x.created_at, id: x.turn_id }, x }))
-    return page(mine, limit, before)
+      .map(([id, t]) => ({ key: { at: t.createdAt, id }, doc: t.doc }))
+    return page(mine, decodeTurn, limit, before)
   }
 
   async createTurn (
@@ -129,7 +143,7 @@ export class MemoryStore implements Store {
         log = new Map()
         this.events.set(e.turn_id, log)
       }
-      if (!log.has(e.seq)) log.set(e.seq, structuredClone(e))
+      if (!log.has(e.seq)) log.set(e.seq, encodeDoc(e))
     }
   }
 
@@ -140,14 +154,15 @@ export class MemoryStore implements Store {
 
   async pruneCheckpoints (): Promise<void> {
     for (const turnId of this.checkpoints.keys()) {
-      if (this.turns.get(turnId)?.turn.status !== 'running') this.checkpoints.delete(turnId)
+      if (this.turns.get(turnId)?.status !== 'running') this.checkpoints.delete(turnId)
     }
   }
 
   async readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> {
     const log = this.events.get(turnId)
     if (log === undefined) return []
-    return [...log.values()].filter((e) => e.seq > afterSeq).sort((a, b) => a.seq - b.seq).slice(0, limit).map((e) => structuredClone(e))
+    return [...log.keys()].filter((seq) => seq > afterSeq).sort((a, b) => a - b).slice(0, limit)
+      .map((seq) => decodeEnvelope(log.get(seq) as string))
   }
 
   async lastEventSeq (turnId: string): Promise<number> {
@@ -176,20 +191,20 @@ export class MemoryStore implements Store {
 
   async runningTurns (): Promise<RunningTurn[]> {
     return [...this.turns.values()]
-      .filter((t) => t.turn.status === 'running')
-      .map((t) => ({ turnId: t.turn.turn_id, instanceId: t.instanceId }))
+      .filter((t) => t.status === 'running')
+      .map((t) => ({ turnId: t.turnId, instanceId: t.instanceId }))
   }
 
   async interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean> {
     const stored = this.turns.get(turn.turn_id)
-    if (stored === undefined || stored.turn.status !== 'running' || stored.instanceId !== instanceId) return false
-    this.turns.set(turn.turn_id, { turn: structuredClone(turn), instanceId: stored.instanceId, finishedAt: finishedMs(turn) })
+    if (stored === undefined || stored.status !== 'running' || stored.instanceId !== instanceId) return false
+    this.turns.set(turn.turn_id, storedTurn(turn, stored.instanceId))
     return true
   }
 
   async adoptTurn (turnId: string, instanceId: string | null): Promise<boolean> {
     const stored = this.turns.get(turnId)
-    if (stored === undefined || stored.turn.status !== 'running' || stored.instanceId !== instanceId) return false
+    if (stored === undefined || stored.status !== 'running' || stored.instanceId !== instanceId) return false
     stored.instanceId = this.instanceId
     return true
   }
@@ -200,6 +215,19 @@ export class MemoryStore implements Store {
     this.turns.clear()
     this.events.clear()
     this.idempotency.clear()
+  }
+}
+
+function storedTurn (turn: TurnRecord, instanceId: string): StoredTurn {
+  return {
+    turnId: turn.turn_id,
+    owner: turn.owner,
+    sessionId: turn.session_id,
+    status: turn.status,
+    createdAt: turn.created_at,
+    doc: encodeDoc(turn),
+    instanceId,
+    finishedAt: finishedMs(turn)
   }
 }
 
