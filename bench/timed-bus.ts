@@ -65,6 +65,10 @@ export class TimedEventBus implements EventBus {
     this.inner.drop(turnId)
   }
 
+  ended (turnId: string): void {
+    this.inner.ended(turnId)
+  }
+
   publishControl (message: ControlMessage): void {
     this.inner.publishControl(message)
   }

@@ -243,6 +243,29 @@ export class ArchivingBus implements EventBus {
     this.inner.drop(turnId)
   }
 
+  /**
+   * A finished turn's replays are answered from the store, so an in-process inner bus forgets
+   * its copy as soon as every event of the turn is written and fanned out, instead of holding the
+   * events of every turn of the last `turns.retention_ms` in the heap (memory that grows with
+   * throughput, and that every garbage collection scans). A shared inner bus (Redis) keeps its
+   * streams: other instances replay from them.
+   */
+  ended (turnId: string): void {
+    if (this.inner.shared) return
+    if (!this.pending(turnId)) {
+      this.inner.drop(turnId)
+      return
+    }
+    // Still being written (an asynchronous store) or held behind a checkpoint: once that is
+    // done; a store that stays unreachable leaves the copy to `drop`.
+    void this.writer.appended(CHECKPOINT_HOLD_MS).then(() => { if (!this.pending(turnId)) this.inner.drop(turnId) })
+  }
+
+  private pending (turnId: string): boolean {
+    const of = (e: BusEnvelope): boolean => e.turn_id === turnId
+    return this.writer.holds(turnId) || this.group.some(of) || this.held.some((h) => h.group.some(of))
+  }
+
   unreachableSince (): number | null {
     return this.inner.unreachableSince()
   }

@@ -70,6 +70,12 @@ export interface EventLog {
   /** Forgets a finished turn's log (after its retention). */
   drop (turnId: string): void
   /**
+   * The turn has ended. A bus whose finished-turn logs are kept elsewhere as well (the archiving
+   * bus over the in-process one: the store answers their replays) forgets its in-memory copy now
+   * rather than at `drop`; the others keep theirs until then.
+   */
+  ended (turnId: string): void
+  /**
    * Stores a durable turn's checkpoint in the same write as the events published in this
    * synchronous run (or alone, if none). Only a log kept in a store offers it.
    */

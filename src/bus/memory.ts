@@ -83,6 +83,9 @@ export class MemoryEventBus implements EventBus {
     this.logs.delete(turnId)
   }
 
+  /** Kept until `drop`: without a store behind it, this log is what replays a finished turn. */
+  ended (): void {}
+
   unreachableSince (): number | null {
     return null
   }

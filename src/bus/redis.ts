@@ -395,6 +395,9 @@ export class RedisEventBus implements EventBus {
     this.cmd.del(this.keys.stream(turnId)).catch(() => { /* the stream expires on its own */ })
   }
 
+  /** Kept until `drop`: other instances replay a finished turn from its stream. */
+  ended (): void {}
+
   /** Since the first of the two connections was lost, while either is still down. */
   unreachableSince (): number | null {
     return this.down.size === 0 ? null : Math.min(...this.down.values())
