@@ -65,8 +65,8 @@ export class TimedEventBus implements EventBus {
     this.inner.drop(turnId)
   }
 
-  ended (turnId: string): void {
-    this.inner.ended(turnId)
+  ended (turnId: string): boolean {
+    return this.inner.ended(turnId)
   }
 
   publishControl (message: ControlMessage): void {

@@ -250,15 +250,16 @@ export class ArchivingBus implements EventBus {
    * throughput, and that every garbage collection scans). A shared inner bus (Redis) keeps its
    * streams: other instances replay from them.
    */
-  ended (turnId: string): void {
-    if (this.inner.shared) return
+  ended (turnId: string): boolean {
+    if (this.inner.shared) return true
     if (!this.pending(turnId)) {
       this.inner.drop(turnId)
-      return
+      return false
     }
     // Still being written (an asynchronous store) or held behind a checkpoint: once that is
     // done; a store that stays unreachable leaves the copy to `drop`.
     void this.writer.appended(CHECKPOINT_HOLD_MS).then(() => { if (!this.pending(turnId)) this.inner.drop(turnId) })
+    return true
   }
 
   private pending (turnId: string): boolean {

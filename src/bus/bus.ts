@@ -72,9 +72,10 @@ export interface EventLog {
   /**
    * The turn has ended. A bus whose finished-turn logs are kept elsewhere as well (the archiving
    * bus over the in-process one: the store answers their replays) forgets its in-memory copy now
-   * rather than at `drop`; the others keep theirs until then.
+   * rather than at `drop`; the others keep theirs until then. Returns whether the bus still
+   * holds the turn's log, to be forgotten by `drop` after the retention.
    */
-  ended (turnId: string): void
+  ended (turnId: string): boolean
   /**
    * Stores a durable turn's checkpoint in the same write as the events published in this
    * synchronous run (or alone, if none). Only a log kept in a store offers it.

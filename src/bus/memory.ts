@@ -84,7 +84,9 @@ export class MemoryEventBus implements EventBus {
   }
 
   /** Kept until `drop`: without a store behind it, this log is what replays a finished turn. */
-  ended (): void {}
+  ended (): boolean {
+    return true
+  }
 
   unreachableSince (): number | null {
     return null

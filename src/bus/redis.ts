@@ -396,7 +396,9 @@ export class RedisEventBus implements EventBus {
   }
 
   /** Kept until `drop`: other instances replay a finished turn from its stream. */
-  ended (): void {}
+  ended (): boolean {
+    return true
+  }
 
   /** Since the first of the two connections was lost, while either is still down. */
   unreachableSince (): number | null {

@@ -180,7 +180,7 @@ export class TurnService {
     this.admission.release(record.session_id)
     this.deps.slots?.release(record.owner, record.turn_id)
     const turnId = record.turn_id
-    this.deps.bus.ended(turnId)
+    if (!this.deps.bus.ended(turnId)) return
     // The entry closes over the id alone: closing over the record would keep every finished
     // turn's record, with its tool calls, in the heap for the whole retention.
     this.retention.add(Date.now() + this.deps.config.turns.retention_ms, () => { this.deps.bus.drop(turnId) })

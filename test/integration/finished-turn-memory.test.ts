@@ -43,6 +43,8 @@ test('on SQLite a finished turn\'s events leave the process at its end, and ever
   assert.equal(live.at(-1)?.event.kind, 'turn.completed')
 
   assert.deepEqual(await inner.replay(turnId, 0), { kind: 'unknown' }, 'the in-process copy is gone')
+  const retention = (g.gateway.turns as unknown as { retention: { size: number } }).retention
+  assert.equal(retention.size, 0, 'nothing is left for the retention sweep to forget')
   const stored = (await g.http('GET', `/v1/turns/${turnId}/events`)).body.events as EventEnvelope[]
   assert.deepEqual(kinds(stored), kinds(live))
   const late = await g.socket()
