@@ -118,7 +118,8 @@ export const TurnsConfig = Type.Object({
   retention_ms: Type.Integer({
     minimum: 0,
     default: 3_600_000,
-    description: 'How long finished turns stay queryable in memory, and how long an idempotency_key answers its turn'
+    description: 'How long a finished turn\'s events stay in the process for replays where no store keeps an event log ' +
+      '(the memory store; SQLite and PostgreSQL answer from the store), and how long an idempotency_key answers its turn'
   }),
   max_events_per_turn: Type.Integer({ minimum: 16, default: 10_000, description: 'Replay buffer per turn; older events answer REPLAY_GAP' }),
   max_active_turns: Type.Integer({ minimum: 1, default: 256 }),
