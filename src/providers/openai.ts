@@ -3,6 +3,7 @@
  * connection failures, 429 and 5xx before anything was streamed. Timeouts and response sizes are
  * bounded: undici's 300 s defaults do not fit a gateway.
  */
+import type { Readable } from 'node:stream'
 import { Agent, request, errors as undiciErrors } from 'undici'
 import type { ProviderConfig } from '../../schemas/config.js'
 import { scrubText } from '../core/security/redact.js'
@@ -13,6 +14,9 @@ import {
   ProviderError, type ChatCallOptions, type ChatMessage, type ChatRequest, type ChatResponse,
   type ChatToolCall, type ModelProvider, type ProviderEndpoint, type ChatUsage
 } from './types.js'
+
+/** How long a streamed answer that sent [DONE] may keep its response open before it is cut off. */
+const DONE_DRAIN_MS = 250
 
 interface WireToolCallDelta {
   index?: number
@@ -258,7 +262,7 @@ export class OpenAIProvider implements ModelProvider {
     return response
   }
 
-  private async readStream (body: AsyncIterable<Buffer>, options: ChatCallOptions): Promise<ChatResponse> {
+  private async readStream (body: Readable, options: ChatCallOptions): Promise<ChatResponse> {
     const parser = new SseParser()
     const decoder = new TextDecoder()
     let text = ''
@@ -306,11 +310,24 @@ export class OpenAIProvider implements ModelProvider {
       }
     }
 
-    for await (const chunk of body) {
-      size += chunk.length
-      if (size > this.config.max_response_bytes) throw new ProviderError('PROVIDER_BAD_RESPONSE', `provider stream exceeds ${this.config.max_response_bytes} bytes`)
-      for (const message of parser.feed(decoder.decode(chunk, { stream: true }))) handle(message.data)
-      if (done) break
+    // After [DONE] the response is read to its end rather than broken off: leaving a stream's
+    // iterator early destroys it with an AbortError, and formatting that error's stack was the
+    // costliest step of a streamed call. What follows [DONE] is ignored, and a server that keeps
+    // the response open after it is cut off after DONE_DRAIN_MS.
+    let drain: NodeJS.Timeout | undefined
+    try {
+      for await (const chunk of body) {
+        if (done) continue
+        size += chunk.length
+        if (size > this.config.max_response_bytes) throw new ProviderError('PROVIDER_BAD_RESPONSE', `provider stream exceeds ${this.config.max_response_bytes} bytes`)
+        for (const message of parser.feed(decoder.decode(chunk, { stream: true }))) handle(message.data)
+        if (done) drain = setTimeout(() => { body.destroy() }, DONE_DRAIN_MS)
+      }
+    } catch (err) {
+      // Cut off (by us or the connection) after [DONE]: the answer is whole.
+      if (!done) throw err
+    } finally {
+      clearTimeout(drain)
     }
     if (!done) for (const message of parser.end()) handle(message.data)
     if (options.signal.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new Error('aborted')

@@ -33,6 +33,8 @@ export interface ScriptedReply {
   resetAfter?: number
   /** End the response cleanly after this many streamed chunks, without finish_reason or [DONE]. */
   endAfter?: number
+  /** Send [DONE], then keep the response open with a comment line every 100 ms instead of ending it. */
+  openAfterDone?: boolean
   /** Never answer; the request stays open until the client gives up. */
   hang?: boolean
   /** Default { prompt_tokens: 10, completion_tokens: 5 }; null: no usage at all, as from a server that ignores stream_options. */
@@ -142,7 +144,15 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
   await chunk({}, finish)
   if (!stopped()) {
     if (usage !== undefined) res.write(`data: ${JSON.stringify({ ...identity, object: 'chat.completion.chunk', choices: [], usage })}\n\n`)
-    res.end('data: [DONE]\n\n')
+    if (reply.openAfterDone !== true) {
+      res.end('data: [DONE]\n\n')
+      return
+    }
+    res.write('data: [DONE]\n\n')
+    while (!stopped()) {
+      await sleep(100)
+      if (!stopped()) res.write(': still here\n\n')
+    }
   }
 }
 

@@ -147,6 +147,17 @@ test('a trickling stream ends at total_timeout_ms with PROVIDER_TIMEOUT', async 
   await until(() => g.provider.open() === 0, 'the provider request to be closed')
 })
 
+test('a stream that sends [DONE] but never ends its response completes the turn, and the response is cut off', async (t) => {
+  const g = await gateway(t)
+  g.provider.enqueue({ text: 'whole answer', openAfterDone: true })
+  const { turn, events } = await runTurn(g, { message: 'hi' })
+  assert.equal(turn.status, 'completed')
+  assert.equal(turn.final_text, 'whole answer')
+  assert.equal(streamedText(events), 'whole answer')
+  assert.equal(g.provider.requests.length, 1)
+  await until(() => g.provider.open() === 0, 'the provider response to be cut off')
+})
+
 test('cancelling a turn ends a retry wait at once', async (t) => {
   const g = await gateway(t, { retry_initial_delay_ms: 60_000, retry_max_delay_ms: 60_000 })
   g.provider.enqueue({ status: 500 }, { text: 'never asked' })
