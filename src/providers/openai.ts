@@ -324,8 +324,9 @@ export class OpenAIProvider implements ModelProvider {
         if (done) drain = setTimeout(() => { body.destroy() }, DONE_DRAIN_MS)
       }
     } catch (err) {
-      // Cut off (by us or the connection) after [DONE]: the answer is whole.
-      if (!done) throw err
+      // The response cut off (by us or the connection) after [DONE]: the answer is whole. A
+      // message of the [DONE] chunk itself that failed (a ProviderError of ours) still fails it.
+      if (!done || err instanceof ProviderError) throw err
     } finally {
       clearTimeout(drain)
     }

@@ -81,6 +81,6 @@ test('a finished turn\'s record is not kept alive by its retention entry', async
   await new Promise((resolve) => setImmediate(resolve))
   gc()
   assert.equal(record.deref(), undefined, 'the finished turn\'s record is still reachable')
-  // Still answered: from the store (the memory store copies it in).
+  // Still answered: from the store (the memory store keeps the record's JSON).
   assert.equal((await g.http('GET', `/v1/turns/${turnId}`)).body.status, 'completed')
 })
