@@ -52,6 +52,7 @@ export interface NewTurn {
 /** The agent, model, scoped tools and knobs the turn runs with, resolved once at its start. */
 export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedAgentExecution {
   const { request, session } = turn
+  let workspaceDir: string | undefined
   return resolveTurnContext({
     config: deps.config,
     agentName: session.agent,
@@ -66,7 +67,8 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     message: request.message,
     ...(request.approval_timeout_ms === undefined ? {} : { approvalTimeoutMs: request.approval_timeout_ms }),
     receiptGenerator: turn.receipts,
-    workspaceDir: deps.workspaces.dirFor(turn.tenant, session.session_id)
+    // Checked (and made) once per turn, by its first tool that asks.
+    workspaceDir: () => (workspaceDir ??= deps.workspaces.dirFor(turn.tenant, session.session_id))
   })
 }
 

@@ -70,7 +70,8 @@ export interface ToolContext {
   log: Logger
   /**
    * The only folder this call may touch: its tenant's workspace (or its session's), resolved by
-   * the engine from the turn's principal. Absolute, canonical, existing.
+   * the engine from the turn's principal. Absolute, canonical, existing: looked up (and made if
+   * missing) on the turn's first read of this property, so read it only when the call needs it.
    */
   workspaceDir: string
   /** Whether a sandboxed process this call starts may reach the network (the risk profile's `shell_network`). */

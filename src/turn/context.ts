@@ -83,8 +83,12 @@ export interface ResolvedAgentExecution {
   receipts: ReceiptOptions | null
   /** 0 for a turn; n for a sub-turn n `delegate` calls deep. */
   delegateDepth: number
-  /** The folder this turn's tools act in: its tenant's (or session's) workspace. */
-  workspaceDir: string
+  /**
+   * The folder this turn's tools act in: its tenant's (or session's) workspace, looked up (and
+   * created if missing) when a tool first asks, so a turn whose tools never touch files costs no
+   * file-system call.
+   */
+  workspaceDir: () => string
   /** The risk profile's `shell_network`: sandboxed commands may reach the network. */
   shellNetwork: boolean
 }
@@ -173,8 +177,8 @@ export interface ResolveOptions {
   mcp?: McpToolSource
   /** The turn's user message (dynamic tool_filter_groups match against it). */
   message?: string
-  /** The workspace folder of the turn's principal (and session), already created. */
-  workspaceDir: string
+  /** The workspace folder of the turn's principal (and session), created on the first call. */
+  workspaceDir: () => string
   /** The turn request's `approval_timeout_ms`, if it gave one. */
   approvalTimeoutMs?: number
 }

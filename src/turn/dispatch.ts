@@ -103,7 +103,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       callId: slot.callId,
       // Made on first use: most calls log nothing, and a child logger serialises its bindings at once.
       get log () { return (log ??= state.log.child({ tool: slot.name, call_id: slot.callId })) },
-      workspaceDir: exec.workspaceDir,
+      get workspaceDir () { return exec.workspaceDir() },
       network: exec.shellNetwork,
       progress: progress.report,
       ...(tool.turnScoped === true ? { turn: turnScope(exec, state) } : {})

@@ -151,7 +151,7 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
     hooks: options.hooks ?? NO_HOOKS,
     grants: new SessionGrants([]),
     channel: 'engine',
-    workspaceDir
+    workspaceDir: () => workspaceDir
   })
   const { runtime } = resolveAgent(config, 'default')
   const controller = new AbortController()

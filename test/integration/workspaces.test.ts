@@ -78,6 +78,18 @@ test('two principals of one tenant share the tenant\'s folder', async (t) => {
   assert.deepEqual(toolResults(g.provider.requests.at(-1)), ['team notes'])
 })
 
+test('a turn that touches no file makes no folder; its first file tool makes the tenant\'s', async (t) => {
+  const g = await gateway(t)
+  const token = await mintToken({ tenant: 'initech' })
+  const folder = join(g.workspaceRoot, workspaceSlug('initech'))
+  g.provider.enqueue({ text: 'no tools needed' })
+  await turn(g, token, { message: 'hello' })
+  await assert.rejects(stat(folder), { code: 'ENOENT' })
+  g.provider.enqueue({ toolCalls: [{ id: 'w', name: 'file_write', arguments: { path: 'a.txt', content: 'first' } }] }, { text: 'ok' })
+  await turn(g, token, { message: 'write' })
+  assert.equal(await readFile(join(folder, 'a.txt'), 'utf8'), 'first')
+})
+
 test('with per-session folders a session\'s tools do not see another session\'s files', async (t) => {
   const g = await gateway(t, { workspace: { per_session: true } })
   const a = await mintToken({ tenant: 'acme' })
