@@ -97,8 +97,8 @@ export class OpenAIProvider implements ModelProvider {
   private readonly url: string
   private readonly connectTimeoutMs: number
   private readonly retry: RetryPolicy
-  /** Wire form of each shared spec, built once per spec object rather than once per request. */
-  private readonly wireTools = new WeakMap<ToolSpec, object>()
+  /** Wire form (JSON text) of each shared spec, made once per spec object rather than once per request. */
+  private readonly wireTools = new WeakMap<ToolSpec, string>()
 
   constructor (options: OpenAIProviderOptions) {
     this.name = options.name
@@ -120,10 +120,11 @@ export class OpenAIProvider implements ModelProvider {
     })
   }
 
-  private wireTool (spec: ToolSpec): object {
+  /** A tool's wire form as JSON text, made once per spec (specs are frozen, their schemas compiled once). */
+  private wireTool (spec: ToolSpec): string {
     let wire = this.wireTools.get(spec)
     if (wire === undefined) {
-      wire = { type: 'function', function: spec }
+      wire = JSON.stringify({ type: 'function', function: spec })
       this.wireTools.set(spec, wire)
     }
     return wire
@@ -138,10 +139,12 @@ export class OpenAIProvider implements ModelProvider {
     }
     // Usage arrives in one last chunk; a server that ignores the option simply sends none.
     if (stream && this.config.stream_usage) payload.stream_options = { include_usage: true }
-    if (req.tools !== undefined && req.tools.length > 0) payload.tools = req.tools.map((s) => this.wireTool(s))
     const temperature = req.temperature ?? this.config.temperature
     if (temperature !== undefined) payload.temperature = temperature
-    return JSON.stringify(payload)
+    const json = JSON.stringify(payload)
+    if (req.tools === undefined || req.tools.length === 0) return json
+    // The tool schemas are the bulk of a request and the same every call: spliced in as made once.
+    return `${json.slice(0, -1)},"tools":[${req.tools.map((s) => this.wireTool(s)).join(',')}]}`
   }
 
   private headers (): Record<string, string> {
