@@ -68,6 +68,8 @@ export class ArchivingBus implements EventBus {
    * store has it, and every group after it waits behind it.
    */
   private held: Array<{ group: BusEnvelope[], ready: boolean }> = []
+  /** Callers of `written` waiting for the group queued for the end of this tick to be written. */
+  private flushWaiters: Array<() => void> = []
 
   constructor (options: ArchivingBusOptions) {
     this.inner = options.inner
@@ -130,12 +132,18 @@ export class ArchivingBus implements EventBus {
 
   /** Stored first: with a synchronous store no client can see an event a crash would lose. */
   private readonly flush = (): void => {
-    if (this.group.length === 0 && this.checkpoints.length === 0) return
+    const waiters = this.flushWaiters
+    if (waiters.length > 0) this.flushWaiters = []
+    if (this.group.length === 0 && this.checkpoints.length === 0) {
+      for (const resolve of waiters) resolve()
+      return
+    }
     const group = this.group
     const checkpoints = this.checkpoints
     this.group = []
     this.checkpoints = []
     this.writer.append(group, checkpoints)
+    for (const resolve of waiters) resolve()
     this.afterGroupWrite?.(group)
     // A store that writes asynchronously (PostgreSQL) must hold a checkpoint before anyone sees the
     // events that follow it: an instance dying in between would otherwise resume from an older
@@ -165,11 +173,17 @@ export class ArchivingBus implements EventBus {
 
   /**
    * Resolves once everything published so far (and every checkpoint taken) is in the store, or the
-   * store stayed unreachable for a while: the pending group is written now, a synchronous store's
-   * at once.
+   * store stayed unreachable for a while. With a synchronous store the pending group is written
+   * at the end of this tick, as it would be anyway, so the turns that wait for their checkpoints in
+   * one tick share one transaction (under load, one commit instead of one per turn); an
+   * asynchronous store's is sent now.
    */
   async written (): Promise<void> {
-    this.flush()
+    if (this.flushQueued && this.store.appendEventsNow !== undefined) {
+      await new Promise<void>((resolve) => { this.flushWaiters.push(resolve) })
+    } else {
+      this.flush()
+    }
     await this.writer.appended(CHECKPOINT_HOLD_MS)
   }
 

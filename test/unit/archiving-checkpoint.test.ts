@@ -1,7 +1,8 @@
 /**
- * The archiving bus with an asynchronous store (PostgreSQL): a group that carries a durable
- * turn's checkpoint reaches subscribers only once the store has it, and later groups wait behind
- * it; groups without one go out at once.
+ * The archiving bus and durable turns' checkpoints. With an asynchronous store (PostgreSQL): a
+ * group that carries a checkpoint reaches subscribers only once the store has it, and later
+ * groups wait behind it; groups without one go out at once. With a synchronous store (SQLite):
+ * turns waiting for their checkpoints in one tick share the write at its end.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -60,4 +61,34 @@ test('with an asynchronous store a checkpoint\'s group and every later one wait 
   writes[1]?.done()
   await tick()
   assert.deepEqual(seen, [1, 2, 3])
+})
+
+test('with a synchronous store the turns that wait for their checkpoints in one tick share one write, and none goes on before it', async (t) => {
+  const writes: Array<{ seqs: string[], checkpoints: string[] }> = []
+  const store = {
+    appendEvents: async () => { throw new Error('a synchronous store is written through appendEventsNow') },
+    appendEventsNow: (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []) => {
+      writes.push({ seqs: events.map((e) => `${e.turn_id}:${e.seq}`), checkpoints: checkpoints.map((c) => `${c.turn_id}:${c.seq}`) })
+    },
+    readEvents: async () => [],
+    lastEventSeq: async () => 0
+  } as unknown as Store
+  const inner = new MemoryEventBus({ maxEventsPerTurn: 100, onListenerError: (err) => { throw err } })
+  const bus = new ArchivingBus({ inner, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 100, maxBuffered: 100 })
+  t.after(async () => { await bus.close() })
+
+  const waited: string[] = []
+  const reach = async (turnId: string): Promise<void> => {
+    bus.publish({ ...envelope(1), turn_id: turnId })
+    bus.checkpoint({ turn_id: turnId, seq: 1, doc: '{}' })
+    await bus.written()
+    // What a durable turn does next (runs its tools) comes only after its checkpoint is written.
+    waited.push(`${turnId} after ${writes.length} write(s)`)
+  }
+  const both = Promise.all([reach('turn_a'), reach('turn_b')])
+  await Promise.resolve()
+  assert.deepEqual(writes, [], 'nothing is written before the end of the tick')
+  await both
+  assert.deepEqual(writes, [{ seqs: ['turn_a:1', 'turn_b:1'], checkpoints: ['turn_a:1', 'turn_b:1'] }])
+  assert.deepEqual(waited, ['turn_a after 1 write(s)', 'turn_b after 1 write(s)'])
 })
