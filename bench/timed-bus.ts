@@ -6,6 +6,7 @@
  */
 import type { ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from '../src/bus/bus.js'
 import type { BusEnvelope, CheckpointRow } from '../src/core/envelope.js'
+import type { FinishedTurn } from '../src/store/store.js'
 import { monotonicNs } from './ipc.js'
 
 export class TimedEventBus implements EventBus {
@@ -14,11 +15,18 @@ export class TimedEventBus implements EventBus {
   // on a bus that stores checkpoints, so dropping these would bench a non-default wiring.
   readonly checkpoint?: (row: CheckpointRow) => void
   readonly written?: () => Promise<void>
+  readonly finish?: (save: FinishedTurn, closing: BusEnvelope) => Promise<void> | null
 
   constructor (private readonly inner: EventBus) {
-    const { checkpoint, written } = inner
+    const { checkpoint, written, finish } = inner
     if (checkpoint !== undefined) this.checkpoint = (row) => { checkpoint.call(inner, row) }
     if (written !== undefined) this.written = async () => { await written.call(inner) }
+    if (finish !== undefined) {
+      this.finish = (save, closing) => {
+        this.stamp(closing)
+        return finish.call(inner, save, closing)
+      }
+    }
   }
 
   get shared (): boolean {
@@ -36,8 +44,12 @@ export class TimedEventBus implements EventBus {
     return emits
   }
 
-  publish (envelope: BusEnvelope, stored?: boolean): void {
+  private stamp (envelope: BusEnvelope): void {
     if (this.watched.size > 0) this.watched.get(envelope.turn_id)?.push([envelope.seq, monotonicNs()])
+  }
+
+  publish (envelope: BusEnvelope, stored?: boolean): void {
+    this.stamp(envelope)
     this.inner.publish(envelope, stored)
   }
 

@@ -14,13 +14,15 @@
  * except behind a group that carries a durable turn's checkpoint, which waits for its write.
  *
  * A caller that writes a turn's events in its own transaction (the turn's creation with its
- * `turn.started`, its final save with its terminal event and whatever of it still waits here —
- * see `unwritten`) publishes them `stored`: they go out at once, never written twice, so the
- * reply that follows (`turn.accepted`, a cancel's answer, `?wait=true`) follows them too.
+ * `turn.started`; with an asynchronous store, its final save with its terminal event and whatever
+ * of it still waits here — see `unwritten`) publishes them `stored`: they go out at once, never
+ * written twice, so the reply that follows (`turn.accepted`, a cancel's answer, `?wait=true`)
+ * follows them too. With a synchronous store a turn's final save joins the group instead
+ * (`finish`): the turns ending in one tick share its commit.
  */
 import type { Logger } from 'pino'
 import { EventLogWriter } from '../store/event-writer.js'
-import type { Store } from '../store/store.js'
+import type { FinishedTurn, Store } from '../store/store.js'
 import type { CheckpointRow } from '../core/envelope.js'
 import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
 
@@ -70,11 +72,15 @@ export class ArchivingBus implements EventBus {
   private held: Array<{ group: BusEnvelope[], ready: boolean }> = []
   /** Callers of `written` waiting for the group queued for the end of this tick to be written. */
   private flushWaiters: Array<() => void> = []
+  /** Final saves of turns that ended in this tick, written with its group (a synchronous store). */
+  private finished: Array<{ save: FinishedTurn, done: () => void }> = []
+  private readonly log: Logger
 
   constructor (options: ArchivingBusOptions) {
     this.inner = options.inner
     this.queueFlush = options.store.appendEventsNow === undefined ? queueMicrotask : setImmediate
     this.store = options.store
+    this.log = options.log
     this.maxEvents = options.maxEventsPerTurn
     this.afterGroupWrite = options.afterGroupWrite
     this.writer = new EventLogWriter({ store: options.store, log: options.log, maxBuffered: options.maxBuffered, retryMs: 500 })
@@ -140,10 +146,13 @@ export class ArchivingBus implements EventBus {
     }
     const group = this.group
     const checkpoints = this.checkpoints
+    const finished = this.finished
     this.group = []
     this.checkpoints = []
-    this.writer.append(group, checkpoints)
+    if (finished.length > 0) this.finished = []
+    const saved = this.writer.append(group, checkpoints, finished.map((f) => f.save))
     for (const resolve of waiters) resolve()
+    if (finished.length > 0) this.settleFinished(finished, saved)
     this.afterGroupWrite?.(group)
     // A store that writes asynchronously (PostgreSQL) must hold a checkpoint before anyone sees the
     // events that follow it: an instance dying in between would otherwise resume from an older
@@ -160,6 +169,34 @@ export class ArchivingBus implements EventBus {
         entry.ready = true
         this.release()
       })
+    }
+  }
+
+  /**
+   * With a synchronous store (null otherwise): the turn's final record and session are written at
+   * the end of this tick in its group's transaction, with `closing` (the turn's terminal event)
+   * and every event of the turn still waiting, so the turns that end in one tick share one commit;
+   * `closing` goes out with that group, after the write. Resolves once they are written. If that
+   * write fails (the store is unreachable: its events are retried), they are saved on their own,
+   * as a turn saves them without this.
+   */
+  finish (save: FinishedTurn, closing: BusEnvelope): Promise<void> | null {
+    if (this.store.appendEventsNow === undefined) return null
+    const done = new Promise<void>((resolve) => { this.finished.push({ save, done: resolve }) })
+    this.group.push(closing)
+    this.queueGroupFlush()
+    return done
+  }
+
+  private settleFinished (finished: ReadonlyArray<{ save: FinishedTurn, done: () => void }>, saved: boolean): void {
+    for (const { save, done } of finished) {
+      if (saved) {
+        done()
+        continue
+      }
+      this.store.saveTurnAndSession(save.turn, save.session)
+        .catch((err: unknown) => { this.log.error({ err, turn_id: save.turn.turn_id }, 'could not persist the finished turn') })
+        .finally(done)
     }
   }
 

@@ -4,6 +4,7 @@
  * instance. In-process by default (memory.ts); Redis (redis.ts) lets many instances share one.
  */
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
+import type { FinishedTurn } from '../store/store.js'
 
 export type { BusEnvelope }
 
@@ -83,6 +84,12 @@ export interface EventLog {
   checkpoint?: (row: CheckpointRow) => void
   /** Resolves once the events published so far are stored (a durable turn waits for it before a tool starts). */
   written?: () => Promise<void>
+  /**
+   * Writes a finished turn's record and session with its terminal event `closing` (which it then
+   * publishes) and the turn's events still unwritten, in a write shared with other turns; null
+   * when this bus does not (the caller saves and publishes them itself).
+   */
+  finish?: (save: FinishedTurn, closing: BusEnvelope) => Promise<void> | null
 }
 
 /** The cross-instance control plane: it only publishes and subscribes; cluster/control.ts adds request/reply. */

@@ -256,17 +256,24 @@ export class RunningTurn {
     // reads the turn or starts the session's next turn finds the finished state in the store.
     const closing = this.sequence(terminal)
     session.updated_at = record.updated_at
-    // Where the bus archives events, the save carries the terminal event and whatever of the
-    // turn the bus has not written yet (the answer's text of this tick): one transaction.
-    const unwritten = this.host.bus.unwritten(record.turn_id)
-    let stored = false
-    try {
-      await this.host.store.saveTurnAndSession(record, session, unwritten === null ? [] : [...unwritten, closing])
-      stored = unwritten !== null
-    } catch (err) {
-      state.log.error({ err }, 'could not persist the finished turn')
+    // On SQLite the save joins the bus's end-of-tick write with the terminal event (turns ending
+    // in one tick share it), which then goes out with that group.
+    const joined = this.host.bus.finish?.({ turn: record, session }, closing) ?? null
+    if (joined !== null) {
+      await joined
+    } else {
+      // Where the bus archives events, the save carries the terminal event and whatever of the
+      // turn the bus has not written yet (the answer's text of this tick): one transaction.
+      const unwritten = this.host.bus.unwritten(record.turn_id)
+      let stored = false
+      try {
+        await this.host.store.saveTurnAndSession(record, session, unwritten === null ? [] : [...unwritten, closing])
+        stored = unwritten !== null
+      } catch (err) {
+        state.log.error({ err }, 'could not persist the finished turn')
+      }
+      this.publish(closing, stored)
     }
-    this.publish(closing, stored)
     for (const dispose of this.disposers) dispose()
   }
 }

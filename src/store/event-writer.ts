@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
-import type { Store } from './store.js'
+import type { FinishedTurn, Store } from './store.js'
 
 const BATCH = 500
 
@@ -52,16 +52,20 @@ export class EventLogWriter {
 
   /**
    * Appends a group of events (in seq order per turn), with the checkpoints taken after them, as
-   * one write when nothing is queued.
+   * one write when nothing is queued. `finished` turns' records and sessions go in that same write
+   * when it is one made now (a synchronous store); returns whether they did: if not, the caller
+   * saves them itself (the queue retries events only).
    */
-  append (group: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): void {
-    if (this.closed || (group.length === 0 && checkpoints.length === 0)) return
+  append (group: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = [], finished: readonly FinishedTurn[] = []): boolean {
+    if (this.closed) return false
+    if (group.length === 0 && checkpoints.length === 0 && finished.length === 0) return true
     const now = this.options.store.appendEventsNow
     if (now !== undefined && this.queue.length === 0) {
       try {
-        if (checkpoints.length === 0) now.call(this.options.store, group)
-        else now.call(this.options.store, group, checkpoints)
-        return
+        if (finished.length > 0) now.call(this.options.store, group, checkpoints, finished)
+        else if (checkpoints.length > 0) now.call(this.options.store, group, checkpoints)
+        else now.call(this.options.store, group)
+        return true
       } catch (err) {
         this.options.log.warn({ err }, 'could not append to the event log; retrying')
       }
@@ -71,6 +75,7 @@ export class EventLogWriter {
     this.queued += group.length + checkpoints.length
     this.trim()
     this.running ??= this.run()
+    return finished.length === 0
   }
 
   /** Whether events of the turn are still on their way to the store (queued, or being written). */

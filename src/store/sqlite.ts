@@ -18,8 +18,8 @@ import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import type { SqlProbe } from './sql-probe.js'
 import {
-  FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,
-  type TurnFilter, type TurnRecord
+  FIRST_PAGE, type FinishedTurn, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord,
+  type Store, type TurnFilter, type TurnRecord
 } from './store.js'
 
 /** 1: first; 2: listing columns; 3: durable turns' checkpoints (a new table, nothing to convert). */
@@ -200,9 +200,15 @@ function prepare (db: Database.Database) {
       for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
       return null
     }),
-    appendEvents: db.transaction((events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[]) => {
+    appendEvents: db.transaction((
+      events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: ReadonlyArray<[unknown[], unknown[]]>
+    ) => {
       for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
       for (const c of checkpoints) saveCheckpoint.run(c.turn_id, c.seq, c.doc)
+      for (const [turn, session] of finished) {
+        saveTurn.run(...turn)
+        saveSession.run(...session)
+      }
     }),
     readCheckpoint: db.prepare<[string], CheckpointRow>('SELECT turn_id, seq, doc FROM tollgate_checkpoints WHERE turn_id = ?'),
     pruneCheckpoints: db.prepare(`DELETE FROM tollgate_checkpoints WHERE turn_id NOT IN
@@ -338,8 +344,10 @@ export class SqliteStore implements Store {
     this.appendEventsNow(events, checkpoints)
   }
 
-  appendEventsNow (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): void {
-    this.stmt.appendEvents(events, checkpoints)
+  appendEventsNow (
+    events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = [], finished: readonly FinishedTurn[] = []
+  ): void {
+    this.stmt.appendEvents(events, checkpoints, finished.map((f) => [this.turnRow(f.turn), sessionRow(f.session)]))
   }
 
   async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {

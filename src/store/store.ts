@@ -67,6 +67,12 @@ export interface RunningTurn {
   instanceId: string | null
 }
 
+/** A turn's final record and its session's, saved with the turn's last events (see `saveTurnAndSession`). */
+export interface FinishedTurn {
+  turn: TurnRecord
+  session: SessionRecord
+}
+
 export interface Store {
   readonly instanceId: string
   /**
@@ -120,7 +126,7 @@ export interface Store {
    * The same, done before returning, by stores whose writes are synchronous (SQLite): an event
    * is then on disk before any client can see it, so a crash never loses an event a client saw.
    */
-  appendEventsNow?: (events: readonly BusEnvelope[], checkpoints?: readonly CheckpointRow[]) => void
+  appendEventsNow?: (events: readonly BusEnvelope[], checkpoints?: readonly CheckpointRow[], finished?: readonly FinishedTurn[]) => void
   /** The turn's latest checkpoint, if it has one. */
   readCheckpoint (turnId: string): Promise<CheckpointRow | null>
   /** Forgets the checkpoints of turns that are no longer running. */

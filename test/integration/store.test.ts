@@ -293,6 +293,27 @@ test('sqlite: records and events survive closing and reopening the file', async 
   assert.deepEqual((await second.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1, 2])
 })
 
+test('sqlite: finished turns written with a group of events are all in one transaction, or none of them', async (t) => {
+  const store = await openStore('sqlite', deferrer(t)) as SqliteStore
+  await store.createTurn(turn(), session(), null)
+  await store.createTurn(turn({ turn_id: 'turn_2', session_id: 'ses_2' }), session({ session_id: 'ses_2', turn_ids: ['turn_2'] }), null)
+  store.appendEventsNow([envelope('turn_1', 1), envelope('turn_2', 1)], [], [
+    { turn: turn({ status: 'completed', final_text: 'one' }), session: session({ history: [{ role: 'user', content: 'one' }] }) },
+    { turn: turn({ turn_id: 'turn_2', session_id: 'ses_2', status: 'failed' }), session: session({ session_id: 'ses_2', turn_ids: ['turn_2'] }) }
+  ])
+  assert.deepEqual([(await store.getTurn('turn_1'))?.final_text, (await store.getTurn('turn_2'))?.status], ['one', 'failed'])
+  assert.deepEqual((await store.getSession('ses_1'))?.history, [{ role: 'user', content: 'one' }])
+  // A row the database refuses (a NULL status) rolls the whole write back: no event, no other turn.
+  assert.throws(() => {
+    store.appendEventsNow([envelope('turn_1', 2)], [], [
+      { turn: turn({ turn_id: 'turn_3', session_id: 'ses_3', status: 'completed' }), session: session({ session_id: 'ses_3' }) },
+      { turn: turn({ turn_id: 'turn_4', session_id: 'ses_4', status: null as never }), session: session({ session_id: 'ses_4' }) }
+    ])
+  }, /NOT NULL/)
+  assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1])
+  assert.equal(await store.getTurn('turn_3'), null)
+})
+
 test('sqlite: a schema-1 database is upgraded in place and its existing records are listed', async (t) => {
   const defer = deferrer(t)
   const path = await sqlitePath(defer)
