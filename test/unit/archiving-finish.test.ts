@@ -58,7 +58,7 @@ test('two turns ending in one tick are saved in one write with their last events
   t.after(async () => { await bus.close() })
 
   // turn_a's answer text of this tick is still unwritten when it ends.
-  bus.publish({ ...closing('turn_a', 1), event: { kind: 'text', text: 'done' } })
+  bus.publish({ ...closing('turn_a', 1), event: { kind: 'text.delta', text: 'done' } })
   const a = bus.finish(finished('turn_a'), closing('turn_a', 2))
   const b = bus.finish(finished('turn_b'), closing('turn_b', 1))
   assert.ok(a !== null && b !== null, 'a bus over a synchronous store takes the final saves')
