@@ -158,6 +158,16 @@ function open (path: string, probe: SqlProbe | undefined): Database.Database {
   return db
 }
 
+/** A turn's creation waiting for the end of the tick, its rows made when it was asked for. */
+interface Creation {
+  turn: unknown[]
+  session: unknown[]
+  claim: IdempotencyClaim | null
+  events: readonly BusEnvelope[]
+  resolve: (held: IdempotencyRecord | null) => void
+  reject: (err: unknown) => void
+}
+
 function prepare (db: Database.Database) {
   const saveTurn = db.prepare(`INSERT INTO tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc, created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -173,6 +183,19 @@ function prepare (db: Database.Database) {
   const getIdempotency = db.prepare<[string, string, number], { turn_id: string, fingerprint: string }>(
     'SELECT turn_id, fingerprint FROM tollgate_idempotency WHERE owner = ? AND idem_key = ? AND expires_ms > ?')
   const appendEvent = db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, doc) VALUES (?, ?, ?)')
+  const createTurn = db.transaction((
+    turn: unknown[], session: unknown[], c: IdempotencyClaim | null, now: number, events: readonly BusEnvelope[]
+  ): IdempotencyRecord | null => {
+    if (c !== null && claim.run(c.owner, c.key, turn[0], c.fingerprint, c.expiresMs, now).changes === 0) {
+      const held = getIdempotency.get(c.owner, c.key, now)
+      // Only an unexpired claim blocks the insert, and nothing else writes in between.
+      if (held !== undefined) return { turnId: held.turn_id, fingerprint: held.fingerprint }
+    }
+    saveTurn.run(...turn)
+    saveSession.run(...session)
+    for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
+    return null
+  })
   // A later checkpoint replaces an earlier one, never the other way round.
   const saveCheckpoint = db.prepare(`INSERT INTO tollgate_checkpoints (turn_id, seq, doc) VALUES (?, ?, ?)
       ON CONFLICT (turn_id) DO UPDATE SET seq = excluded.seq, doc = excluded.doc WHERE excluded.seq >= tollgate_checkpoints.seq`)
@@ -187,19 +210,17 @@ function prepare (db: Database.Database) {
     }),
     getIdempotency,
     pruneIdempotency: db.prepare('DELETE FROM tollgate_idempotency WHERE expires_ms <= ?'),
-    createTurn: db.transaction((
-      turn: unknown[], session: unknown[], c: IdempotencyClaim | null, now: number, events: readonly BusEnvelope[]
-    ): IdempotencyRecord | null => {
-      if (c !== null && claim.run(c.owner, c.key, turn[0], c.fingerprint, c.expiresMs, now).changes === 0) {
-        const held = getIdempotency.get(c.owner, c.key, now)
-        // Only an unexpired claim blocks the insert, and nothing else writes in between.
-        if (held !== undefined) return { turnId: held.turn_id, fingerprint: held.fingerprint }
-      }
-      saveTurn.run(...turn)
-      saveSession.run(...session)
-      for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
-      return null
-    }),
+    createTurn,
+    // Each creation in a savepoint of its own (better-sqlite3 nests transaction functions so): one
+    // that fails is undone alone, the others commit together.
+    createTurns: db.transaction((batch: readonly Creation[], now: number): Array<{ held: IdempotencyRecord | null } | { err: unknown }> =>
+      batch.map((c) => {
+        try {
+          return { held: createTurn(c.turn, c.session, c.claim, now, c.events) }
+        } catch (err) {
+          return { err }
+        }
+      })),
     appendEvents: db.transaction((
       events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: ReadonlyArray<[unknown[], unknown[]]>
     ) => {
@@ -321,10 +342,49 @@ export class SqliteStore implements Store {
     this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session), events)
   }
 
+  /**
+   * Written at the end of the tick with the other turns created in it, in one transaction (each
+   * in a savepoint of its own): under load a commit per tick instead of one per turn. The rows are
+   * made now, from the records as they are when the caller asks.
+   */
   async createTurn (
     turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = []
   ): Promise<IdempotencyRecord | null> {
-    return this.stmt.createTurn(this.turnRow(turn), sessionRow(session), claim, Date.now(), events)
+    const rows = { turn: this.turnRow(turn), session: sessionRow(session), claim, events }
+    return await new Promise((resolve, reject) => {
+      this.creations.push({ ...rows, resolve, reject })
+      if (this.creations.length === 1) setImmediate(this.createQueued)
+    })
+  }
+
+  private creations: Creation[] = []
+
+  private readonly createQueued = (): void => {
+    const batch = this.creations
+    if (batch.length === 0) return
+    this.creations = []
+    const now = Date.now()
+    if (batch.length === 1) {
+      const [c] = batch as [Creation]
+      try {
+        c.resolve(this.stmt.createTurn(c.turn, c.session, c.claim, now, c.events))
+      } catch (err) {
+        c.reject(err)
+      }
+      return
+    }
+    let outcomes
+    try {
+      outcomes = this.stmt.createTurns(batch, now)
+    } catch (err) {
+      for (const c of batch) c.reject(err)
+      return
+    }
+    batch.forEach((c, i) => {
+      const outcome = outcomes[i] as { held: IdempotencyRecord | null } | { err: unknown }
+      if ('err' in outcome) c.reject(outcome.err)
+      else c.resolve(outcome.held)
+    })
   }
 
   async getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null> {
@@ -396,6 +456,8 @@ export class SqliteStore implements Store {
   }
 
   async close (): Promise<void> {
+    // Creations asked for before the close are written (or refused), not left unanswered.
+    if (this.db.open) this.createQueued()
     await this.checkpointer?.close()
     if (this.db.open) this.db.close()
     // Last: the file is not free for another process until this connection is done with it.

@@ -7,6 +7,7 @@ import type { BusEnvelope } from '../../src/bus/bus.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { PostgresStore } from '../../src/store/postgres.js'
 import { SqliteStore } from '../../src/store/sqlite.js'
+import { SqlCounter } from '../../src/store/sql-probe.js'
 import type { SessionRecord, Store, TurnRecord } from '../../src/store/store.js'
 import { deferrer, PG_URL, scratchSchema, type Defer } from '../helpers/services.js'
 
@@ -312,6 +313,27 @@ test('sqlite: finished turns written with a group of events are all in one trans
   }, /NOT NULL/)
   assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1])
   assert.equal(await store.getTurn('turn_3'), null)
+})
+
+test('sqlite: turns created in one tick are written in one commit; one the database refuses fails alone; a key claimed earlier in the batch holds', async (t) => {
+  const defer = deferrer(t)
+  const probe = new SqlCounter()
+  const store = new SqliteStore({ path: await sqlitePath(defer), instanceId: 'inst-a', probe })
+  defer(async () => { await store.close() })
+  const before = probe.snapshot().commits
+  const claim = { owner: 'local/local', key: 'k1', fingerprint: 'f', expiresMs: Date.now() + 60_000 }
+  const ids = ['turn_a', 'turn_b', 'turn_c', 'turn_d']
+  const outcomes = await Promise.allSettled([
+    store.createTurn(turn({ turn_id: 'turn_a', session_id: 'ses_a' }), session({ session_id: 'ses_a' }), claim, [envelope('turn_a', 1)]),
+    store.createTurn(turn({ turn_id: 'turn_b', session_id: 'ses_b', status: null as never }), session({ session_id: 'ses_b' }), null),
+    store.createTurn(turn({ turn_id: 'turn_c', session_id: 'ses_c' }), session({ session_id: 'ses_c' }), null),
+    store.createTurn(turn({ turn_id: 'turn_d', session_id: 'ses_d' }), session({ session_id: 'ses_d' }), claim)
+  ])
+  assert.equal(probe.snapshot().commits - before, 1)
+  assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'])
+  assert.deepEqual(outcomes.map((o) => o.status === 'fulfilled' ? o.value : null), [null, null, null, { turnId: 'turn_a', fingerprint: 'f' }])
+  assert.deepEqual(await Promise.all(ids.map(async (id) => (await store.getTurn(id))?.turn_id ?? null)), ['turn_a', null, 'turn_c', null])
+  assert.deepEqual((await store.readEvents('turn_a', 0, 10)).map((e) => e.seq), [1])
 })
 
 test('sqlite: a schema-1 database is upgraded in place and its existing records are listed', async (t) => {
