@@ -140,7 +140,7 @@ export class ArchivingBus implements EventBus {
   private readonly flush = (): void => {
     const waiters = this.flushWaiters
     if (waiters.length > 0) this.flushWaiters = []
-    if (this.group.length === 0 && this.checkpoints.length === 0) {
+    if (this.group.length === 0 && this.checkpoints.length === 0 && this.finished.length === 0) {
       for (const resolve of waiters) resolve()
       return
     }
