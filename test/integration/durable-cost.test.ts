@@ -1,6 +1,7 @@
 /**
  * What durable turns cost on SQLite: their checkpoints ride in the transactions of the event
- * groups they follow; a round's is written before its tools run, one extra commit per round.
+ * groups they follow; a round's is written before its tools run, at most one extra commit per
+ * round (it joins whatever else its tick writes, so timing may fold it into another group).
  */
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
@@ -38,14 +39,17 @@ async function turnCost (t: TestContext, runningTurns: 'resume' | 'cancel'): Pro
   }
 }
 
-test('a durable turn\'s checkpoints cost one extra commit per round of tool calls, and none otherwise', async (t) => {
+test('a durable turn\'s checkpoints cost at most one extra commit per round of tool calls, and no other write', async (t) => {
   const durable = await turnCost(t, 'resume')
   const plain = await turnCost(t, 'cancel')
   t.diagnostic(`resume: ${durable.commits} commits, ${durable.statements} statements; cancel: ${plain.commits} commits, ${plain.statements} statements`)
   // Three model calls and two prepared rounds: five checkpoints. Those of the model calls ride in
-  // their event groups' transactions; a round's is stored before its tools run, in a commit of its own.
+  // their event groups' transactions; a round's is stored before its tools run, at the end of its
+  // tick: a commit of its own unless something else of that tick is written with it.
   assert.equal(plain.checkpoints, 0)
   assert.equal(durable.checkpoints, 5)
-  assert.equal(durable.commits, plain.commits + 2)
-  assert.equal(durable.statements, plain.statements + durable.checkpoints + 2 * 2)
+  assert.ok(durable.commits <= plain.commits + 2, `${durable.commits} commits against ${plain.commits} without checkpoints`)
+  // Every commit is one BEGIN … COMMIT: what remains is the writes, the same but for the checkpoints.
+  const writes = (c: SqlCounts): number => c.statements - 2 * c.commits
+  assert.equal(writes(durable), writes(plain) + durable.checkpoints)
 })
