@@ -6,7 +6,15 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { dirname, join } from 'node:path'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+const HERE = dirname(fileURLToPath(import.meta.url))
+/**
+ * `npm run bench` runs the bench compiled by tsc (dist/bench), as `npm start` runs the gateway
+ * from dist/: its children are the compiled scripts. Run from source (`--import tsx`, as the
+ * smoke test does), they are the TypeScript files through tsx.
+ */
+export const COMPILED = import.meta.url.endsWith('.js')
+/** The repository: the working directory of every child. */
+export const ROOT = COMPILED ? join(HERE, '..', '..', '..') : join(HERE, '..')
 const TAIL_BYTES = 4096
 
 export interface SpawnOptions {
@@ -92,9 +100,9 @@ export class ChildGroup {
   }
 
   async spawn (name: string, script: string, options: SpawnOptions = {}): Promise<{ child: Child, ready: Record<string, unknown> }> {
-    const proc = fork(join(ROOT, 'bench', script), [], {
+    const proc = fork(join(HERE, COMPILED ? script.replace(/\.ts$/, '.js') : script), [], {
       cwd: ROOT,
-      execArgv: ['--import', 'tsx', ...(options.execArgv ?? [])],
+      execArgv: [...(COMPILED ? [] : ['--import', 'tsx']), ...(options.execArgv ?? [])],
       env: { ...process.env, BENCH_CHILD_OPTIONS: JSON.stringify(options.options ?? {}) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc']
     })

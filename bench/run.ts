@@ -4,9 +4,8 @@
  * bench/results.md. Every child process is ended before it exits, on success or failure.
  */
 import { writeFile } from 'node:fs/promises'
-import { fileURLToPath } from 'node:url'
-import { dirname, join } from 'node:path'
-import { ChildGroup, type Child } from './children.js'
+import { join } from 'node:path'
+import { ChildGroup, COMPILED, ROOT, type Child } from './children.js'
 import type { LoopResult } from './closed-loop.js'
 import { monotonicNs } from './ipc.js'
 import { KnobError, readKnobs, type Knobs } from './knobs.js'
@@ -20,9 +19,10 @@ import type { SqlCounts } from '../src/store/sql-probe.js'
 import { summarize } from './stats.js'
 import { HOLD_PREFIX, TURN_MESSAGE, turnMessage } from './workload.js'
 
-const HERE = dirname(fileURLToPath(import.meta.url))
 const CONNECT_IN_FLIGHT = 64
 const PRIME_TURNS = 1000
+/** Unmeasured turns per path of the first-event section, after priming: that path's own code warms up. */
+const FIRST_EVENT_WARMUP = 200
 
 interface Ctx {
   knobs: Knobs
@@ -147,6 +147,18 @@ async function prime (ctx: Ctx, runners: readonly Runner[]): Promise<void> {
         concurrency: knobs.concurrency, warmupMs: 0, durationMs: Math.min(1000, knobs.warmupMs), message: TURN_MESSAGE
       })).total
     }
+  }
+}
+
+/** `prime` for a lone Tollgate gateway: ordinary turns from the HTTP load driver. */
+async function primeOverHttp (ctx: Ctx, load: Child, url: string): Promise<void> {
+  const { knobs } = ctx
+  const until = Date.now() + 5 * knobs.warmupMs
+  for (let primed = 0; primed < PRIME_TURNS && Date.now() < until;) {
+    const durationMs = Math.min(1000, knobs.warmupMs)
+    primed += (await load.request<LoopResult>({
+      type: 'run', concurrency: knobs.concurrency, warmupMs: 0, durationMs, url: `${url}/v1/turns?wait=true`, body: { message: TURN_MESSAGE, interactive: false }
+    }, durationMs + 60_000)).total
   }
 }
 
@@ -299,10 +311,7 @@ async function cancel (ctx: Ctx): Promise<CancelFigures> {
     await load.child.request<LoopResult>({ type: 'run', ...loop, url: `${url}/v1/turns?wait=true`, body: { message: TURN_MESSAGE, interactive: false } }, loop.warmupMs + loop.durationMs + 60_000)
   const sample = async (prefix: string, deadlineMs: number): Promise<number[]> =>
     (await client.child.request<{ latencies: number[] }>({ type: 'run', url, samples: knobs.cancelSamples, deadlineMs, prefix }, deadlineMs + 60_000)).latencies
-  const until = Date.now() + 5 * knobs.warmupMs
-  for (let primed = 0; primed < PRIME_TURNS && Date.now() < until;) {
-    primed += (await loadTurns({ concurrency: knobs.concurrency, warmupMs: 0, durationMs: Math.min(1000, knobs.warmupMs) })).total
-  }
+  await primeOverHttp(ctx, load.child, url)
   await sample('warm', 2000)
   const idle = await sample('idle', 600_000)
   // The load runs on its own; cancels are sampled once it is in full swing and stop before it ends.
@@ -320,10 +329,16 @@ async function cancel (ctx: Ctx): Promise<CancelFigures> {
 }
 
 async function firstEvent (ctx: Ctx): Promise<FirstEventFigures> {
-  const [{ gateway, url }, client] = await Promise.all([startGateway(ctx), ctx.group.spawn('first-event', 'first-event.ts')])
-  const samples = ctx.knobs.firstEventSamples
-  const warmup = Math.min(20, samples)
-  const timeout = 60_000 + samples * 1000
+  const { knobs } = ctx
+  const [{ gateway, url }, client, load] = await Promise.all([
+    startGateway(ctx), ctx.group.spawn('first-event', 'first-event.ts'), ctx.group.spawn('http-load', 'http-load.ts')
+  ])
+  // Primed as every other section's gateway is: a cold one times JIT compilation, not the path.
+  await primeOverHttp(ctx, load.child, url)
+  await stopChild(load.child)
+  const samples = knobs.firstEventSamples
+  const warmup = Math.min(FIRST_EVENT_WARMUP, samples)
+  const timeout = 60_000 + (samples + warmup) * 1000
   const sse = await client.child.request<{ latencies: number[] }>({ type: 'sse', url, samples, warmup }, timeout)
   const ws = await client.child.request<{ latencies: number[] }>({ type: 'ws', url, samples, warmup }, timeout)
   await Promise.all([stopChild(gateway), stopChild(client.child)])
@@ -421,7 +436,7 @@ async function main (): Promise<void> {
   const machine = describeMachine()
   let knobs: Knobs
   try {
-    knobs = readKnobs(process.env, machine.openFiles, join(HERE, 'results.md'))
+    knobs = readKnobs(process.env, machine.openFiles, join(ROOT, 'bench', 'results.md'))
   } catch (err) {
     if (err instanceof KnobError) {
       process.stderr.write(`bench: ${err.message}\n`)
@@ -438,7 +453,7 @@ async function main (): Promise<void> {
   process.once('SIGINT', stop)
   process.once('SIGTERM', stop)
 
-  const report: Report = { date: new Date().toISOString(), machine, versions: describeVersions(join(HERE, '..')), knobs, loadBefore: loadAverage(), loadAfter: '', warnings: [] }
+  const report: Report = { date: new Date().toISOString(), machine, versions: `${describeVersions(ROOT)}; ${COMPILED ? 'compiled by tsc (as npm start runs it)' : 'run from source through tsx'}`, knobs, loadBefore: loadAverage(), loadAfter: '', warnings: [] }
   try {
     const provider = await group.spawn('fake-provider', 'fake-provider-server.ts')
     const ctx: Ctx = { knobs, group, provider: provider.child, providerUrl: String(provider.ready.baseUrl), warnings: report.warnings, log }
