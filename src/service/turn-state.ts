@@ -11,10 +11,11 @@ import type { TurnRequest } from '../../schemas/turn.js'
 import type { ApprovalBroker } from '../approval/broker.js'
 import type { SessionGrants } from '../approval/grants.js'
 import type { Config } from '../core/config.js'
+import { lazyProperties } from '../core/lazy-properties.js'
 import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ModelProvider } from '../providers/types.js'
 import type { ReceiptKey } from '../receipts/keys.js'
-import type { SessionRecord } from '../store/store.js'
+import type { SessionRecord, TurnRecord } from '../store/store.js'
 import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import type { ToolCatalog } from '../tools/catalog.js'
 import type { McpToolSource } from '../tools/contract.js'
@@ -103,6 +104,11 @@ export interface DurableState {
   history?: ChatMessage[]
 }
 
+/** A turn's logger, made on first use: most turns log nothing, and a child logger serialises its bindings at once. */
+const withTurnLog = lazyProperties<{ log: Logger, record: TurnRecord }, { log: Logger }>({
+  log: ({ log, record }) => log.child({ turn_id: record.turn_id, session_id: record.session_id, agent: record.agent })
+})
+
 export function assembleTurnState (
   deps: TurnStateDeps, running: RunningTurn, session: SessionRecord, request: TurnRequest, durable: DurableState | null = null
 ): TurnState {
@@ -110,19 +116,16 @@ export function assembleTurnState (
   const { turn_id: turnId, session_id: sessionId, owner } = record
   const { runtime } = resolveAgent(deps.config, record.agent)
   const history = durable?.history ?? startingHistory(deps.config, record.agent, session, request.message)
-  // Made on first use: most turns log nothing, and a child logger serialises its bindings at once.
-  let turnLog: Logger | undefined
-  const log = (): Logger => (turnLog ??= deps.log.child({ turn_id: turnId, session_id: sessionId, agent: record.agent }))
   const emit = (event: TurnEvent): void => { running.emit(event) }
   const usage = durable?.checkpointer.usage ?? new UsageTally()
-  return {
+  const log = (): Logger => state.log
+  const state: TurnState = withTurnLog<Omit<TurnState, 'log'>>({
     turnId,
     sessionId,
     history,
     signal: running.controller.signal,
     interactive: request.interactive !== false,
     ...(durable === null ? {} : { holding: () => durable.checkpointer.holding() }),
-    get log () { return log() },
     emit,
     approvals: deps.broker.channelFor({
       turnId,
@@ -173,5 +176,6 @@ export function assembleTurnState (
     },
     promptShellSignatures: new Set(),
     ...freshLoopBookkeeping(runtime)
-  }
+  }, { log: deps.log, record })
+  return state
 }

@@ -4,7 +4,8 @@
  * must not race activation). Sequential dispatch checks cancellation before each call; a
  * cancelled parallel batch keeps finished siblings' real results and interrupts only the rest.
  */
-import type { Logger } from 'pino'
+import type { ToolContext } from '../tools/contract.js'
+import { lazyProperties } from '../core/lazy-properties.js'
 import { scrubText, scrubValue } from '../core/security/redact.js'
 import type { ObserverCorrelation } from '../observe/observer.js'
 import { TOOL_SEARCH } from '../tools/scope/activated.js'
@@ -57,6 +58,15 @@ function settlePrefilled (exec: ResolvedAgentExecution, state: TurnState, slot: 
   settleSlot(exec, state, slot, prefill)
 }
 
+/**
+ * Made on first use: most calls log nothing (a child logger serialises its bindings at once), and
+ * only tools that touch files need the workspace folder (looked up once per turn).
+ */
+const withCallInputs = lazyProperties<{ exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot }, Pick<ToolContext, 'log' | 'workspaceDir'>>({
+  log: ({ state, slot }) => state.log.child({ tool: slot.name, call_id: slot.callId }),
+  workspaceDir: ({ exec }) => exec.workspaceDir()
+})
+
 async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot): Promise<void> {
   const correlation = correlationOf(exec, state)
   const ids = idsOf(slot)
@@ -94,20 +104,17 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       if (controller.signal.aborted) resolve(new Interrupted())
       controller.signal.addEventListener('abort', () => resolve(new Interrupted()), { once: true })
     })
-    let log: Logger | undefined
-    // Preparation validated these arguments against the tool's schema.
-    const run = tool.executeValidated(slot.arguments, {
+    const context = withCallInputs({
       signal: controller.signal,
       turnId: state.turnId,
       sessionId: state.sessionId,
       callId: slot.callId,
-      // Made on first use: most calls log nothing, and a child logger serialises its bindings at once.
-      get log () { return (log ??= state.log.child({ tool: slot.name, call_id: slot.callId })) },
-      get workspaceDir () { return exec.workspaceDir() },
       network: exec.shellNetwork,
       progress: progress.report,
       ...(tool.turnScoped === true ? { turn: turnScope(exec, state) } : {})
-    }).then((result): RawOutcome => {
+    }, { exec, state, slot })
+    // Preparation validated these arguments against the tool's schema.
+    const run = tool.executeValidated(slot.arguments, context).then((result): RawOutcome => {
       const durationMs = performance.now() - started
       if (result.success) return { status: 'ok', success: true, output: result.output, error: null, durationMs, executed: true }
       const reason = result.error != null && result.error !== '' ? result.error : result.output
