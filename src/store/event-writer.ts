@@ -62,9 +62,7 @@ export class EventLogWriter {
     const now = this.options.store.appendEventsNow
     if (now !== undefined && this.queue.length === 0) {
       try {
-        if (finished.length > 0) now.call(this.options.store, group, checkpoints, finished)
-        else if (checkpoints.length > 0) now.call(this.options.store, group, checkpoints)
-        else now.call(this.options.store, group)
+        now.call(this.options.store, group, checkpoints, finished)
         return true
       } catch (err) {
         this.options.log.warn({ err }, 'could not append to the event log; retrying')
@@ -99,8 +97,7 @@ export class EventLogWriter {
       const { events, checkpoints } = split(batch)
       this.writing = batch
       try {
-        if (checkpoints.length === 0) await this.options.store.appendEvents(events)
-        else await this.options.store.appendEvents(events, checkpoints)
+        await this.options.store.appendEvents(events, checkpoints)
         this.writing = []
         this.settle(batch.length)
         if (this.dropped > 0) {

@@ -183,6 +183,11 @@ function prepare (db: Database.Database) {
   const getIdempotency = db.prepare<[string, string, number], { turn_id: string, fingerprint: string }>(
     'SELECT turn_id, fingerprint FROM tollgate_idempotency WHERE owner = ? AND idem_key = ? AND expires_ms > ?')
   const appendEvent = db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, doc) VALUES (?, ?, ?)')
+  /** A turn's record and its session, written together (in the caller's transaction). */
+  const saveBoth = (turn: unknown[], session: unknown[]): void => {
+    saveTurn.run(...turn)
+    saveSession.run(...session)
+  }
   const createTurn = db.transaction((
     turn: unknown[], session: unknown[], c: IdempotencyClaim | null, now: number, events: readonly BusEnvelope[]
   ): IdempotencyRecord | null => {
@@ -191,8 +196,7 @@ function prepare (db: Database.Database) {
       // Only an unexpired claim blocks the insert, and nothing else writes in between.
       if (held !== undefined) return { turnId: held.turn_id, fingerprint: held.fingerprint }
     }
-    saveTurn.run(...turn)
-    saveSession.run(...session)
+    saveBoth(turn, session)
     for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
     return null
   })
@@ -204,8 +208,7 @@ function prepare (db: Database.Database) {
     saveSession,
     // Transaction functions are built once: better-sqlite3 wraps a new one on every call otherwise.
     saveTurnAndSession: db.transaction((turn: unknown[], session: unknown[], events: readonly BusEnvelope[]) => {
-      saveTurn.run(...turn)
-      saveSession.run(...session)
+      saveBoth(turn, session)
       for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
     }),
     getIdempotency,
@@ -226,10 +229,7 @@ function prepare (db: Database.Database) {
     ) => {
       for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
       for (const c of checkpoints) saveCheckpoint.run(c.turn_id, c.seq, c.doc)
-      for (const [turn, session] of finished) {
-        saveTurn.run(...turn)
-        saveSession.run(...session)
-      }
+      for (const [turn, session] of finished) saveBoth(turn, session)
     }),
     readCheckpoint: db.prepare<[string], CheckpointRow>('SELECT turn_id, seq, doc FROM tollgate_checkpoints WHERE turn_id = ?'),
     pruneCheckpoints: db.prepare(`DELETE FROM tollgate_checkpoints WHERE turn_id NOT IN
