@@ -36,7 +36,7 @@ export function lazyProperties<S, P extends object> (
       configurable: true,
       get (this: { [INPUT]: Held<S> }): unknown {
         const held = this[INPUT]
-        if (!(name in held.made)) held.made[name] = build(held.source)
+        if (!Object.hasOwn(held.made, name)) held.made[name] = build(held.source)
         return held.made[name]
       }
     }

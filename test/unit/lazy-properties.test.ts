@@ -45,3 +45,8 @@ test('objects given lazy properties of one kind share one fast hidden class (the
   assert.equal(haveSameMap(a, b), true)
   assert.equal(hasFastProperties(a), true)
 })
+
+test('a lazy property may bear the name of an Object.prototype member', () => {
+  const withName = lazyProperties<string, { constructor: string }>({ constructor: (source) => `made from ${source}` })
+  assert.equal(withName({}, 'x').constructor, 'made from x')
+})
