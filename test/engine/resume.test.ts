@@ -24,7 +24,6 @@ function checkpoints (stopAt: 'model' | 'dispatch' | null): LoopCheckpoints & { 
       reachedPoints.push(point)
       return point !== stopAt
     },
-    stopping: () => stopAt === 'model',
     stored: async () => {}
   }
 }
