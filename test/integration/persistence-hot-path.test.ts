@@ -187,17 +187,18 @@ test('sqlite: under writes that never pause, the worker\'s copies and the catch-
   const errors: unknown[] = []
   const store = new SqliteStore({ path: await scratchDb(deferrer(t)), instanceId: 'inst-a', checkpointMs: 20, catchUpFrames: 64, probe: counter, onCheckpointError: (err) => { errors.push(err) } })
   t.after(async () => { await store.close() })
-  const results: Array<{ walFrames: number, checkpointed: number }> = []
+  // Each checkpoint's outcome, with the commits made by the time it reported.
+  const results: Array<{ walFrames: number, checkpointed: number, commits: number }> = []
+  let seq = 0
   const watching = (async () => {
     for (;;) {
       const result = await counter.waitForCheckpoint()
-      results.push(result)
+      results.push({ ...result, commits: seq })
       if (results.length >= 40) return
     }
   })()
-  // One commit of ~2 pages per turn of the event loop, until 40 checkpoints have reported.
+  // One commit of a few pages per turn of the event loop, until 40 checkpoints have reported.
   const doc = 'x'.repeat(6000)
-  let seq = 0
   const writing = (async () => {
     while (results.length < 40) {
       store.appendEventsNow([envelope(++seq, doc)])
@@ -206,10 +207,17 @@ test('sqlite: under writes that never pause, the worker\'s copies and the catch-
   })()
   await Promise.all([watching, writing])
   assert.deepEqual(errors, [])
-  // The WAL restarted along the way instead of holding every write since the start.
-  const largest = Math.max(...results.map((r) => r.walFrames))
-  assert.ok(largest < seq, `the WAL held up to ${largest} frames for ${seq} commits`)
-  assert.ok(results.some((r, i) => i > 0 && r.walFrames < (results[i - 1] as { walFrames: number }).walFrames), 'the WAL never restarted')
+  // The WAL restarted again and again instead of holding every write since the start. (Not "fewer
+  // frames than commits": a commit is several frames, and on a loaded machine the worker's first
+  // copy can come after a large share of the run's commits, when the WAL still holds them all.)
+  const restarts = results.filter((r, i) => i > 0 && r.walFrames < (results[i - 1] as { walFrames: number }).walFrames).length
+  const trace = results.map((r) => `${r.commits}:${r.walFrames}/${r.checkpointed}`).join(' ')
+  assert.ok(restarts >= 3, `the WAL restarted ${restarts} times (commits:frames/copied ${trace})`)
+  const last = results[results.length - 1] as { walFrames: number, commits: number }
+  const first = results[0] as { walFrames: number, commits: number }
+  // The frames per commit seen at the first copy, which held every write so far: the WAL at the end
+  // holds far fewer than every write of the run would be.
+  assert.ok(last.walFrames < (first.walFrames / first.commits) * last.commits / 2, `the WAL ends with ${last.walFrames} frames (${trace})`)
   assert.deepEqual((await store.readEvents('turn_1', 0, 5)).map((e) => e.seq), [1, 2, 3, 4, 5])
 })
 
