@@ -183,6 +183,7 @@ export class TurnCheckpointer {
         this.write(point)
         return !this.running.suspending
       },
+      stopping: () => this.running.suspending,
       stored: async () => { await this.running.written() }
     }
   }
@@ -207,9 +208,24 @@ export class TurnCheckpointer {
     return this.cursor.step === 'model' || this.cursor.round?.waiting != null || this.held
   }
 
+  /**
+   * The checkpoint at the turn's first model call, as text, for the transaction that creates the
+   * turn (its loop then starts without writing it again: `LoopDurability.announced`).
+   */
+  first (): string {
+    const doc = this.doc('model')
+    if (doc === null) throw new Error('a checkpointer is attached to its turn before its first checkpoint')
+    return doc
+  }
+
   private write (step: CheckpointStep, request?: PendingApproval): void {
-    if (this.source === null) return
+    const doc = this.doc(step, request)
+    if (doc !== null) this.running.stageCheckpoint(doc)
+  }
+
+  private doc (step: CheckpointStep, request?: PendingApproval): string | null {
+    if (this.source === null) return null
     const source = { ...this.source, cursor: this.cursor, knobs: this.knobs, usage: this.usage.counts() }
-    this.running.stageCheckpoint(JSON.stringify(checkpointDoc(source, step, request)))
+    return JSON.stringify(checkpointDoc(source, step, request))
   }
 }

@@ -8,15 +8,18 @@ import type { Logger } from 'pino'
 import type { TurnRequest } from '../../schemas/turn.js'
 import { SessionGrants } from '../approval/grants.js'
 import { principalKey, type Principal } from '../auth/principal.js'
-import type { EventBus } from '../bus/bus.js'
+import type { BusEnvelope, EventBus } from '../bus/bus.js'
+import type { CheckpointRow } from '../core/envelope.js'
 import type { TurnSlots } from '../cluster/turn-slots.js'
 import { TollgateError } from '../core/errors.js'
 import { timeOrderedUuid } from '../core/ids.js'
 import type { ReceiptKey } from '../receipts/keys.js'
 import type { ReceiptKeyring } from '../receipts/keyring.js'
-import type { IdempotencyClaim, Store, TurnRecord } from '../store/store.js'
+import type { IdempotencyClaim, SessionRecord, Store, TurnRecord } from '../store/store.js'
 import type { Admission } from './admission.js'
 import type { ConnectionRegistry } from './connections.js'
+import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
+import type { TurnCheckpointer } from './checkpoint.js'
 import { checkpointerFor } from './resume-turn.js'
 import { RunningTurn, type TurnHost } from './running-turn.js'
 import { assembleTurnState, resolveExecution, type ExecutionDeps, type TurnStateDeps } from './turn-state.js'
@@ -97,9 +100,21 @@ export async function startTurn (
   // goes out the moment that write is done, without a write of its own.
   const started = running.sequence({ kind: 'turn.started', session_id: sessionId, agent: agentName })
   const archived = deps.bus.unwritten(turnId) !== null
+  const checkpointer = scope.durable ? checkpointerFor(running, request, options.channel, principal.tenant) : null
+  // A durable turn's engine state is made before its creation, so that its first iteration and
+  // the checkpoint at its first model call are written in that same transaction (a commit fewer
+  // per turn); its loop then starts at that model call without writing them again.
+  const early = checkpointer !== null && archived ? engineState(scope, running, session, request, exec, checkpointer) : null
+  let first: BusEnvelope | null = null
+  let checkpoint: CheckpointRow | null = null
+  if (early !== null && checkpointer !== null) {
+    first = running.sequence({ kind: 'iteration', n: 1 })
+    early.iteration = 1
+    checkpoint = { turn_id: turnId, seq: running.seq, doc: checkpointer.first() }
+  }
   let held
   try {
-    held = await deps.store.createTurn(record, session, claim, archived ? [started] : [])
+    held = await deps.store.createTurn(record, session, claim, archived ? (first === null ? [started] : [started, first]) : [], checkpoint)
   } catch (err) {
     scope.abandon(record)
     deps.log.error({ err, turn_id: turnId }, 'could not record a new turn')
@@ -115,17 +130,26 @@ export async function startTurn (
   if (options.ownerConnection !== null) deps.connections.get(options.ownerConnection)?.follow?.(turnId)
   // Then, before the rest of the set-up: the owner binding, the timeout and the engine state wait.
   running.publish(started, archived)
+  if (first !== null) running.publish(first, true)
   running.bindOwner()
   running.armTimeout()
 
-  const checkpointer = scope.durable ? checkpointerFor(running, request, options.channel, principal.tenant) : null
   if (checkpointer !== null) running.parkable = () => checkpointer.parked()
-  const state = assembleTurnState(scope.stateDeps, running, session, request, checkpointer === null ? null : { checkpointer })
-  if (checkpointer !== null) {
-    checkpointer.knobs.history_base = state.history.length
-    checkpointer.attach(exec, state)
-  }
-  const durability = checkpointer === null ? {} : { checkpoints: checkpointer.loop }
+  const state = early ?? (checkpointer === null
+    ? assembleTurnState(scope.stateDeps, running, session, request)
+    : engineState(scope, running, session, request, exec, checkpointer))
+  const durability = checkpointer === null ? {} : { checkpoints: checkpointer.loop, announced: first !== null }
   void running.run(exec, state, session, grants, options.channel, () => { scope.release(record) }, durability)
   return { turn: record, created: true }
+}
+
+/** A durable turn's engine state, with its checkpointer attached to it. */
+function engineState (
+  scope: StartScope, running: RunningTurn, session: SessionRecord, request: TurnRequest, exec: ResolvedAgentExecution,
+  checkpointer: TurnCheckpointer
+): TurnState {
+  const state = assembleTurnState(scope.stateDeps, running, session, request, { checkpointer })
+  checkpointer.knobs.history_base = state.history.length
+  checkpointer.attach(exec, state)
+  return state
 }

@@ -104,7 +104,8 @@ export class MemoryStore implements Store {
   }
 
   async createTurn (
-    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = []
+    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = [],
+    checkpoint: CheckpointRow | null = null
   ): Promise<IdempotencyRecord | null> {
     if (claim !== null) {
       const taken = this.liveClaim(claim.owner, claim.key)
@@ -113,6 +114,7 @@ export class MemoryStore implements Store {
       this.idempotency.set(idempotencyId(claim.owner, claim.key), held)
     }
     await this.saveTurnAndSession(turn, session, events)
+    if (checkpoint !== null) await this.appendEvents([], [checkpoint])
     return null
   }
 

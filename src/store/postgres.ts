@@ -100,6 +100,14 @@ function statements (s: string) {
       name: 'tollgate_save_turn_session_and_events',
       text: `WITH saved_turn AS (${upsertTurn}), saved_events AS (${insertEvents(13)}) ${upsertSession(9)}`
     },
+    // A durable turn's creation: the same with its first checkpoint.
+    saveTurnSessionEventsAndCheckpoint: {
+      name: 'tollgate_save_turn_session_events_and_checkpoint',
+      text: `WITH saved_turn AS (${upsertTurn}), saved_events AS (${insertEvents(13)}),
+        saved_checkpoint AS (INSERT INTO ${s}.tollgate_checkpoints AS c (turn_id, seq, doc) VALUES ($16, $17, $18)
+          ON CONFLICT (turn_id) DO UPDATE SET seq = excluded.seq, doc = excluded.doc WHERE excluded.seq >= c.seq)
+        ${upsertSession(9)}`
+    },
     // Keyset pages: strictly after the previous page's last (time, id); the first page passes FIRST_PAGE.
     listSessions: {
       name: 'tollgate_list_sessions',
@@ -243,11 +251,15 @@ export class PostgresStore implements Store {
   }
 
   /** The pair save, with events appended in the same statement when there are any (encoded now). */
-  private pairSave (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[]): pg.QueryConfig {
+  private pairSave (
+    turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[], checkpoint: CheckpointRow | null = null
+  ): pg.QueryConfig {
     const values: unknown[] = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session), session.updated_at]
-    if (events.length === 0) return { ...this.sql.saveTurnAndSession, values }
+    if (events.length === 0 && checkpoint === null) return { ...this.sql.saveTurnAndSession, values }
     values.push(...eventColumns(events))
-    return { ...this.sql.saveTurnSessionAndEvents, values }
+    if (checkpoint === null) return { ...this.sql.saveTurnSessionAndEvents, values }
+    values.push(checkpoint.turn_id, checkpoint.seq, checkpoint.doc)
+    return { ...this.sql.saveTurnSessionEventsAndCheckpoint, values }
   }
 
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
@@ -258,13 +270,16 @@ export class PostgresStore implements Store {
   }
 
   async createTurn (
-    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = []
+    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = [],
+    checkpoint: CheckpointRow | null = null
   ): Promise<IdempotencyRecord | null> {
+    const save = this.pairSave(turn, session, events, checkpoint)
     if (claim === null) {
-      await this.saveTurnAndSession(turn, session, events)
+      await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
+        await this.pool.query(save)
+      })
       return null
     }
-    const save = this.pairSave(turn, session, events)
     let held: IdempotencyRecord | null = null
     await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
       // The key's holder may expire between a lost claim and the read: then claim again.

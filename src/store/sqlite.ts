@@ -164,6 +164,7 @@ interface Creation {
   session: unknown[]
   claim: IdempotencyClaim | null
   events: readonly BusEnvelope[]
+  checkpoint: CheckpointRow | null
   resolve: (held: IdempotencyRecord | null) => void
   reject: (err: unknown) => void
 }
@@ -188,8 +189,12 @@ function prepare (db: Database.Database) {
     saveTurn.run(...turn)
     saveSession.run(...session)
   }
+  // A later checkpoint replaces an earlier one, never the other way round.
+  const saveCheckpoint = db.prepare(`INSERT INTO tollgate_checkpoints (turn_id, seq, doc) VALUES (?, ?, ?)
+      ON CONFLICT (turn_id) DO UPDATE SET seq = excluded.seq, doc = excluded.doc WHERE excluded.seq >= tollgate_checkpoints.seq`)
   const createTurn = db.transaction((
-    turn: unknown[], session: unknown[], c: IdempotencyClaim | null, now: number, events: readonly BusEnvelope[]
+    turn: unknown[], session: unknown[], c: IdempotencyClaim | null, now: number, events: readonly BusEnvelope[],
+    checkpoint: CheckpointRow | null
   ): IdempotencyRecord | null => {
     if (c !== null && claim.run(c.owner, c.key, turn[0], c.fingerprint, c.expiresMs, now).changes === 0) {
       const held = getIdempotency.get(c.owner, c.key, now)
@@ -198,11 +203,9 @@ function prepare (db: Database.Database) {
     }
     saveBoth(turn, session)
     for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
+    if (checkpoint !== null) saveCheckpoint.run(checkpoint.turn_id, checkpoint.seq, checkpoint.doc)
     return null
   })
-  // A later checkpoint replaces an earlier one, never the other way round.
-  const saveCheckpoint = db.prepare(`INSERT INTO tollgate_checkpoints (turn_id, seq, doc) VALUES (?, ?, ?)
-      ON CONFLICT (turn_id) DO UPDATE SET seq = excluded.seq, doc = excluded.doc WHERE excluded.seq >= tollgate_checkpoints.seq`)
   return {
     saveTurn,
     saveSession,
@@ -219,7 +222,7 @@ function prepare (db: Database.Database) {
     createTurns: db.transaction((batch: readonly Creation[], now: number): Array<{ held: IdempotencyRecord | null } | { err: unknown }> =>
       batch.map((c) => {
         try {
-          return { held: createTurn(c.turn, c.session, c.claim, now, c.events) }
+          return { held: createTurn(c.turn, c.session, c.claim, now, c.events, c.checkpoint) }
         } catch (err) {
           return { err }
         }
@@ -348,9 +351,10 @@ export class SqliteStore implements Store {
    * made now, from the records as they are when the caller asks.
    */
   async createTurn (
-    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = []
+    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = [],
+    checkpoint: CheckpointRow | null = null
   ): Promise<IdempotencyRecord | null> {
-    const rows = { turn: this.turnRow(turn), session: sessionRow(session), claim, events }
+    const rows = { turn: this.turnRow(turn), session: sessionRow(session), claim, events, checkpoint }
     return await new Promise((resolve, reject) => {
       this.creations.push({ ...rows, resolve, reject })
       if (this.creations.length === 1) setImmediate(this.createQueued)
@@ -367,7 +371,7 @@ export class SqliteStore implements Store {
     if (batch.length === 1) {
       const [c] = batch as [Creation]
       try {
-        c.resolve(this.stmt.createTurn(c.turn, c.session, c.claim, now, c.events))
+        c.resolve(this.stmt.createTurn(c.turn, c.session, c.claim, now, c.events, c.checkpoint))
       } catch (err) {
         c.reject(err)
       }

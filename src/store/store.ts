@@ -106,11 +106,14 @@ export interface Store {
    * Saves a new turn with its session (as saveTurnAndSession) together with its idempotency
    * claim, atomically: when another turn already holds the unexpired key, nothing is written and
    * that turn's record is answered instead; null means this turn was saved. Two instances racing
-   * with one key: exactly one saves its turn. `events` (the turn's `turn.started`) are appended to
-   * the event log in the same write, and like the turn not at all when the claim is held.
+   * with one key: exactly one saves its turn. `events` (the turn's `turn.started`, and for a
+   * durable turn its first `iteration`) are appended to the event log in the same write, with
+   * `checkpoint` (a durable turn's first, at its first model call), and like the turn not at all
+   * when the claim is held.
    */
   createTurn (
-    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events?: readonly BusEnvelope[]
+    turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events?: readonly BusEnvelope[],
+    checkpoint?: CheckpointRow | null
   ): Promise<IdempotencyRecord | null>
   /** The unexpired turn bound to a principal's idempotency key, if any. */
   getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null>

@@ -55,6 +55,8 @@ export interface LoopCheckpoints {
   readonly cursor: LoopCursor
   /** The loop reached a safe point; false: stop here, the gateway is stopping (the checkpoint holds). */
   reached (point: SafePoint): boolean
+  /** As `reached` at a safe point whose checkpoint is stored already: true means stop here. */
+  stopping (): boolean
   /** Resolves once the last checkpoint is stored: a round's tools start only then. */
   stored (): Promise<void>
 }

@@ -29,6 +29,11 @@ export type TurnOutcome =
 export interface LoopDurability {
   checkpoints?: LoopCheckpoints
   entry?: LoopEntry
+  /**
+   * The first iteration's event and its checkpoint at the model call were written with the
+   * turn's creation (one transaction): the loop starts at that model call without writing them.
+   */
+  announced?: boolean
 }
 
 export const MAX_MALFORMED_PROTOCOL_RETRIES = 2
@@ -198,11 +203,12 @@ async function loop (exec: ResolvedAgentExecution, state: TurnState, durability:
     } else {
       if (entry === undefined) {
         state.iteration = i + 1
-        state.emit({ kind: 'iteration', n: state.iteration })
+        const announced = i === first && durability.announced === true
+        if (!announced) state.emit({ kind: 'iteration', n: state.iteration })
         exec.observer.record({ kind: 'iteration', n: state.iteration, delegate_depth: exec.delegateDepth, ...correlationOf(exec, state) })
         cursor.step = 'model'
         cursor.round = null
-        if (checkpoints?.reached('model') === false) return SUSPENDED
+        if (announced ? checkpoints?.stopping() === true : checkpoints?.reached('model') === false) return SUSPENDED
       } else {
         // Resumed at a model call: its iteration event is in the log, the call is simply made again.
         state.iteration = entry.iteration

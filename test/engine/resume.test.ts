@@ -24,6 +24,7 @@ function checkpoints (stopAt: 'model' | 'dispatch' | null): LoopCheckpoints & { 
       reachedPoints.push(point)
       return point !== stopAt
     },
+    stopping: () => stopAt === 'model',
     stored: async () => {}
   }
 }

@@ -44,7 +44,7 @@ test('a durable turn\'s checkpoints cost at most one extra commit per round of t
   const plain = await turnCost(t, 'cancel')
   t.diagnostic(`resume: ${durable.commits} commits, ${durable.statements} statements; cancel: ${plain.commits} commits, ${plain.statements} statements`)
   // Three model calls and two prepared rounds: five checkpoints. Those of the model calls ride in
-  // their event groups' transactions; a round's is stored before its tools run, at the end of its
+  // the transactions of their events (the first in the turn's creation); a round's is stored before its tools run, at the end of its
   // tick: a commit of its own unless something else of that tick is written with it.
   assert.equal(plain.checkpoints, 0)
   assert.equal(durable.checkpoints, 5)
