@@ -118,7 +118,6 @@ export function assembleTurnState (
   const history = durable?.history ?? startingHistory(deps.config, record.agent, session, request.message)
   const emit = (event: TurnEvent): void => { running.emit(event) }
   const usage = durable?.checkpointer.usage ?? new UsageTally()
-  const log = (): Logger => state.log
   const state: TurnState = withTurnLog<Omit<TurnState, 'log'>>({
     turnId,
     sessionId,
@@ -142,7 +141,7 @@ export function assembleTurnState (
         if (request !== null) {
           record.pending_approvals = [...others, request]
           // Saved while it waits: GET /v1/approvals and GET /v1/turns/:id on every instance list it.
-          running.checkpoint(log())
+          running.checkpoint(state.log)
           durable?.checkpointer.approvalWaiting(request)
           return
         }
@@ -166,7 +165,7 @@ export function assembleTurnState (
       // An answer read back from the log after a restart was audited when it was given.
       if (record.approvals.some((a) => a.request_id === e.request_id)) return
       record.approvals.push(e)
-      running.checkpoint(log())
+      running.checkpoint(state.log)
     },
     // Kept on the record as it grows (a running turn's GET shows it); stored with the next save.
     recordCallUsage: (u) => {

@@ -6,15 +6,9 @@
  */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { setFlagsFromString } from 'node:v8'
 import { defineTool, ok, type ToolContext } from '../../src/tools/contract.js'
 import { startGateway } from '../helpers/gateway.js'
-
-setFlagsFromString('--allow-natives-syntax')
-// eslint-disable-next-line no-new-func -- natives syntax only parses in code compiled after the flag is set
-const haveSameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: object, b: object) => boolean
-// eslint-disable-next-line no-new-func -- as above
-const hasFastProperties = new Function('a', 'return %HasFastProperties(a)') as (a: object) => boolean
+import { haveSameMap, hasFastProperties } from '../helpers/v8-shape.js'
 
 test('every tool call gets a context of one fast shape whose log and workspace folder are made when read', async (t) => {
   const seen: ToolContext[] = []

@@ -1,14 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { setFlagsFromString } from 'node:v8'
 import { lazyProperties } from '../../src/core/lazy-properties.js'
-
-// V8's own answers to "do these objects share a hidden class, and is it a fast one?", for the test below only.
-setFlagsFromString('--allow-natives-syntax')
-// eslint-disable-next-line no-new-func -- natives syntax only parses in code compiled after the flag is set
-const haveSameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: object, b: object) => boolean
-// eslint-disable-next-line no-new-func -- as above
-const hasFastProperties = new Function('a', 'return %HasFastProperties(a)') as (a: object) => boolean
+import { haveSameMap, hasFastProperties } from '../helpers/v8-shape.js'
 
 const withGreeting = lazyProperties<{ name: string, made: string[] }, { greeting: string, shout: string }>({
   greeting: ({ name, made }) => {
