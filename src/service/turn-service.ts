@@ -197,7 +197,11 @@ export class TurnService {
       if (turn !== null) this.deps.log.warn({ audit: 'cross_principal_turn', principal: principalKey(principal), turn_id: turnId }, 'refused access to a turn of another principal')
       throw new TollgateError('TURN_NOT_FOUND')
     }
-    if (turn.status !== 'running' || this.active.has(turnId)) return turn
+    const active = this.active.get(turnId)
+    // Ending here: its outcome is on the record while the save is under way. Answered once the turn
+    // has released its session and slots, so that whoever reads "completed" can start the next one.
+    if (active !== undefined) return turn.status === 'running' ? turn : await active.done
+    if (turn.status !== 'running') return turn
     // Running on another instance (or on one that died and is not recovered yet): its record was
     // saved at its start and approval waits, its calls and iterations since are in its event log.
     return withLoggedProgress(turn, summarizeLog(await readTurnLog(this.deps.bus, turnId)))
