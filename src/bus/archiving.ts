@@ -14,7 +14,7 @@
  * except behind a group that carries a durable turn's checkpoint, which waits for its write.
  *
  * A caller that writes a turn's events in its own transaction (the turn's creation with its
- * `turn.started`; with an asynchronous store, its final save with its terminal event and whatever
+ * `turn.started`, and a durable turn's first `iteration`; with an asynchronous store, its final save with its terminal event and whatever
  * of it still waits here — see `unwritten`) publishes them `stored`: they go out at once, never
  * written twice, so the reply that follows (`turn.accepted`, a cancel's answer, `?wait=true`)
  * follows them too. With a synchronous store a turn's final save joins the group instead

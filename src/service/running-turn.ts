@@ -64,7 +64,8 @@ export class RunningTurn {
 
   /**
    * Gives the turn's next event its seq (and the record its progress) without publishing it: for
-   * an event written in the same transaction as the record (`turn.started`, the terminal event).
+   * an event written in the same transaction as the record (`turn.started` and, for a durable
+   * turn, its first `iteration`; the terminal event).
    */
   sequence (event: TurnEvent, ts: string = new Date().toISOString()): BusEnvelope {
     this.seq += 1

@@ -1,8 +1,9 @@
 /**
  * A new turn, from an admitted request to its first event: the session it runs in, its
  * execution context, its record written with `turn.started` (and the idempotency claim) in one
- * store transaction, then its owner, timeout, engine state and — for a durable turn — its
- * checkpointer, and the loop started. Anything refused before the write leaves nothing behind.
+ * store transaction — a durable turn's engine state is made first, and its first `iteration` and
+ * the checkpoint at its first model call join that transaction — then its owner, timeout and
+ * engine state, and the loop started. Anything refused before the write leaves nothing behind.
  */
 import type { Logger } from 'pino'
 import type { TurnRequest } from '../../schemas/turn.js'
