@@ -21,6 +21,11 @@ function eventColumns (events: readonly BusEnvelope[]): unknown[] {
   return [events.map((e) => e.turn_id), events.map((e) => e.seq), events.map((e) => encodeDoc(e))]
 }
 
+/** Checkpoints as the three arrays their upsert unnests. */
+function checkpointColumns (checkpoints: readonly CheckpointRow[]): unknown[] {
+  return [checkpoints.map((c) => c.turn_id), checkpoints.map((c) => c.seq), checkpoints.map((c) => c.doc)]
+}
+
 export interface PostgresStoreOptions {
   connectionString: string
   schema: string
@@ -91,6 +96,10 @@ function statements (s: string) {
     ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc, updated_at = excluded.updated_at`
   const insertEvents = (a: number): string => `INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
     SELECT * FROM unnest($${a}::text[], $${a + 1}::integer[], $${a + 2}::text[]) ON CONFLICT DO NOTHING`
+  // A later checkpoint replaces an earlier one, never the other way round.
+  const upsertCheckpoints = (a: number): string => `INSERT INTO ${s}.tollgate_checkpoints AS c (turn_id, seq, doc)
+    SELECT * FROM unnest($${a}::text[], $${a + 1}::integer[], $${a + 2}::text[])
+    ON CONFLICT (turn_id) DO UPDATE SET seq = excluded.seq, doc = excluded.doc WHERE excluded.seq >= c.seq`
   return {
     saveTurn: { name: 'tollgate_save_turn', text: upsertTurn },
     saveSession: { name: 'tollgate_save_session', text: upsertSession(1) },
@@ -104,9 +113,7 @@ function statements (s: string) {
     saveTurnSessionEventsAndCheckpoint: {
       name: 'tollgate_save_turn_session_events_and_checkpoint',
       text: `WITH saved_turn AS (${upsertTurn}), saved_events AS (${insertEvents(13)}),
-        saved_checkpoint AS (INSERT INTO ${s}.tollgate_checkpoints AS c (turn_id, seq, doc) VALUES ($16, $17, $18)
-          ON CONFLICT (turn_id) DO UPDATE SET seq = excluded.seq, doc = excluded.doc WHERE excluded.seq >= c.seq)
-        ${upsertSession(9)}`
+        saved_checkpoint AS (${upsertCheckpoints(16)}) ${upsertSession(9)}`
     },
     // Keyset pages: strictly after the previous page's last (time, id); the first page passes FIRST_PAGE.
     listSessions: {
@@ -136,14 +143,10 @@ function statements (s: string) {
       text: `SELECT turn_id, fingerprint FROM ${s}.tollgate_idempotency WHERE owner = $1 AND idem_key = $2 AND expires_ms > $3`
     },
     appendEvents: { name: 'tollgate_append_events', text: insertEvents(1) },
-    // One statement, so one commit: the events, then the checkpoints taken after them (a later
-    // checkpoint replaces an earlier one, never the other way round).
+    // One statement, so one commit: the events, then the checkpoints taken after them.
     appendEventsAndCheckpoints: {
       name: 'tollgate_append_events_and_checkpoints',
-      text: `WITH appended AS (${insertEvents(1)})
-        INSERT INTO ${s}.tollgate_checkpoints AS c (turn_id, seq, doc)
-          SELECT * FROM unnest($4::text[], $5::integer[], $6::text[])
-          ON CONFLICT (turn_id) DO UPDATE SET seq = excluded.seq, doc = excluded.doc WHERE excluded.seq >= c.seq`
+      text: `WITH appended AS (${insertEvents(1)}) ${upsertCheckpoints(4)}`
     }
   }
 }
@@ -258,12 +261,16 @@ export class PostgresStore implements Store {
     if (events.length === 0 && checkpoint === null) return { ...this.sql.saveTurnAndSession, values }
     values.push(...eventColumns(events))
     if (checkpoint === null) return { ...this.sql.saveTurnSessionAndEvents, values }
-    values.push(checkpoint.turn_id, checkpoint.seq, checkpoint.doc)
+    values.push(...checkpointColumns([checkpoint]))
     return { ...this.sql.saveTurnSessionEventsAndCheckpoint, values }
   }
 
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
-    const save = this.pairSave(turn, session, events)
+    await this.savePair(turn, session, this.pairSave(turn, session, events))
+  }
+
+  /** Runs a pair save in the turn's and the session's write order. */
+  private async savePair (turn: TurnRecord, session: SessionRecord, save: pg.QueryConfig): Promise<void> {
     await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
       await this.pool.query(save)
     })
@@ -275,9 +282,7 @@ export class PostgresStore implements Store {
   ): Promise<IdempotencyRecord | null> {
     const save = this.pairSave(turn, session, events, checkpoint)
     if (claim === null) {
-      await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
-        await this.pool.query(save)
-      })
+      await this.savePair(turn, session, save)
       return null
     }
     let held: IdempotencyRecord | null = null
@@ -332,8 +337,8 @@ export class PostgresStore implements Store {
 
   async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
     if (checkpoints.length > 0) {
-      const rows = [checkpoints.map((c) => c.turn_id), checkpoints.map((c) => c.seq), checkpoints.map((c) => c.doc)]
-      await this.pool.query({ ...this.sql.appendEventsAndCheckpoints, values: [...eventColumns(events), ...rows] })
+      const values = [...eventColumns(events), ...checkpointColumns(checkpoints)]
+      await this.pool.query({ ...this.sql.appendEventsAndCheckpoints, values })
       return
     }
     if (events.length === 0) return
