@@ -18,7 +18,12 @@ export interface RunnerFigures {
   firstError: string | null
   providerCallsPerTurn: number
   toolRunsPerTurn: number
+  /** null where /proc could not be read. */
+  cpuPerTurn: CpuPerTurn | null
 }
+
+/** CPU milliseconds per turn: the runner's process, its main thread, the fake provider, the HTTP load driver (null: none). */
+export interface CpuPerTurn { runner: number, mainThread: number, provider: number, driver: number | null }
 
 export interface ThroughputFigures {
   runners: RunnerFigures[]
@@ -161,9 +166,32 @@ function renderThroughput (t: ThroughputFigures, out: string[]): void {
   for (const r of t.runners) {
     if (peer !== undefined && (r.key === 'sqlite' || r.key === 'memory')) rows.push(ratioRow(`${SHORT[r.key]} / ${SHORT.peer}`, r, peer))
   }
-  if (rows.length === 0) return
-  out.push('Ratios, all from this run (turns/s below 1× and latency above 1× mean the first runner is slower):', '')
-  out.push(table(['ratio', 'turns/s', 'p50', 'p99'], rows), '')
+  if (rows.length > 0) {
+    out.push('Ratios, all from this run (turns/s below 1× and latency above 1× mean the first runner is slower):', '')
+    out.push(table(['ratio', 'turns/s', 'p50', 'p99'], rows), '')
+  }
+  renderCpu(t, route, out)
+}
+
+function renderCpu (t: ThroughputFigures, route: RunnerFigures | undefined, out: string[]): void {
+  const measured = t.runners.filter((r) => r.cpuPerTurn !== null)
+  if (measured.length === 0) return
+  out.push(
+    'CPU per turn over the same runs (ms, from /proc, warm-up turns included). A runner runs its JavaScript on one ' +
+    'thread, so 1000 / (main-thread ms per turn) is the most turns/s it can reach however many cores are free; the ' +
+    'last column is the bare route\'s main-thread figure over the runner\'s, the turns/s ratio that ceiling allows:', ''
+  )
+  const routeMain = route?.cpuPerTurn?.mainThread
+  out.push(table(
+    ['runner', 'runner process', 'of it main thread', 'fake provider', 'HTTP load driver', 'all three', 'main-thread ceiling vs route'],
+    measured.map((r) => {
+      const c = r.cpuPerTurn as CpuPerTurn
+      return [
+        `CPU of ${SHORT[r.key]}`, fmt(c.runner, 3), fmt(c.mainThread, 3), fmt(c.provider, 3), c.driver === null ? '(drives itself)' : fmt(c.driver, 3),
+        fmt(c.runner + c.provider + (c.driver ?? 0), 3), routeMain === undefined ? '' : ratio(routeMain, c.mainThread)
+      ]
+    })
+  ), '')
 }
 
 function renderToolCalls (f: ToolCallFigures, out: string[]): void {

@@ -7,12 +7,13 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ChildGroup, COMPILED, ROOT, type Child } from './children.js'
 import type { LoopResult } from './closed-loop.js'
+import { cpuSample, cpuSince, type CpuSample } from './cpu.js'
 import { monotonicNs } from './ipc.js'
 import { KnobError, readKnobs, type Knobs } from './knobs.js'
 import { describeMachine, describeVersions, loadAverage } from './machine.js'
 import {
   renderReport, type CancelFigures, type FanoutFigures, type FirstEventFigures, type IdleFigures, type Report, type RunnerFigures,
-  type RunnerKey,
+  type CpuPerTurn, type RunnerKey,
   type SqlPerTurn, type ThroughputFigures, type ToolCallFigures, type ToolCallPoint
 } from './report.js'
 import type { SqlCounts } from '../src/store/sql-probe.js'
@@ -66,6 +67,8 @@ interface Loop { concurrency: number, warmupMs: number, durationMs: number, mess
 interface Runner {
   key: RunnerKey
   label: string
+  /** The process that serves the turns (for the bare loop, the one that also drives them). */
+  pid: number
   run: (loop: Loop) => Promise<LoopResult>
   toolRuns: () => Promise<number>
   /** The SQLite gateway's SQL probe. */
@@ -93,6 +96,7 @@ async function startRunners (ctx: Ctx, keys: readonly RunnerKey[], load: Child, 
   ): Runner => ({
     key,
     label: key === 'peer' ? `${LABELS.peer} ${knobs.stream ? 'streamText' : 'generateText'}` : LABELS[key],
+    pid: server.proc.pid as number,
     run: async (loop) => {
       const { message, ...closedLoop } = loop
       return await load.request<LoopResult>({ type: 'run', ...closedLoop, url, body: body(message) }, timeoutFor(loop))
@@ -112,6 +116,7 @@ async function startRunners (ctx: Ctx, keys: readonly RunnerKey[], load: Child, 
         return {
           key,
           label: LABELS.loop,
+          pid: child.proc.pid as number,
           run: async (loop) => await child.request<LoopResult>({ type: 'run', ...loop }, timeoutFor(loop)),
           toolRuns: async () => await runs(child),
           stop: async () => { await child.stop() }
@@ -167,12 +172,28 @@ interface Measured {
   providerCalls: number
   toolRuns: number
   sql: SqlPerTurn | null
+  cpu: RunCpu | null
 }
 
-/** One closed-loop run, with the provider calls, tool runs and SQL work it caused. */
-async function measure (ctx: Ctx, runner: Runner, loop: Loop): Promise<Measured> {
+/** CPU ms the run cost each process (`driver`: the HTTP load process; null for the bare loop, which drives itself). */
+interface RunCpu { runner: CpuSample, provider: number, driver: number | null }
+
+function sampleRun (ctx: Ctx, runner: Runner, driver: Child | null): Array<CpuSample | null> {
+  return [runner.pid, ctx.provider.proc.pid, driver?.proc.pid].map((pid) => pid === undefined ? null : cpuSample(pid))
+}
+
+function runCpu (before: Array<CpuSample | null>, after: Array<CpuSample | null>, driven: boolean): RunCpu | null {
+  const [runner, provider, driver] = before.map((b, i) => cpuSince(b, after[i] ?? null))
+  if (runner == null || provider == null || (driven && driver == null)) return null
+  return { runner, provider: provider.process, driver: driver?.process ?? null }
+}
+
+/** One closed-loop run, with the provider calls, tool runs, SQL work and CPU time it caused. */
+async function measure (ctx: Ctx, runner: Runner, loop: Loop, driver: Child | null = null): Promise<Measured> {
   const [calls0, tools0, sql0] = [await providerRequests(ctx), await runner.toolRuns(), await runner.sql?.() ?? null]
+  const cpu0 = sampleRun(ctx, runner, driver)
   const result = await runner.run(loop)
+  const cpu = runCpu(cpu0, sampleRun(ctx, runner, driver), driver !== null)
   const [calls1, tools1, sql1] = [await providerRequests(ctx), await runner.toolRuns(), await runner.sql?.() ?? null]
   const sql = sql0 === null || sql1 === null
     ? null
@@ -181,7 +202,7 @@ async function measure (ctx: Ctx, runner: Runner, loop: Loop): Promise<Measured>
         commits: sql1.commits - sql0.commits,
         events: (sql1.inserts.tollgate_events ?? 0) - (sql0.inserts.tollgate_events ?? 0)
       }
-  return { result, providerCalls: calls1 - calls0, toolRuns: tools1 - tools0, sql }
+  return { result, providerCalls: calls1 - calls0, toolRuns: tools1 - tools0, sql, cpu }
 }
 
 interface Tally {
@@ -194,6 +215,29 @@ interface Tally {
   providerCalls: number
   toolRuns: number
   rounds: number[]
+  /** CPU ms summed over the runs and the turns they ran (warm-up included); null once a run could not be read. */
+  cpu: { runner: number, mainThread: number, provider: number, driver: number | null, turns: number } | null
+}
+
+function addCpu (sum: Tally['cpu'], run: RunCpu | null, turns: number): Tally['cpu'] {
+  if (sum === null || run === null) return null
+  return {
+    runner: sum.runner + run.runner.process,
+    mainThread: sum.mainThread + run.runner.mainThread,
+    provider: sum.provider + run.provider,
+    driver: sum.driver === null || run.driver === null ? null : sum.driver + run.driver,
+    turns: sum.turns + turns
+  }
+}
+
+function perTurn (cpu: Tally['cpu']): CpuPerTurn | null {
+  if (cpu === null || cpu.turns === 0) return null
+  return {
+    runner: cpu.runner / cpu.turns,
+    mainThread: cpu.mainThread / cpu.turns,
+    provider: cpu.provider / cpu.turns,
+    driver: cpu.driver === null ? null : cpu.driver / cpu.turns
+  }
 }
 
 const THROUGHPUT_RUNNERS: readonly RunnerKey[] = ['route', 'loop', 'sqlite', 'memory', 'peer']
@@ -205,14 +249,18 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
   const measured: Loop = { concurrency: knobs.concurrency, warmupMs: knobs.warmupMs, durationMs: knobs.durationMs, message: TURN_MESSAGE }
   const tallies = new Map<string, Tally>(runners.map((r) => [
     r.key,
-    { completed: 0, windowMs: 0, total: 0, errors: 0, firstError: null, latencies: [], providerCalls: 0, toolRuns: 0, rounds: [] }
+    {
+      completed: 0, windowMs: 0, total: 0, errors: 0, firstError: null, latencies: [], providerCalls: 0, toolRuns: 0, rounds: [],
+      cpu: { runner: 0, mainThread: 0, provider: 0, driver: r.key === 'loop' ? null : 0, turns: 0 }
+    }
   ]))
   await prime(ctx, runners)
   for (let round = 0; round < knobs.rounds; round++) {
     const order = runners.map((_, i) => runners[(i + round) % runners.length] as Runner)
     for (const runner of order) {
       const tally = tallies.get(runner.key) as Tally
-      const { result, providerCalls, toolRuns } = await measure(ctx, runner, measured)
+      const { result, providerCalls, toolRuns, cpu } = await measure(ctx, runner, measured, runner.key === 'loop' ? null : load)
+      tally.cpu = addCpu(tally.cpu, cpu, result.total + result.errors)
       tally.completed += result.completed
       tally.windowMs += result.windowMs
       tally.total += result.total
@@ -240,7 +288,8 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
       errors: tally.errors,
       firstError: tally.firstError,
       providerCallsPerTurn: attempts === 0 ? Number.NaN : tally.providerCalls / attempts,
-      toolRunsPerTurn: attempts === 0 ? Number.NaN : tally.toolRuns / attempts
+      toolRunsPerTurn: attempts === 0 ? Number.NaN : tally.toolRuns / attempts,
+      cpuPerTurn: perTurn(tally.cpu)
     }
   }
   return { runners: runners.map(figures) }

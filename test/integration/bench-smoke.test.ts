@@ -84,6 +84,18 @@ test('a tiny run of the turn sections compares every runner on the same work, an
   }
   assert.equal(rows(stdout, 'Tollgate (SQLite) / bare Fastify route').length, 1, stdout)
   assert.equal(rows(stdout, 'Tollgate (SQLite) / AI SDK peer').length, 1, stdout)
+  // CPU per turn of every runner, read from /proc: the runner's process, its main thread, the
+  // provider, the load driver (the bare loop drives itself), their sum, the ceiling ratio.
+  const cpu = rows(stdout, 'CPU of ')
+  assert.deepEqual(cpu.map((r) => r[0]), ['CPU of bare Fastify route', 'CPU of bare loop', 'CPU of Tollgate (SQLite)', 'CPU of Tollgate (memory)', 'CPU of AI SDK peer'])
+  for (const r of cpu) {
+    const [process, main, provider, driver, sum] = r.slice(1, 6).map(Number)
+    // Kernel ticks are 10 ms: over a 200 ms window a lightly loaded process may show none.
+    assert.ok((process ?? 0) > 0 && (main ?? -1) >= 0 && (main ?? 0) <= (process ?? 0) && (provider ?? -1) >= 0, r.join(' | '))
+    assert.ok(r[0] === 'CPU of bare loop' ? r[4] === '(drives itself)' : (driver ?? -1) >= 0, r.join(' | '))
+    assert.ok(Math.abs((sum ?? 0) - (process ?? 0) - (provider ?? 0) - (r[0] === 'CPU of bare loop' ? 0 : driver ?? 0)) < 0.0025, r.join(' | '))
+  }
+  assert.equal(cpu[0]?.[6], '1.00×')
 
   const sqlite = rows(stdout, 'Tollgate, SQLite store').slice(1)
   assert.deepEqual(sqlite.map((r) => [r[1], r[11]]), [['0', '1.00 / 0.00'], ['2', '2.00 / 2.00'], ['4', '2.00 / 4.00'], ['8', '2.00 / 8.00']])
