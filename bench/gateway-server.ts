@@ -24,7 +24,8 @@ import { announceReady, childOptions, serveCommands } from './ipc.js'
 import { TimedEventBus } from './timed-bus.js'
 import { MODEL, NOOP_TOOLS, SYSTEM_PROMPT } from './workload.js'
 
-interface Options { providerUrl: string, stream: boolean, store: 'sqlite' | 'memory', probe: boolean }
+/** `durable: false` turns checkpoints off on SQLite (`shutdown.running_turns = "cancel"`): what durability costs. */
+interface Options { providerUrl: string, stream: boolean, store: 'sqlite' | 'memory', probe: boolean, durable: boolean }
 
 function fullGc (): void {
   const gc = (globalThis as { gc?: () => void }).gc
@@ -58,6 +59,7 @@ async function main (): Promise<void> {
       // Abuse limits, not capacity: one benchmark client legitimately exceeds what one user may do.
       ws: { frame_rate: { per_second: 1_000_000, burst: 1_000_000 } },
       turns: { max_active_turns: 4096, max_active_turns_per_principal: 4096 },
+      ...(options.durable ? {} : { shutdown: { running_turns: 'cancel' as const } }),
       // The embedded default store (SQLite, every event persisted) kept in the scratch folder, or
       // the memory store (nothing persisted) for the second row.
       store: { kind: options.store, sqlite: { path: join(workspace, 'tollgate.db') } },
@@ -73,7 +75,7 @@ async function main (): Promise<void> {
   const bus = new TimedEventBus(await createBus(config, { store, env: {}, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } }))
   const gateway = await buildServer({ config, tools, logger: log, store, bus })
   // The SQLite row is the default wiring, where turns outlive the process (checkpointed).
-  if (gateway.turns.durable !== (options.store === 'sqlite')) throw new Error(`the ${options.store} gateway's turns are ${gateway.turns.durable ? '' : 'not '}durable`)
+  if (gateway.turns.durable !== (options.store === 'sqlite' && options.durable)) throw new Error(`the ${options.store} gateway's turns are ${gateway.turns.durable ? '' : 'not '}durable`)
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0, backlog: 4096 })
 
   // Stopped by the orchestrator without a `close` command (it is failing): still close cleanly.

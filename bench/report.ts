@@ -6,7 +6,8 @@ import type { Knobs } from './knobs.js'
 import type { Machine } from './machine.js'
 import { fmt, ratio, type Summary } from './stats.js'
 
-export type RunnerKey = 'route' | 'loop' | 'sqlite' | 'memory' | 'peer'
+/** `transient`: the SQLite gateway with durable turns off (no checkpoints): what durability costs. */
+export type RunnerKey = 'route' | 'loop' | 'sqlite' | 'transient' | 'memory' | 'peer'
 
 export interface RunnerFigures {
   key: RunnerKey
@@ -147,6 +148,7 @@ const SHORT: Record<RunnerKey, string> = {
   route: 'bare Fastify route',
   loop: 'bare loop',
   sqlite: 'Tollgate (SQLite)',
+  transient: 'Tollgate (SQLite, not durable)',
   memory: 'Tollgate (memory)',
   peer: 'AI SDK peer'
 }
@@ -166,6 +168,10 @@ function renderThroughput (t: ThroughputFigures, out: string[]): void {
   for (const r of t.runners) {
     if (peer !== undefined && (r.key === 'sqlite' || r.key === 'memory')) rows.push(ratioRow(`${SHORT[r.key]} / ${SHORT.peer}`, r, peer))
   }
+  // What durable turns (their checkpoints) cost the default wiring.
+  const sqlite = t.runners.find((r) => r.key === 'sqlite')
+  const transient = t.runners.find((r) => r.key === 'transient')
+  if (sqlite !== undefined && transient !== undefined) rows.push(ratioRow(`${SHORT.sqlite} / ${SHORT.transient}`, sqlite, transient))
   if (rows.length > 0) {
     out.push('Ratios, all from this run (turns/s below 1× and latency above 1× mean the first runner is slower):', '')
     out.push(table(['ratio', 'turns/s', 'p50', 'p99'], rows), '')

@@ -41,11 +41,14 @@ function split (total: number, parts: number): number[] {
 
 type StoreKind = 'sqlite' | 'memory'
 
-/** `probe`: count SQL work (a few microseconds per statement: only where counts are reported). */
-async function startGateway (ctx: Ctx, store: StoreKind = 'sqlite', probe = false): Promise<{ gateway: Child, url: string }> {
-  const name = `tollgate${store === 'sqlite' ? '' : '-memory'}${probe ? '-probed' : ''}`
+/**
+ * `probe`: count SQL work (a few microseconds per statement: only where counts are reported).
+ * `durable: false` (SQLite only): `shutdown.running_turns = "cancel"`, so no turn is checkpointed.
+ */
+async function startGateway (ctx: Ctx, store: StoreKind = 'sqlite', probe = false, durable = true): Promise<{ gateway: Child, url: string }> {
+  const name = `tollgate${store === 'sqlite' ? '' : '-memory'}${durable || store === 'memory' ? '' : '-not-durable'}${probe ? '-probed' : ''}`
   const { child, ready } = await ctx.group.spawn(name, 'gateway-server.ts', {
-    options: { providerUrl: ctx.providerUrl, stream: ctx.knobs.stream, store, probe },
+    options: { providerUrl: ctx.providerUrl, stream: ctx.knobs.stream, store, probe, durable },
     execArgv: ['--expose-gc']
   })
   return { gateway: child, url: String(ready.url) }
@@ -80,6 +83,7 @@ const LABELS: Record<RunnerKey, string> = {
   route: 'baseline: bare Fastify route POST /turn (undici + direct tool calls)',
   loop: 'extra: bare loop, no HTTP hop (undici + direct tool calls)',
   sqlite: 'Tollgate, SQLite store (default): POST /v1/turns?wait=true',
+  transient: 'Tollgate on SQLite with turns not durable (shutdown.running_turns = "cancel"): POST /v1/turns?wait=true',
   memory: 'Tollgate, memory store: POST /v1/turns?wait=true',
   peer: 'peer: Fastify route + AI SDK'
 }
@@ -123,9 +127,10 @@ async function startRunners (ctx: Ctx, keys: readonly RunnerKey[], load: Child, 
         }
       }
       case 'sqlite':
+      case 'transient':
       case 'memory': {
         const probed = probe && key === 'sqlite'
-        const { gateway, url } = await startGateway(ctx, key, probed)
+        const { gateway, url } = await startGateway(ctx, key === 'memory' ? 'memory' : 'sqlite', probed, key !== 'transient')
         const sql = probed ? async (): Promise<SqlCounts> => await gateway.request<SqlCounts>({ type: 'sql' }) : undefined
         return http(key, gateway, `${url}/v1/turns?wait=true`, (message) => ({ message, interactive: false }), sql)
       }
@@ -240,7 +245,7 @@ function perTurn (cpu: Tally['cpu']): CpuPerTurn | null {
   }
 }
 
-const THROUGHPUT_RUNNERS: readonly RunnerKey[] = ['route', 'loop', 'sqlite', 'memory', 'peer']
+const THROUGHPUT_RUNNERS: readonly RunnerKey[] = ['route', 'loop', 'sqlite', 'transient', 'memory', 'peer']
 
 async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
   const { knobs } = ctx

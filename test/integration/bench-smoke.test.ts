@@ -76,7 +76,10 @@ test('a tiny run of the turn sections compares every runner on the same work, an
   }, 220_000)
   assert.equal(code, 0, stderr)
   assert.doesNotMatch(stdout, /## Warnings/)
-  const throughput = ['baseline: bare Fastify route', 'extra: bare loop', 'Tollgate, SQLite store', 'Tollgate, memory store', 'peer: Fastify route + AI SDK']
+  const throughput = [
+    'baseline: bare Fastify route', 'extra: bare loop', 'Tollgate, SQLite store', 'Tollgate on SQLite with turns not durable', 'Tollgate, memory store',
+    'peer: Fastify route + AI SDK'
+  ]
     .map((label) => rows(stdout, label)[0])
   for (const row of throughput) {
     assert.ok(row !== undefined, stdout)
@@ -84,10 +87,13 @@ test('a tiny run of the turn sections compares every runner on the same work, an
   }
   assert.equal(rows(stdout, 'Tollgate (SQLite) / bare Fastify route').length, 1, stdout)
   assert.equal(rows(stdout, 'Tollgate (SQLite) / AI SDK peer').length, 1, stdout)
+  assert.equal(rows(stdout, 'Tollgate (SQLite) / Tollgate (SQLite, not durable)').length, 1, stdout)
   // CPU per turn of every runner, read from /proc: the runner's process, its main thread, the
   // provider, the load driver (the bare loop drives itself), their sum, the ceiling ratio.
   const cpu = rows(stdout, 'CPU of ')
-  assert.deepEqual(cpu.map((r) => r[0]), ['CPU of bare Fastify route', 'CPU of bare loop', 'CPU of Tollgate (SQLite)', 'CPU of Tollgate (memory)', 'CPU of AI SDK peer'])
+  assert.deepEqual(cpu.map((r) => r[0]), [
+    'CPU of bare Fastify route', 'CPU of bare loop', 'CPU of Tollgate (SQLite)', 'CPU of Tollgate (SQLite, not durable)', 'CPU of Tollgate (memory)', 'CPU of AI SDK peer'
+  ])
   for (const r of cpu) {
     const [process, main, provider, driver, sum] = r.slice(1, 6).map(Number)
     // Kernel ticks are 10 ms: over a 200 ms window a lightly loaded process may show none.
