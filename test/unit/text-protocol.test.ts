@@ -43,6 +43,15 @@ test('an unclosed leading think swallows the rest of the reply', () => {
   assert.equal(stripThinkBlocks(`<think>still reasoning ${tagged('shell', { command: 'ls' })}`), '')
 })
 
+test('block patterns are shared between calls: each call starts from the beginning of its own text, in any case', () => {
+  const long = `${'x'.repeat(200)}<think>a</think>tail`
+  assert.equal(stripThinkBlocks(long), `${'x'.repeat(200)}tail`)
+  // The shared pattern's position was left past character 200 by the call above.
+  assert.equal(stripThinkBlocks('<THINK>b</Think>c'), 'c')
+  assert.equal(stripThinkBlocks('no block here'), 'no block here')
+  assert.equal(stripToolResultBlocks('<TOOL_RESULT>r</tool_result>d'), 'd')
+})
+
 test('text before an unclosed think is kept', () => {
   assert.equal(stripThinkBlocks('Answer first. <think>then reasoning'), 'Answer first. ')
 })

@@ -7,13 +7,24 @@ const TERMINAL_MARKERS = ['<|eom|>', '<eom>'] as const
 
 type Unclosed = 'keep' | 'drop'
 
+/** An `open … close` block kind. Compiled once: this runs on every model response. */
+interface Block { open: RegExp, close: RegExp }
+
+function block (name: string): Block {
+  return { open: new RegExp(`<${name}(?:\\s[^<>]*)?>`, 'gi'), close: new RegExp(`</${name}\\s*>`, 'gi') }
+}
+
+const THINK = block('think')
+const THINKING = block('thinking')
+const TOOL_RESULT = block('tool_result')
+
 /**
  * Removes every `open … close` block. An unclosed block either stays as it is or takes the rest of
  * the text with it. One forward pass: after a missing close there is nothing left to search.
+ * Every block opens with `<`: text without one (most model text) is returned as it is.
  */
-function removeBlocks (text: string, openSource: string, closeSource: string, unclosed: Unclosed): string {
-  const open = new RegExp(openSource, 'gi')
-  const close = new RegExp(closeSource, 'gi')
+function removeBlocks (text: string, { open, close }: Block, unclosed: Unclosed): string {
+  if (!text.includes('<')) return text
   let out = ''
   let pos = 0
   for (;;) {
@@ -31,7 +42,7 @@ function removeBlocks (text: string, openSource: string, closeSource: string, un
 
 /** Drops `<think>…</think>` blocks; an unclosed `<think>` means everything after it is reasoning. */
 export function stripThinkBlocks (text: string): string {
-  return removeBlocks(text, '<think(?:\\s[^<>]*)?>', '</think\\s*>', 'drop')
+  return removeBlocks(text, THINK, 'drop')
 }
 
 /** Drops trailing `<|eom|>` / `<eom>` markers (stacked, with whitespace after them); inline markers stay. */
@@ -50,8 +61,8 @@ export function stripTerminalMarkers (text: string): string {
  * leading `[Tool results]` line, for user-visible text. History keeps the raw text.
  */
 export function stripToolResultBlocks (text: string): string {
-  let result = removeBlocks(text, '<tool_result(?:\\s[^<>]*)?>', '</tool_result\\s*>', 'keep')
-  result = removeBlocks(result, '<thinking(?:\\s[^<>]*)?>', '</thinking\\s*>', 'drop')
+  let result = removeBlocks(text, TOOL_RESULT, 'keep')
+  result = removeBlocks(result, THINKING, 'drop')
   result = stripThinkBlocks(result)
   result = result.trimStart().replace(/^\[Tool results\][ \t]*(?:\r?\n)?/, '')
   return result.trim().replace(/\n{3,}/g, '\n\n')
