@@ -182,19 +182,22 @@ function renderThroughput (t: ThroughputFigures, out: string[]): void {
 function renderCpu (t: ThroughputFigures, route: RunnerFigures | undefined, out: string[]): void {
   const measured = t.runners.filter((r) => r.cpuPerTurn !== null)
   if (measured.length === 0) return
+  const all = (c: CpuPerTurn): number => c.runner + c.provider + (c.driver ?? 0)
   out.push(
     'CPU per turn over the same runs (ms, from /proc, warm-up turns included). A runner runs its JavaScript on one ' +
     'thread, so 1000 / (main-thread ms per turn) is the most turns/s it can reach however many cores are free; the ' +
-    'last column is the bare route\'s main-thread figure over the runner\'s, the turns/s ratio that ceiling allows:', ''
+    'main-thread ceiling is the bare route\'s main-thread figure over the runner\'s, the turns/s ratio that bound allows. ' +
+    'The all-CPU ceiling is the bare route\'s sum of the three processes over the runner\'s: the ratio the runner could ' +
+    'reach if its work spread over every core and the machine\'s CPU were the only limit:', ''
   )
-  const routeMain = route?.cpuPerTurn?.mainThread
+  const routeCpu = route?.cpuPerTurn ?? null
   out.push(table(
-    ['runner', 'runner process', 'of it main thread', 'fake provider', 'HTTP load driver', 'all three', 'main-thread ceiling vs route'],
+    ['runner', 'runner process', 'of it main thread', 'fake provider', 'HTTP load driver', 'all three', 'main-thread ceiling vs route', 'all-CPU ceiling vs route'],
     measured.map((r) => {
       const c = r.cpuPerTurn as CpuPerTurn
       return [
         `CPU of ${SHORT[r.key]}`, fmt(c.runner, 3), fmt(c.mainThread, 3), fmt(c.provider, 3), c.driver === null ? '(drives itself)' : fmt(c.driver, 3),
-        fmt(c.runner + c.provider + (c.driver ?? 0), 3), routeMain === undefined ? '' : ratio(routeMain, c.mainThread)
+        fmt(all(c), 3), routeCpu === null ? '' : ratio(routeCpu.mainThread, c.mainThread), routeCpu === null ? '' : ratio(all(routeCpu), all(c))
       ]
     })
   ), '')

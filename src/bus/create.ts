@@ -17,6 +17,8 @@ const EVENT_LOG_BUFFER = 100_000
 /**
  * Test-only crash point: set to an event kind, the process kills itself (SIGKILL, no shutdown
  * code) right after writing the first group holding such an event and before publishing it.
+ * Events a turn's creation writes (`turn.started`; a durable turn's first `iteration`) are not
+ * bus groups: they never trigger it.
  */
 export const CRASH_AFTER_EVENT_WRITE_ENV = 'TOLLGATE_TEST_CRASH_AFTER_EVENT_WRITE'
 
