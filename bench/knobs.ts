@@ -31,7 +31,8 @@ export interface Knobs {
 
 export class KnobError extends Error {}
 
-function int (env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+/** An integer setting from `env[name]` (unset or empty: `fallback`), checked against its bounds. */
+export function int (env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
   const value = Number(raw)

@@ -48,9 +48,10 @@ export function describeVersions (root: string): string {
   } catch {}
   let peer = ''
   try {
-    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { devDependencies?: Record<string, string> }
-    const dev = pkg.devDependencies ?? {}
-    peer = ['ai', '@ai-sdk/openai-compatible', 'zod'].map((name) => `${name} ${dev[name] ?? '?'}`).join(', ')
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies?: Record<string, string>, devDependencies?: Record<string, string> }
+    // zod is also a dependency of the gateway itself; the AI SDK packages are dev dependencies.
+    const declared = { ...pkg.dependencies, ...pkg.devDependencies }
+    peer = ['ai', '@ai-sdk/openai-compatible', 'zod'].map((name) => `${name} ${declared[name] ?? '?'}`).join(', ')
   } catch {}
   return `Tollgate ${commit}; peer ${peer}`
 }

@@ -10,12 +10,23 @@ import { randomBytes } from 'node:crypto'
 import { scrubLogLine } from '../src/core/security/log-scrub.js'
 import { scrubText, scrubValue } from '../src/core/security/redact.js'
 import { corpusText, secretCorpus } from '../test/helpers/secret-corpus.js'
+import { int, KnobError } from './knobs.js'
 import { fmt } from './stats.js'
 
 const GOAL_US_PER_KIB = 5
 const TEXT_BYTES = 64 * 1024
 const MIN_SAMPLE_MS = 200
-const ROUNDS = Number(process.env.BENCH_SCRUB_ROUNDS ?? 5)
+const ROUNDS = scrubRounds()
+
+function scrubRounds (): number {
+  try {
+    return int(process.env, 'BENCH_SCRUB_ROUNDS', 5, 1, 1000)
+  } catch (err) {
+    if (!(err instanceof KnobError)) throw err
+    process.stderr.write(`bench:scrub: ${err.message}\n`)
+    process.exit(2)
+  }
+}
 
 function repeatTo (piece: string, bytes: number): string {
   return piece.repeat(Math.ceil(bytes / piece.length)).slice(0, bytes)
