@@ -5,7 +5,7 @@
  */
 import type { ChatResponse, ChatToolCall } from '../providers/types.js'
 import {
-  detectToolProtocolIssue, parseTextToolCalls, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks
+  detectToolProtocolIssue, mayHoldToolProtocol, parseTextToolCalls, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks
 } from './text-protocol/index.js'
 
 export interface ParsedCall {
@@ -66,7 +66,10 @@ export function parseResponse (response: ChatResponse, options: ParseOptions): P
     return { calls, native: true, displayText: stripToolResultBlocks(text).trim(), text, parseIssue: false }
   }
 
-  if (options.strict) return { calls: [], native: false, displayText: stripToolResultBlocks(text).trim(), text, parseIssue: false }
+  // Strict mode reads no calls out of text; and text with no frame or JSON character holds none.
+  if (options.strict || !mayHoldToolProtocol(text)) {
+    return { calls: [], native: false, displayText: stripToolResultBlocks(text).trim(), text, parseIssue: false }
+  }
 
   const lowerAdvertised = new Map([...options.advertised].map((n) => [n.toLowerCase(), n]))
   if (haveTools) {

@@ -4,6 +4,7 @@ import {
   buildToolProtocolInstructions,
   detectToolProtocolIssue,
   mapToolNameAlias,
+  mayHoldToolProtocol,
   parseTextToolCalls,
   stripTerminalMarkers,
   stripThinkBlocks,
@@ -477,4 +478,21 @@ test('200 KB of nested unclosed tags and braces is handled without hanging', () 
 test('thousands of well-formed calls in one reply are all parsed', () => {
   const response = tagged('date', {}).repeat(4000)
   assert.equal(parseTextToolCalls(response).calls.length, 4000)
+})
+
+test('text without <, `, { or [ is skipped by the protocol parser: it never holds a call, and every frame form has one', () => {
+  for (const form of [tagged('shell', { command: 'ls' }), '```tool_call\n{"name":"date"}\n```', '```tool date\n{}\n```', '{"name":"date","arguments":{}}', '[{"name":"date","arguments":{}}]']) {
+    assert.equal(mayHoldToolProtocol(form), true, form)
+    assert.ok(parseTextToolCalls(form).calls.length > 0, form)
+  }
+  // Prose built from protocol words, tool names, quotes and colons, but none of the four characters:
+  // the full parser finds nothing in it either, so skipping it changes no outcome.
+  const words = ['tool_call', 'tool_calls', 'invoke', 'toolcall', 'tool-call', 'shell', 'date', '"name":', '"arguments":', '"function":', 'tool', 'json', ':', '"', '\n', ' ', '/', '>', '}', ']', 'example']
+  let seed = 7
+  const next = (): number => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed }
+  for (let i = 0; i < 500; i++) {
+    const text = Array.from({ length: 1 + next() % 40 }, () => words[next() % words.length]).join(next() % 2 === 0 ? ' ' : '')
+    assert.equal(mayHoldToolProtocol(text), false, text)
+    assert.deepEqual(parseTextToolCalls(text).calls, [], text)
+  }
 })

@@ -5,7 +5,7 @@
  */
 import { isCallShaped, mapToolNameAlias } from './calls.js'
 import { isPlainObject, tryParseJson } from './json.js'
-import { analyseResponse, mentionsExample } from './parse.js'
+import { analyseResponse, mayHoldToolProtocol, mentionsExample } from './parse.js'
 
 const FRAME_MARKER = '<(?:tool_calls|tool_call|toolcall|tool-call|invoke)\\b|```[ \\t]*(?:tool_calls?|tool-call|toolcall|invoke|tool[ \\t]+([A-Za-z0-9_.:-]+))'
 const TAG_CLOSE = /<\/(?:tool_calls|tool_call|toolcall|tool-call|invoke)\s*>/i
@@ -113,6 +113,7 @@ function isFailedJsonEnvelope (text: string, known: ReadonlySet<string>): boolea
  * for an available tool.
  */
 export function detectToolProtocolIssue (text: string, knownToolNames: ReadonlySet<string>): boolean {
+  if (!mayHoldToolProtocol(text)) return false
   const analysis = analyseResponse(text)
   if (analysis.cleaned === '' || analysis.exampleWithheld) return false
   if (analysis.calls.length > 0) {

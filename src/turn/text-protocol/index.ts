@@ -4,7 +4,7 @@
  */
 
 export type { ParsedToolCall, TextParseResult } from './types.js'
-export { parseTextToolCalls } from './parse.js'
+export { mayHoldToolProtocol, parseTextToolCalls } from './parse.js'
 export { stripThinkBlocks, stripTerminalMarkers, stripToolResultBlocks } from './clean.js'
 export { mapToolNameAlias } from './calls.js'
 export { detectToolProtocolIssue } from './detect.js'

@@ -20,6 +20,16 @@ export interface ResponseAnalysis extends TextParseResult {
   exampleWithheld: boolean
 }
 
+/**
+ * Every frame (tag or fence) and every JSON envelope needs one of these characters: text without
+ * any (most final answers) can neither carry a call nor look like a failed attempt at one.
+ */
+const PROTOCOL_CHARACTERS = /[<`{[]/
+
+export function mayHoldToolProtocol (text: string): boolean {
+  return PROTOCOL_CHARACTERS.test(text)
+}
+
 /** Documentation of the protocol (ours or the model's own) must never run. */
 export function mentionsExample (text: string): boolean {
   const lower = text.toLowerCase()
