@@ -72,6 +72,8 @@ interface Runner {
   label: string
   /** The process that serves the turns (for the bare loop, the one that also drives them). */
   pid: number
+  /** The HTTP load process that drives it; null for the bare loop, which drives itself. */
+  driver: Child | null
   run: (loop: Loop) => Promise<LoopResult>
   toolRuns: () => Promise<number>
   /** The SQLite gateway's SQL probe. */
@@ -101,6 +103,7 @@ async function startRunners (ctx: Ctx, keys: readonly RunnerKey[], load: Child, 
     key,
     label: key === 'peer' ? `${LABELS.peer} ${knobs.stream ? 'streamText' : 'generateText'}` : LABELS[key],
     pid: server.proc.pid as number,
+    driver: load,
     run: async (loop) => {
       const { message, ...closedLoop } = loop
       return await load.request<LoopResult>({ type: 'run', ...closedLoop, url, body: body(message) }, timeoutFor(loop))
@@ -121,6 +124,7 @@ async function startRunners (ctx: Ctx, keys: readonly RunnerKey[], load: Child, 
           key,
           label: LABELS.loop,
           pid: child.proc.pid as number,
+          driver: null,
           run: async (loop) => await child.request<LoopResult>({ type: 'run', ...loop }, timeoutFor(loop)),
           toolRuns: async () => await runs(child),
           stop: async () => { await child.stop() }
@@ -180,11 +184,11 @@ interface Measured {
   cpu: RunCpu | null
 }
 
-/** CPU ms the run cost each process (`driver`: the HTTP load process; null for the bare loop, which drives itself). */
+/** CPU ms the run cost each process (`driver`: null for the bare loop, which drives itself). */
 interface RunCpu { runner: CpuSample, provider: number, driver: number | null }
 
-function sampleRun (ctx: Ctx, runner: Runner, driver: Child | null): Array<CpuSample | null> {
-  return [runner.pid, ctx.provider.proc.pid, driver?.proc.pid].map((pid) => pid === undefined ? null : cpuSample(pid))
+function sampleRun (ctx: Ctx, runner: Runner): Array<CpuSample | null> {
+  return [runner.pid, ctx.provider.proc.pid, runner.driver?.proc.pid].map((pid) => pid === undefined ? null : cpuSample(pid))
 }
 
 function runCpu (before: Array<CpuSample | null>, after: Array<CpuSample | null>, driven: boolean): RunCpu | null {
@@ -194,11 +198,11 @@ function runCpu (before: Array<CpuSample | null>, after: Array<CpuSample | null>
 }
 
 /** One closed-loop run, with the provider calls, tool runs, SQL work and CPU time it caused. */
-async function measure (ctx: Ctx, runner: Runner, loop: Loop, driver: Child | null = null): Promise<Measured> {
+async function measure (ctx: Ctx, runner: Runner, loop: Loop): Promise<Measured> {
   const [calls0, tools0, sql0] = [await providerRequests(ctx), await runner.toolRuns(), await runner.sql?.() ?? null]
-  const cpu0 = sampleRun(ctx, runner, driver)
+  const cpu0 = sampleRun(ctx, runner)
   const result = await runner.run(loop)
-  const cpu = runCpu(cpu0, sampleRun(ctx, runner, driver), driver !== null)
+  const cpu = runCpu(cpu0, sampleRun(ctx, runner), runner.driver !== null)
   const [calls1, tools1, sql1] = [await providerRequests(ctx), await runner.toolRuns(), await runner.sql?.() ?? null]
   const sql = sql0 === null || sql1 === null
     ? null
@@ -256,7 +260,7 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
     r.key,
     {
       completed: 0, windowMs: 0, total: 0, errors: 0, firstError: null, latencies: [], providerCalls: 0, toolRuns: 0, rounds: [],
-      cpu: { runner: 0, mainThread: 0, provider: 0, driver: r.key === 'loop' ? null : 0, turns: 0 }
+      cpu: { runner: 0, mainThread: 0, provider: 0, driver: r.driver === null ? null : 0, turns: 0 }
     }
   ]))
   await prime(ctx, runners)
@@ -264,7 +268,7 @@ async function throughput (ctx: Ctx): Promise<ThroughputFigures> {
     const order = runners.map((_, i) => runners[(i + round) % runners.length] as Runner)
     for (const runner of order) {
       const tally = tallies.get(runner.key) as Tally
-      const { result, providerCalls, toolRuns, cpu } = await measure(ctx, runner, measured, runner.key === 'loop' ? null : load)
+      const { result, providerCalls, toolRuns, cpu } = await measure(ctx, runner, measured)
       tally.cpu = addCpu(tally.cpu, cpu, result.total + result.errors)
       tally.completed += result.completed
       tally.windowMs += result.windowMs

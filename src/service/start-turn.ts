@@ -105,16 +105,17 @@ export async function startTurn (
   // A durable turn's engine state is made before its creation, so that its first iteration and
   // the checkpoint at its first model call are written in that same transaction (a commit fewer
   // per turn); its loop then starts at that model call without writing them again.
+  const events: BusEnvelope[] = archived ? [started] : []
   let early: TurnState | null = null
   let first: BusEnvelope | null = null
   let checkpoint: CheckpointRow | null = null
   if (checkpointer !== null && archived) {
     early = engineState(scope, running, session, request, exec, checkpointer)
     first = running.sequence({ kind: 'iteration', n: 1 })
+    events.push(first)
     early.iteration = 1
     checkpoint = { turn_id: turnId, seq: running.seq, doc: checkpointer.first() }
   }
-  const events = !archived ? [] : first === null ? [started] : [started, first]
   let held
   try {
     held = await deps.store.createTurn(record, session, claim, events, checkpoint)
