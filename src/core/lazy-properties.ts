@@ -6,7 +6,7 @@
  * a new getter closure, and measured on Node 20 that keeps the closure — and the whole turn it
  * closes over — alive through young-generation collections until the next full one (with V8's
  * pretenuring off, the share of a turn's allocation promoted fell from 14% to 3% without it;
- * docs/decisions.md 175). The likely mechanism: hidden classes live in the old generation, V8
+ * docs/decisions/0175). The likely mechanism: hidden classes live in the old generation, V8
  * builds one around each new getter before it gives the object a dictionary instead, and that
  * discarded class, old garbage, still points at the young getter. Here the getters are made once
  * per kind and shared by every object (which keeps one fast hidden class), and read the object's

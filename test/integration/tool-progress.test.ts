@@ -115,7 +115,7 @@ test('MCP progress notifications of server-everything\'s long-running tool strea
   const { call, result } = callSpan(events, callId)
   const progress = events.slice(call + 1, result).map((e) => e.event)
   // Steps 1-3 arrive a quarter second apart. The 4th is written just before the result, and the MCP
-  // SDK handles a notification a microtask after a response read with it: it may be gone (decisions.md).
+  // SDK handles a notification a microtask after a response read with it: it may be gone (docs/decisions/).
   const expected = [1, 2, 3, 4].map((n) => ({ kind: 'tool.progress', call_id: callId, progress: n, total: 4 }))
   assert.ok(progress.length === 3 || progress.length === 4, JSON.stringify(progress))
   assert.deepEqual(progress, expected.slice(0, progress.length))

@@ -1,6 +1,6 @@
 /**
  * The secret shapes the scrubber knows, one named rule each, written from the issuers' published
- * token formats (prefix, alphabet, length). `docs/decisions.md` records why this table is ours
+ * token formats (prefix, alphabet, length). `docs/decisions/` records why this table is ours
  * rather than a dependency on a maintained linter preset, and what it was checked against.
  *
  * A rule's pattern is regex source with two reserved named groups: `head`, text kept before the
