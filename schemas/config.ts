@@ -158,6 +158,21 @@ export const TracingConfig = Type.Object({
   enabled: Type.Boolean({ default: true, description: 'OpenTelemetry spans through @opentelemetry/api: a no-op unless the process registers an SDK' })
 }, { additionalProperties: false, default: {} })
 
+function CgroupLimitsConfig (whose: string, defaults: { memory_bytes: number, processes: number, cpus: number }) {
+  return Type.Object({
+    memory_bytes: Type.Integer({
+      minimum: 16_777_216, default: defaults.memory_bytes,
+      description: `Memory (resident and page cache) of ${whose}; over it the kernel reclaims, then kills a process of the command`
+    }),
+    processes: Type.Integer({ minimum: 8, default: defaults.processes, description: `Processes and threads of ${whose}` }),
+    cpus: Type.Number({
+      minimum: 0.01, maximum: 1024, default: defaults.cpus,
+      description: `CPU time of ${whose}, in CPUs (1.5: one and a half cores); a command gets at most its tenant's. ` +
+        'Tenants share a busy machine\'s CPUs equally whatever this says'
+    })
+  }, { additionalProperties: false, default: {} })
+}
+
 export const ToolsConfig = Type.Object({
   shell: Type.Object({
     timeout_ms: Type.Integer({ minimum: 100, default: 60_000 }),
@@ -179,11 +194,20 @@ export const ToolsConfig = Type.Object({
     }),
     bwrap_path: Type.String({ minLength: 1, default: '/usr/bin/bwrap', description: 'The bubblewrap executable' }),
     sandbox_uid: Type.Integer({
-      minimum: 1, maximum: 4_294_967_294, default: 65534,
-      description: 'When the gateway runs as root: the uid sandboxed commands run as (tenant workspaces are owned by it)'
+      minimum: 1, maximum: 4_294_967_294, default: 1_879_048_192,
+      description: 'When the gateway runs as root: the first uid of the range tenants\' sandboxed commands run as; each tenant gets ' +
+        'sandbox_uid + a stable offset below sandbox_id_count derived from its name, and its workspace folder belongs to that uid. ' +
+        'The default (0x70000000) lies in a range Linux distributions leave unallocated'
     }),
     sandbox_gid: Type.Integer({
-      minimum: 1, maximum: 4_294_967_294, default: 65534, description: 'When the gateway runs as root: the gid sandboxed commands run as'
+      minimum: 1, maximum: 4_294_967_294, default: 1_879_048_192,
+      description: 'When the gateway runs as root: the first gid of the range; a tenant\'s gid is sandbox_gid + its offset'
+    }),
+    sandbox_id_count: Type.Integer({
+      minimum: 1, maximum: 1_073_741_824, default: 16_777_216,
+      description: 'How many uids (and gids) tenants are spread over. Two tenants share ids only when their offsets collide ' +
+        '(for n tenants, with probability about n²/(2 × count)); 1: every tenant runs as sandbox_uid. Every id of the range ' +
+        'must exist in the gateway\'s user namespace, else shell is not offered'
     }),
     limits: Type.Object({
       cpu_seconds: Type.Integer({ minimum: 1, default: 60, description: 'CPU time per process (RLIMIT_CPU)' }),
@@ -191,10 +215,25 @@ export const ToolsConfig = Type.Object({
       file_bytes: Type.Integer({ minimum: 1024, default: 268_435_456, description: 'Largest file a process may write (RLIMIT_FSIZE)' }),
       processes: Type.Integer({
         minimum: 8, default: 256,
-        description: 'Processes of the sandbox user (RLIMIT_NPROC): per command, or shared by all commands when the gateway runs as root'
+        description: 'Processes of the sandbox user (RLIMIT_NPROC): per command for a gateway that is not root (each command has ' +
+          'its own user namespace); for a root gateway, all running commands of one tenant together (the tenant\'s uid)'
       }),
       tmp_bytes: Type.Integer({ minimum: 1_048_576, default: 268_435_456, description: 'Size of the private /tmp of each command' })
     }, { additionalProperties: false, default: {}, description: 'Kernel limits of sandboxed commands (bwrap only)' }),
+    cgroups: Type.Object({
+      mode: Type.Union([Type.Literal('auto'), Type.Literal('off')], {
+        default: 'auto',
+        description: 'auto: where the gateway can make cgroup v1 pids, memory and cpu groups below its own (a root gateway on a ' +
+          'host or VM), each tenant and each running command gets one with the limits below; elsewhere only the per-process ' +
+          'limits and (root) the per-tenant uid apply, and the start-up log says why. off: never'
+      }),
+      command: CgroupLimitsConfig('one running command, all its processes together', {
+        memory_bytes: 1_073_741_824, processes: 256, cpus: 1
+      }),
+      tenant: CgroupLimitsConfig('all running commands of one tenant together', {
+        memory_bytes: 4_294_967_296, processes: 1024, cpus: 2
+      })
+    }, { additionalProperties: false, default: {}, description: 'Control-group limits of sandboxed commands (bwrap only)' }),
     process_ledger_dir: Type.Optional(Type.String({
       minLength: 1,
       description: 'Where running commands\' process groups are recorded, so the next start kills those a crashed gateway left behind. ' +

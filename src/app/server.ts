@@ -28,8 +28,11 @@ import { connectionUrl, createStore } from '../store/create.js'
 import type { Store } from '../store/store.js'
 import { createBuiltinTools } from '../tools/builtin/index.js'
 import { FileProcessLedger, sweepProcessLedger } from '../tools/builtin/process-ledger.js'
-import { bwrapLauncher, probeLauncher, unconfinedLauncher, type Launcher } from '../tools/builtin/sandbox.js'
-import { WorkspaceLayout, type FileOwner } from '../tools/builtin/workspace-layout.js'
+import { bwrapLauncher, cannotRun, probeLauncher, unconfinedLauncher, type Launcher } from '../tools/builtin/sandbox.js'
+import { SandboxCgroups, type CgroupLimits } from '../tools/builtin/sandbox-cgroups.js'
+import { SandboxIdentities, unmappedIds, type SandboxIdRange } from '../tools/builtin/sandbox-identity.js'
+import { seccompProgram } from '../tools/builtin/seccomp.js'
+import { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import { ToolCatalog } from '../tools/catalog.js'
 import type { Tool } from '../tools/contract.js'
 import { NO_HOOKS, type ToolHooks } from '../turn/hooks.js'
@@ -89,19 +92,72 @@ function validatorCompiler (): (route: { schema: object, httpPart?: string }) =>
 export interface ToolSetup {
   catalog: ToolCatalog
   workspaces: WorkspaceLayout
+  /** Ends what the shell's sandbox keeps between commands (its cgroups). */
+  close: () => Promise<void>
 }
 
+interface ShellSandbox {
+  /** Null when `shell` cannot be offered. */
+  launcher: Launcher | null
+  identities: SandboxIdentities
+  cgroups: SandboxCgroups | null
+}
+
+const NOBODY_CHANGES_USER = new SandboxIdentities(null)
+
+function cgroupLimits (config: Config): CgroupLimits {
+  const { command, tenant } = config.tools.shell.cgroups
+  return {
+    command: { memoryBytes: command.memory_bytes, processes: command.processes, cpus: command.cpus },
+    tenant: { memoryBytes: tenant.memory_bytes, processes: tenant.processes, cpus: tenant.cpus }
+  }
+}
+
+/** Why the bubblewrap sandbox cannot be set up as configured, before anything runs in it. */
+async function sandboxPrerequisite (config: Config, range: SandboxIdRange | null): Promise<string | null> {
+  const shell = config.tools.shell
+  if (seccompProgram(process.arch) === null) return `no seccomp filter for the ${process.arch} architecture`
+  if (range !== null) {
+    if (range.firstUid + range.count - 1 > MAX_ID || range.firstGid + range.count - 1 > MAX_ID) {
+      return `sandbox_uid/sandbox_gid + sandbox_id_count goes past ${MAX_ID}`
+    }
+    const unmapped = unmappedIds(range)
+    if (unmapped !== null) return `${unmapped}: set tools.shell.sandbox_uid, sandbox_gid and sandbox_id_count within it`
+  }
+  return await cannotRun(shell.bwrap_path)
+}
+
+const MAX_ID = 4_294_967_294
+
 /**
- * The shell's launcher, or null when `shell` cannot be offered. The bubblewrap sandbox is
- * probed by running a command through it; if that fails the gateway says so once and leaves
- * `shell` out rather than run commands unconfined behind the operator's back.
+ * The shell's launcher (null when `shell` cannot be offered), who each tenant's commands run as,
+ * and the cgroups they run in. The bubblewrap sandbox is probed by running a command through it;
+ * if that fails the gateway says so once and leaves `shell` out rather than run commands
+ * unconfined behind the operator's back.
  */
-async function shellLauncher (config: Config, root: string, owner: FileOwner | null, log: Logger): Promise<Launcher | null> {
+async function shellSandbox (config: Config, root: string, log: Logger): Promise<ShellSandbox> {
   const shell = config.tools.shell
   if (shell.sandbox === 'none') {
     log.warn('tools.shell.sandbox is "none": shell commands run unconfined, with the gateway\'s files, network and user')
-    return unconfinedLauncher()
+    return { launcher: unconfinedLauncher(), identities: NOBODY_CHANGES_USER, cgroups: null }
   }
+  // A root gateway hands each tenant's commands a uid of their own; the workspaces then belong to it.
+  const asRoot = process.getuid?.() === 0
+  const range = asRoot ? { firstUid: shell.sandbox_uid, firstGid: shell.sandbox_gid, count: shell.sandbox_id_count } : null
+  const disabled = (problem: string): ShellSandbox => {
+    log.error({ bwrap_path: shell.bwrap_path, reason: problem },
+      `the shell tool is disabled: the bubblewrap sandbox does not work here (${problem}); install bubblewrap and allow user namespaces, ` +
+      'or set tools.shell.sandbox = "none" to run commands unconfined')
+    return { launcher: null, identities: NOBODY_CHANGES_USER, cgroups: null }
+  }
+  const prerequisite = await sandboxPrerequisite(config, range)
+  if (prerequisite !== null) return disabled(prerequisite)
+  const cgroups = shell.cgroups.mode === 'off' ? null : SandboxCgroups.open({ limits: cgroupLimits(config), log })
+  if (typeof cgroups === 'string') {
+    log[asRoot ? 'warn' : 'info']({ reason: cgroups },
+      `sandboxed commands get no cgroups (${cgroups}): only the per-process limits` + (asRoot ? ' and the per-tenant uids bound them' : ' bound them'))
+  }
+  const groups = typeof cgroups === 'string' ? null : cgroups
   const limits = shell.limits
   const launcher = bwrapLauncher({
     bwrapPath: shell.bwrap_path,
@@ -112,14 +168,15 @@ async function shellLauncher (config: Config, root: string, owner: FileOwner | n
       processes: limits.processes,
       tmpBytes: limits.tmp_bytes
     },
-    dropTo: owner
+    asRoot,
+    seccomp: seccompProgram(process.arch) as Buffer,
+    cgroups: groups === null ? null : { groups, limits: cgroupLimits(config) }
   })
-  const problem = await probeLauncher(launcher, root, owner)
-  if (problem === null) return launcher
-  log.error({ bwrap_path: shell.bwrap_path, reason: problem },
-    `the shell tool is disabled: the bubblewrap sandbox does not work here (${problem}); install bubblewrap and allow user namespaces, ` +
-    'or set tools.shell.sandbox = "none" to run commands unconfined')
-  return null
+  const identities = new SandboxIdentities(range)
+  const problem = await probeLauncher(launcher, root, identities.probe())
+  if (problem === null) return { launcher, identities, cgroups: groups }
+  await groups?.close()
+  return disabled(problem)
 }
 
 /** The local folder of the process ledger: by default in the data folder, beside the SQLite file. */
@@ -132,11 +189,9 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
   const root = resolve(config.workspace.dir)
   mkdirSync(root, { recursive: true })
   const { shell } = config.tools
-  // A root gateway hands its sandbox another uid; the workspaces then belong to that uid.
-  const sandboxOwner = shell.sandbox === 'bwrap' && process.getuid?.() === 0 ? { uid: shell.sandbox_uid, gid: shell.sandbox_gid } : null
-  const launcher = await shellLauncher(config, root, sandboxOwner, log)
-  const owner = launcher?.kind === 'bwrap' ? sandboxOwner : null
-  const workspaces = new WorkspaceLayout({ root, perSession: config.workspace.per_session, owner })
+  const sandbox = await shellSandbox(config, root, log)
+  const { launcher } = sandbox
+  const workspaces = new WorkspaceLayout({ root, perSession: config.workspace.per_session, identities: sandbox.identities })
   const catalog = new ToolCatalog()
   const tools = createBuiltinTools({
     shell: launcher === null
@@ -151,7 +206,7 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
           envAllowlist: shell.env_allowlist,
           progressAfterMs: shell.progress_after_ms
         },
-    files: { maxReadBytes: config.tools.files.max_read_bytes, maxWriteBytes: config.tools.files.max_write_bytes, owner },
+    files: { maxReadBytes: config.tools.files.max_read_bytes, maxWriteBytes: config.tools.files.max_write_bytes },
     http: {
       allowHosts: config.tools.http.allow_hosts,
       allowPrivate: config.tools.http.allow_private,
@@ -161,7 +216,7 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
     }
   })
   for (const tool of [...tools, ...extra]) catalog.add(tool)
-  return { catalog, workspaces }
+  return { catalog, workspaces, close: async () => { await sandbox.cgroups?.close() } }
 }
 
 export async function buildServer (options: BuildOptions): Promise<Gateway> {
@@ -214,7 +269,9 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     lifecycle.opened('mcp', async () => { await mcp.close() })
     // Before any new tool process: end the ones a crashed gateway left behind.
     sweepProcessLedger(processLedgerDir(config), log)
-    const { catalog, workspaces } = await buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])], log)
+    const toolSetup = await buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])], log)
+    const { catalog, workspaces } = toolSetup
+    lifecycle.opened('sandbox', toolSetup.close)
     const turns = new TurnService({
       config,
       catalog,

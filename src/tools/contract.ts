@@ -5,6 +5,7 @@
 import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { Logger } from 'pino'
+import type { SandboxIdentity } from './builtin/sandbox-identity.js'
 
 // ajv-formats ships CJS with a default export; under NodeNext the callable sits on `.default`.
 type AddFormats = (ajv: Ajv) => Ajv
@@ -74,6 +75,12 @@ export interface ToolContext {
    * missing) on the turn's first read of this property, so read it only when the call needs it.
    */
   workspaceDir: string
+  /**
+   * Who the call acts as on the machine: the uid/gid its tenant's commands run as and its files
+   * belong to (null: the gateway's own user), and the tenant's cgroup. Made on first read, like
+   * `workspaceDir`; the same for every call of a tenant.
+   */
+  sandboxIdentity: SandboxIdentity
   /** Whether a sandboxed process this call starts may reach the network (the risk profile's `shell_network`). */
   network: boolean
   /** Set only for tools defined with `turnScoped: true`. */

@@ -16,6 +16,7 @@ import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ChatUsage, ModelProvider } from '../providers/types.js'
 import type { DeferredTools } from '../tools/scope/deferred.js'
 import type { McpToolSource, TurnHandle } from '../tools/contract.js'
+import type { SandboxIdentity } from '../tools/builtin/sandbox-identity.js'
 import { mcpOffer } from '../tools/scope/offer.js'
 import type { ActivatedToolSet } from '../tools/scope/activated.js'
 import type { ToolCatalog } from '../tools/catalog.js'
@@ -89,6 +90,8 @@ export interface ResolvedAgentExecution {
    * file-system call.
    */
   workspaceDir: () => string
+  /** Who the turn's tool processes run as (its tenant's uid and cgroup), looked up when a tool first asks. */
+  sandboxIdentity: () => SandboxIdentity
   /** The risk profile's `shell_network`: sandboxed commands may reach the network. */
   shellNetwork: boolean
 }
@@ -179,6 +182,8 @@ export interface ResolveOptions {
   message?: string
   /** The workspace folder of the turn's principal (and session), created on the first call. */
   workspaceDir: () => string
+  /** Who the turn's tool processes run as: its principal's tenant's identity. */
+  sandboxIdentity: () => SandboxIdentity
   /** The turn request's `approval_timeout_ms`, if it gave one. */
   approvalTimeoutMs?: number
 }
@@ -275,6 +280,7 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
         },
     delegateDepth: 0,
     workspaceDir: options.workspaceDir,
+    sandboxIdentity: options.sandboxIdentity,
     shellNetwork: risk.shell_network
   }
 }

@@ -60,11 +60,13 @@ function settlePrefilled (exec: ResolvedAgentExecution, state: TurnState, slot: 
 
 /**
  * Made on first use: most calls log nothing (a child logger serialises its bindings at once), and
- * only tools that touch files need the workspace folder (looked up once per turn).
+ * only tools that touch files or start processes need the workspace folder (looked up once per
+ * turn) or the tenant's sandbox identity.
  */
-const withCallInputs = lazyProperties<{ exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot }, Pick<ToolContext, 'log' | 'workspaceDir'>>({
+const withCallInputs = lazyProperties<{ exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot }, Pick<ToolContext, 'log' | 'workspaceDir' | 'sandboxIdentity'>>({
   log: ({ state, slot }) => state.log.child({ tool: slot.name, call_id: slot.callId }),
-  workspaceDir: ({ exec }) => exec.workspaceDir()
+  workspaceDir: ({ exec }) => exec.workspaceDir(),
+  sandboxIdentity: ({ exec }) => exec.sandboxIdentity()
 })
 
 async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot): Promise<void> {

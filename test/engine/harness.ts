@@ -137,7 +137,8 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
   })
   const provider = new ScriptedProvider(options.nativeTools ?? true)
   const probes = createProbes()
-  const { catalog, workspaces } = await buildCatalog(config, [...probes.tools, ...options.tools ?? []], quiet)
+  const { catalog, workspaces, close } = await buildCatalog(config, [...probes.tools, ...options.tools ?? []], quiet)
+  t.after(close)
   // Tools act in the tenant's folder below the root, as they do for a turn the service starts.
   const workspaceDir = workspaces.dirFor(LOCAL_PRINCIPAL.tenant, 'ses_engine')
   const observed: ObserverEvent[] = []
@@ -151,7 +152,8 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
     hooks: options.hooks ?? NO_HOOKS,
     grants: new SessionGrants([]),
     channel: 'engine',
-    workspaceDir: () => workspaceDir
+    workspaceDir: () => workspaceDir,
+    sandboxIdentity: () => workspaces.identityFor(LOCAL_PRINCIPAL.tenant)
   })
   const { runtime } = resolveAgent(config, 'default')
   const controller = new AbortController()

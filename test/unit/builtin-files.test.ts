@@ -12,7 +12,7 @@ import { resolveInWorkspace, WorkspaceError } from '../../src/tools/builtin/work
 
 /** The call's context; the workspace is filled in by the tool wrapper of `tools()`. */
 function context (signal: AbortSignal = new AbortController().signal): ToolContext {
-  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }), workspaceDir: '', network: false }
+  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }), workspaceDir: '', sandboxIdentity: { key: 'local', owner: null }, network: false }
 }
 
 interface BoundTool {
@@ -33,7 +33,7 @@ async function workspace (t: { after: (fn: () => Promise<void>) => void }): Prom
 function tools (dir: string, limits: { maxReadBytes?: number, maxWriteBytes?: number } = {}): { read: BoundTool, write: BoundTool } {
   return {
     read: inWorkspace(createFileReadTool({ maxReadBytes: limits.maxReadBytes ?? 1048576 }), dir),
-    write: inWorkspace(createFileWriteTool({ maxWriteBytes: limits.maxWriteBytes ?? 1048576, owner: null }), dir)
+    write: inWorkspace(createFileWriteTool({ maxWriteBytes: limits.maxWriteBytes ?? 1048576 }), dir)
   }
 }
 

@@ -9,7 +9,7 @@ function options (withShell: boolean): BuiltinToolOptions {
   }
   return {
     shell: withShell ? { ...shell, launcher: unconfinedLauncher(), ledger: { record: () => () => {} } } : null,
-    files: { maxReadBytes: 1048576, maxWriteBytes: 1048576, owner: null },
+    files: { maxReadBytes: 1048576, maxWriteBytes: 1048576 },
     http: { allowHosts: [], allowPrivate: false, timeoutMs: 30000, maxResponseBytes: 524288, maxRedirects: 5 }
   }
 }

@@ -37,7 +37,7 @@ const builtins = new Map(createBuiltinTools({
     timeoutMs: 1000, maxOutputBytes: 1024, blockHighRisk: true, requireApprovalForMedium: true, envAllowlist: [], progressAfterMs: 1000,
     launcher: unconfinedLauncher(), ledger: { record: () => () => {} }
   },
-  files: { maxReadBytes: 1024, maxWriteBytes: 1024, owner: null },
+  files: { maxReadBytes: 1024, maxWriteBytes: 1024 },
   http: { timeoutMs: 1000, maxResponseBytes: 1024, maxRedirects: 0, allowHosts: [], allowPrivate: false }
 }).map((t) => [t.name, t]))
 

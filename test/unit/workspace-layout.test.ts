@@ -3,7 +3,10 @@ import assert from 'node:assert/strict'
 import { promises as fs } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { SandboxIdentities } from '../../src/tools/builtin/sandbox-identity.js'
 import { WorkspaceLayout, workspaceSlug } from '../../src/tools/builtin/workspace-layout.js'
+
+const NOBODY = new SandboxIdentities(null)
 
 async function scratch (t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
   const dir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tollgate-layout-')))
@@ -31,7 +34,7 @@ test('tenant names that sanitise alike still get different folders', () => {
 
 test('each tenant gets its own private folder under the root', async (t) => {
   const root = await scratch(t)
-  const layout = new WorkspaceLayout({ root, perSession: false, owner: null })
+  const layout = new WorkspaceLayout({ root, perSession: false, identities: NOBODY })
   const acme = layout.dirFor('acme', 'ses_1')
   assert.equal(acme, path.join(root, workspaceSlug('acme')))
   assert.equal(layout.dirFor('acme', 'ses_2'), acme)
@@ -41,7 +44,7 @@ test('each tenant gets its own private folder under the root', async (t) => {
 
 test('with per-session folders each session of a tenant gets its own folder inside the tenant\'s', async (t) => {
   const root = await scratch(t)
-  const layout = new WorkspaceLayout({ root, perSession: true, owner: null })
+  const layout = new WorkspaceLayout({ root, perSession: true, identities: NOBODY })
   const one = layout.dirFor('acme', 'ses_1')
   assert.equal(one, path.join(root, workspaceSlug('acme'), workspaceSlug('ses_1')))
   assert.notEqual(layout.dirFor('acme', 'ses_2'), one)
@@ -52,28 +55,33 @@ test('the layout creates a missing root and answers canonical paths through a sy
   const base = await scratch(t)
   await fs.mkdir(path.join(base, 'real'))
   await fs.symlink(path.join(base, 'real'), path.join(base, 'link'))
-  const layout = new WorkspaceLayout({ root: path.join(base, 'link', 'nested'), perSession: false, owner: null })
+  const layout = new WorkspaceLayout({ root: path.join(base, 'link', 'nested'), perSession: false, identities: NOBODY })
   assert.equal(layout.root, path.join(base, 'real', 'nested'))
   assert.equal(layout.tenantDir('acme'), path.join(base, 'real', 'nested', workspaceSlug('acme')))
 })
 
 test('the layout refuses a relative root', () => {
-  assert.throws(() => new WorkspaceLayout({ root: 'relative/ws', perSession: false, owner: null }), /absolute/)
+  assert.throws(() => new WorkspaceLayout({ root: 'relative/ws', perSession: false, identities: NOBODY }), /absolute/)
 })
 
-test('an owner is given every folder the layout creates', { skip: process.getuid?.() !== 0 ? 'chown needs root' : false }, async (t) => {
+test('each tenant\'s folders belong to its own sandbox ids', { skip: process.getuid?.() !== 0 ? 'chown needs root' : false }, async (t) => {
   const root = await scratch(t)
-  const layout = new WorkspaceLayout({ root, perSession: true, owner: { uid: 65534, gid: 65534 } })
-  const dir = layout.dirFor('acme', 'ses_1')
-  for (const d of [dir, path.dirname(dir)]) {
-    const st = await fs.stat(d)
-    assert.deepEqual([st.uid, st.gid], [65534, 65534])
+  const identities = new SandboxIdentities({ firstUid: 1_879_048_192, firstGid: 1_879_048_192, count: 16_777_216 })
+  const layout = new WorkspaceLayout({ root, perSession: true, identities })
+  for (const tenant of ['acme', 'globex']) {
+    const owner = identities.for(tenant).owner
+    const dir = layout.dirFor(tenant, 'ses_1')
+    for (const d of [dir, path.dirname(dir)]) {
+      const st = await fs.stat(d)
+      assert.deepEqual([st.uid, st.gid], [owner?.uid, owner?.gid])
+    }
   }
+  assert.notEqual(identities.for('acme').owner?.uid, identities.for('globex').owner?.uid)
 })
 
 test('a tenant folder removed while the gateway runs is made again (private) at the tenant\'s next turn', async (t) => {
   const root = await scratch(t)
-  const layout = new WorkspaceLayout({ root, perSession: false, owner: null })
+  const layout = new WorkspaceLayout({ root, perSession: false, identities: NOBODY })
   const acme = layout.dirFor('acme', 'ses_1')
   await fs.rm(acme, { recursive: true })
   assert.equal(layout.dirFor('acme', 'ses_2'), acme)

@@ -1,8 +1,8 @@
 /**
  * The `file_write` tool: writes or appends text to a file inside the turn's workspace. A replacing
  * write goes to a temporary file in the same directory and is renamed over the target, so readers
- * never see a half-written file. With an `owner` (a root gateway whose sandbox runs as another
- * user), what it creates is given to that owner, so sandboxed commands can change it too.
+ * never see a half-written file. When the call's tenant has a sandbox user (a root gateway),
+ * what it creates is given to that user, so the tenant's sandboxed commands can change it too.
  */
 import { randomUUID } from 'node:crypto'
 import { constants, promises as fs, type Stats } from 'node:fs'
@@ -13,7 +13,6 @@ import type { FileOwner } from './workspace-layout.js'
 
 export interface FileWriteToolOptions {
   maxWriteBytes: number
-  owner: FileOwner | null
 }
 
 interface FileWriteArgs {
@@ -99,7 +98,7 @@ async function writeFile (opts: FileWriteToolOptions, args: FileWriteArgs, ctx: 
   if (args.create_dirs === false) {
     if (!(await parentExists(dir))) return fail('parent directory does not exist (set create_dirs to create it)')
   } else {
-    await makeDirs(dir, opts.owner)
+    await makeDirs(dir, ctx.sandboxIdentity.owner)
   }
 
   const existing = await lstatOrNull(target)
@@ -109,8 +108,8 @@ async function writeFile (opts: FileWriteToolOptions, args: FileWriteArgs, ctx: 
   if (signal.aborted) return fail('cancelled')
 
   const refused = args.append === true
-    ? await appendTo(target, bytes, opts.owner)
-    : await replaceAtomically(target, bytes, existing, opts.owner, signal)
+    ? await appendTo(target, bytes, ctx.sandboxIdentity.owner)
+    : await replaceAtomically(target, bytes, existing, ctx.sandboxIdentity.owner, signal)
   if (refused !== null) return refused
   return ok(`Wrote ${bytes.length} bytes to ${await workspaceRelative(ctx.workspaceDir, target)}`)
 }

@@ -8,12 +8,11 @@ import { createFileReadTool } from './file-read.js'
 import { createFileWriteTool } from './file-write.js'
 import { createHttpRequestTool, type HttpOptions } from './http-request.js'
 import { createShellTool, type ShellToolOptions } from './shell.js'
-import type { FileOwner } from './workspace-layout.js'
 
 export interface BuiltinToolOptions {
   /** Null: `shell` is not offered (its sandbox does not work here). */
   shell: ShellToolOptions | null
-  files: { maxReadBytes: number, maxWriteBytes: number, owner: FileOwner | null }
+  files: { maxReadBytes: number, maxWriteBytes: number }
   http: HttpOptions
 }
 
@@ -23,7 +22,7 @@ export function createBuiltinTools (opts: BuiltinToolOptions): Tool[] {
   return [
     ...(opts.shell === null ? [] : [createShellTool(opts.shell)]),
     createFileReadTool({ maxReadBytes: opts.files.maxReadBytes }),
-    createFileWriteTool({ maxWriteBytes: opts.files.maxWriteBytes, owner: opts.files.owner }),
+    createFileWriteTool({ maxWriteBytes: opts.files.maxWriteBytes }),
     createHttpRequestTool(opts.http)
   ]
 }

@@ -6,11 +6,13 @@
  * gateway is mounted: not its working directory, data folder, config file or other workspaces.
  * `none` starts the process directly, as the gateway user, and is only ever an operator's choice.
  */
-import { execFile, type ExecFileException } from 'node:child_process'
-import { lstatSync, readlinkSync } from 'node:fs'
-import { chown, mkdtemp, rm } from 'node:fs/promises'
+import { spawn, type ChildProcessByStdio } from 'node:child_process'
+import { constants, lstatSync, readlinkSync } from 'node:fs'
+import { access, chown, mkdtemp, rm } from 'node:fs/promises'
 import path from 'node:path'
-import type { FileOwner } from './workspace-layout.js'
+import type { Readable } from 'node:stream'
+import type { CgroupLimits, CgroupReport, SandboxCgroups } from './sandbox-cgroups.js'
+import type { SandboxIdentity } from './sandbox-identity.js'
 
 export interface SandboxLimits {
   cpuSeconds: number
@@ -28,6 +30,8 @@ export interface LaunchRequest {
   network: boolean
   /** The whole environment of the process. */
   env: Record<string, string>
+  /** Whose command it is: the uid it runs as (root gateway) and the tenant cgroup it counts against. */
+  identity: SandboxIdentity
 }
 
 /** What to hand to spawn(). */
@@ -36,22 +40,38 @@ export interface LaunchPlan {
   args: string[]
   cwd: string
   env: Record<string, string>
+  /** Bytes the process reads from its fd 3 (bwrap's seccomp filter); null: it gets no fd 3. */
+  fd3: Buffer | null
+}
+
+export interface Launch {
+  plan: LaunchPlan
+  /**
+   * Called once, after the process is over (or failed to start): ends whatever it left behind
+   * and answers notices for its result about limits it ran into.
+   */
+  finish (): Promise<string[]>
 }
 
 export interface Launcher {
   readonly kind: 'bwrap' | 'none'
-  plan (request: LaunchRequest): LaunchPlan
+  /** Throws when the command cannot be given its confinement (its cgroup cannot be made): it must not run. */
+  prepare (request: LaunchRequest): Launch
 }
 
 export interface BwrapOptions {
   bwrapPath: string
   limits: SandboxLimits
   /**
-   * Set when the gateway runs as root: the sandbox then drops to this uid/gid inside (setpriv),
-   * because the kernel exempts uid 0 from the process limit and root should not run model code.
-   * Null: the sandbox keeps the gateway's own (unprivileged) uid in a user namespace.
+   * The gateway runs as root: the sandbox then drops to the request's `identity.owner` inside
+   * (setpriv), because the kernel exempts uid 0 from the process limit and root should not run
+   * model code. False: the sandbox keeps the gateway's own (unprivileged) uid in a user namespace.
    */
-  dropTo: FileOwner | null
+  asRoot: boolean
+  /** The seccomp filter (seccomp.ts) every command runs under. */
+  seccomp: Buffer
+  /** Per-tenant and per-command cgroups; null where the machine does not let the gateway make them. */
+  cgroups: { groups: SandboxCgroups, limits: CgroupLimits } | null
 }
 
 // Top-level system folders other than /usr: symlinks into /usr on merged-/usr systems, real
@@ -95,23 +115,43 @@ function limitArgs (limits: SandboxLimits): string[] {
   ]
 }
 
+// Runs as the gateway's user before bwrap: joins the command's cgroups, then becomes bwrap, so
+// every process of the command is counted from its first fork on.
+const ENTER_CGROUPS = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+
+function limitNotices (report: CgroupReport, limits: CgroupLimits): string[] {
+  const notices: string[] = []
+  if (report.oomKills > 0) {
+    notices.push(`[memory limit reached: the kernel killed ${report.oomKills} process(es) of this command ` +
+      `(at most ${limits.command.memoryBytes} bytes per command, ${limits.tenant.memoryBytes} for all of the tenant's commands)]`)
+  }
+  if (report.forksRefused > 0) {
+    notices.push(`[process limit reached: ${report.forksRefused} process creation(s) refused (at most ${limits.command.processes} per command)]`)
+  }
+  return notices
+}
+
 export function bwrapLauncher (options: BwrapOptions): Launcher {
   const system = systemMounts()
-  const { dropTo, limits } = options
+  const { asRoot, limits } = options
   // Unprivileged: a user namespace (the uid stays the gateway's) in which no further one may be made.
-  // Root: no user namespace (it would map back to uid 0); the drop below leaves no capability.
-  const identity = dropTo === null
-    ? ['--unshare-user', '--disable-userns', '--cap-drop', 'ALL']
-    : ['--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP']
-  const drop = dropTo === null
-    ? []
-    : [
-        '/usr/bin/setpriv', `--reuid=${dropTo.uid}`, `--regid=${dropTo.gid}`, '--clear-groups',
-        '--no-new-privs', '--bounding-set=-all', '--inh-caps=-all', '--'
-      ]
+  // Root: no user namespace (it would map back to uid 0); the drop below leaves no capability, and
+  // the seccomp filter refuses every new namespace, so none can be made there either.
+  const identity = asRoot
+    ? ['--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP']
+    : ['--unshare-user', '--disable-userns', '--cap-drop', 'ALL']
+  const drop = (request: LaunchRequest): string[] => {
+    const owner = request.identity.owner
+    if (asRoot !== (owner !== null)) throw new Error('a root gateway runs every command as its tenant\'s uid, any other as its own')
+    if (owner === null) return []
+    return [
+      '/usr/bin/setpriv', `--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--clear-groups',
+      '--no-new-privs', '--bounding-set=-all', '--inh-caps=-all', '--'
+    ]
+  }
   return {
     kind: 'bwrap',
-    plan (request) {
+    prepare (request) {
       const dir = request.workspaceDir
       const etc = request.network ? [...ETC_ALWAYS, ...ETC_NETWORK] : ETC_ALWAYS
       const args = [
@@ -132,13 +172,22 @@ export function bwrapLauncher (options: BwrapOptions): Launcher {
         // The process enters the workspace itself, after the drop: root without capabilities
         // could not enter a folder private to the sandbox user.
         '--chdir', '/',
+        // Loaded last, just before the command starts: bwrap's own set-up is not filtered.
+        '--seccomp', '3',
         '--',
-        ...drop,
+        ...drop(request),
         '/usr/bin/env', '-C', dir,
         ...limitArgs(limits),
         ...request.argv
       ]
-      return { file: options.bwrapPath, args, cwd: '/', env: request.env }
+      const plan = { file: options.bwrapPath, args, cwd: '/', env: request.env, fd3: options.seccomp }
+      if (options.cgroups === null) return { plan, finish: async () => [] }
+      const { groups, limits: groupLimits } = options.cgroups
+      const group = groups.enter(request.identity.key)
+      return {
+        plan: { ...plan, file: '/bin/sh', args: ['-c', ENTER_CGROUPS, 'tollgate-cgroup', ...group.procsFiles, '--', plan.file, ...plan.args] },
+        finish: async () => limitNotices(await group.release(), groupLimits)
+      }
     }
   }
 }
@@ -146,43 +195,99 @@ export function bwrapLauncher (options: BwrapOptions): Launcher {
 export function unconfinedLauncher (): Launcher {
   return {
     kind: 'none',
-    plan (request) {
+    prepare (request) {
       const [file, ...args] = request.argv
       if (file === undefined) throw new Error('nothing to launch')
-      return { file, args, cwd: request.workspaceDir, env: request.env }
+      return { plan: { file, args, cwd: request.workspaceDir, env: request.env, fd3: null }, finish: async () => [] }
     }
   }
 }
 
+/**
+ * Starts a plan in a process group of its own (so the whole group can be signalled), its output
+ * piped, and hands it its fd 3 bytes.
+ */
+export function spawnPlan (plan: LaunchPlan): ChildProcessByStdio<null, Readable, Readable> {
+  const child = spawn(plan.file, plan.args, {
+    cwd: plan.cwd,
+    env: plan.env,
+    detached: true,
+    stdio: plan.fd3 === null ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe']
+  }) as ChildProcessByStdio<null, Readable, Readable>
+  const input = child.stdio[3]
+  if (plan.fd3 !== null && input !== undefined && input !== null && 'end' in input) {
+    // A process that dies before reading closes the pipe: its exit says what went wrong, not EPIPE.
+    input.on('error', () => {})
+    input.end(plan.fd3)
+  }
+  return child
+}
+
 const PROBE_MARK = 'tollgate-sandbox-ok'
 const PROBE_TIMEOUT_MS = 10_000
+const PROBE_OUTPUT_BYTES = 64 * 1024
+
+/** Null when `file` exists and may be executed, else why not (`cannot run /usr/bin/bwrap: ENOENT`). */
+export async function cannotRun (file: string): Promise<string | null> {
+  try {
+    await access(file, constants.X_OK)
+    return null
+  } catch (err) {
+    return `cannot run ${file}: ${(err as NodeJS.ErrnoException).code ?? 'unknown error'}`
+  }
+}
 
 /**
- * Runs a trivial command through the launcher exactly as a tool call would (same mounts, drop and
- * limits, in a scratch folder of the workspace root). Answers null when it works, else why not.
+ * Runs a trivial command through the launcher exactly as a tool call would (same mounts, drop,
+ * seccomp filter, cgroups and limits, in a scratch folder of the workspace root). Answers null
+ * when it works, else why not.
  */
-export async function probeLauncher (launcher: Launcher, workspaceRoot: string, owner: FileOwner | null): Promise<string | null> {
+export async function probeLauncher (launcher: Launcher, workspaceRoot: string, identity: SandboxIdentity): Promise<string | null> {
   const dir = await mkdtemp(path.join(workspaceRoot, '.sandbox-probe-'))
   try {
-    if (owner !== null) await chown(dir, owner.uid, owner.gid)
+    if (identity.owner !== null) await chown(dir, identity.owner.uid, identity.owner.gid)
     const argv = ['/bin/sh', '-c', `echo ${PROBE_MARK}`]
-    const plan = launcher.plan({ argv, workspaceDir: dir, network: false, env: { PATH: '/usr/bin:/bin' } })
-    const options = { cwd: plan.cwd, env: plan.env, timeout: PROBE_TIMEOUT_MS, maxBuffer: 64 * 1024 }
-    return await new Promise((resolve) => {
-      execFile(plan.file, plan.args, options, (err, stdout, stderr) => {
-        if (err === null && stdout === `${PROBE_MARK}\n`) resolve(null)
-        else resolve(probeFailure(plan.file, err, stdout, stderr))
-      })
-    })
+    let launch: Launch
+    try {
+      launch = launcher.prepare({ argv, workspaceDir: dir, network: false, env: { PATH: '/usr/bin:/bin' }, identity })
+    } catch (err) {
+      return `cannot prepare a command: ${err instanceof Error ? err.message : String(err)}`
+    }
+    try {
+      return await runProbe(launch.plan)
+    } finally {
+      await launch.finish()
+    }
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
 }
 
-function probeFailure (file: string, err: ExecFileException | null, stdout: string, stderr: string): string {
-  if (err === null) return `unexpected output ${JSON.stringify(stdout.slice(0, 100))}`
-  if (typeof err.code === 'string') return `cannot run ${file}: ${err.code}`
-  if (err.killed === true) return `no answer within ${PROBE_TIMEOUT_MS} ms`
-  const said = stderr.trim().split('\n')[0]?.slice(0, 300) ?? ''
-  return said !== '' ? said : `exit code ${String(err.code ?? err.signal ?? 'unknown')}`
+function runProbe (plan: LaunchPlan): Promise<string | null> {
+  return new Promise((resolve) => {
+    const child = spawnPlan(plan)
+    let stdout = ''
+    let stderr = ''
+    const keep = (text: string, chunk: Buffer): string => (text + chunk.toString('utf8')).slice(0, PROBE_OUTPUT_BYTES)
+    child.stdout.on('data', (chunk: Buffer) => { stdout = keep(stdout, chunk) })
+    child.stderr.on('data', (chunk: Buffer) => { stderr = keep(stderr, chunk) })
+    const timer = setTimeout(() => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL')
+      } catch {
+        // Already gone.
+      }
+      resolve(`no answer within ${PROBE_TIMEOUT_MS} ms`)
+    }, PROBE_TIMEOUT_MS)
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer)
+      resolve(`cannot run ${plan.file}: ${err.code ?? err.message}`)
+    })
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      if (code === 0 && stdout === `${PROBE_MARK}\n`) resolve(null)
+      else if (code === 0) resolve(`unexpected output ${JSON.stringify(stdout.slice(0, 100))}`)
+      else resolve(stderr.trim().split('\n')[0]?.slice(0, 300) || `exit code ${String(code ?? signal ?? 'unknown')}`)
+    })
+  })
 }

@@ -5,10 +5,10 @@
  * policy runs before anything is spawned. A long-running command's output lines are reported as
  * progress while it runs.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { defineTool, fail, ok, type Tool, type ToolResult } from '../contract.js'
 import type { ProcessLedger } from './process-ledger.js'
-import type { Launcher, LaunchPlan } from './sandbox.js'
+import { spawnPlan, type Launch, type Launcher, type LaunchPlan } from './sandbox.js'
 import { classifyCommand } from './shell-policy.js'
 import { lineProgress, type LineProgress } from './shell-progress.js'
 import { appendNotice } from './text.js'
@@ -115,12 +115,7 @@ function runCommand (plan: LaunchPlan, opts: RunOptions): Promise<RunResult> {
     let exit: { code: number | null, signal: NodeJS.Signals | null } | null = null
     let settled = false
 
-    const child = spawn(plan.file, plan.args, {
-      cwd: plan.cwd,
-      env: plan.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe']
-    })
+    const child = spawnPlan(plan)
     let forget = (): void => {}
 
     const settle = (outcome: RunOutcome): void => {
@@ -186,8 +181,9 @@ function runCommand (plan: LaunchPlan, opts: RunOptions): Promise<RunResult> {
   })
 }
 
-function toToolResult (result: RunResult, timeoutMs: number): ToolResult {
-  const { outcome, output } = result
+function toToolResult (result: RunResult, timeoutMs: number, notices: readonly string[]): ToolResult {
+  const { outcome } = result
+  const output = notices.reduce(appendNotice, result.output)
   switch (outcome.kind) {
     case 'timeout':
       return fail(`command timed out after ${timeoutMs} ms`, output)
@@ -235,20 +231,34 @@ export function createShellTool (opts: ShellToolOptions): Tool {
       }
 
       const timeoutMs = Math.min(args.timeout_ms ?? opts.timeoutMs, opts.timeoutMs)
-      const plan = opts.launcher.plan({
-        argv: ['/bin/sh', '-c', args.command],
-        workspaceDir: ctx.workspaceDir,
-        network: ctx.network,
-        env: scrubbedEnv(opts.envAllowlist, ctx.workspaceDir)
-      })
-      const result = await runCommand(plan, {
-        timeoutMs,
-        maxOutputBytes: opts.maxOutputBytes,
-        signal: ctx.signal,
-        record: (pgid) => opts.ledger.record(pgid, ctx.turnId),
-        progress: ctx.progress === undefined ? null : lineProgress(ctx.progress, opts.progressAfterMs)
-      })
-      return toToolResult(result, timeoutMs)
+      let launch: Launch
+      try {
+        launch = opts.launcher.prepare({
+          argv: ['/bin/sh', '-c', args.command],
+          workspaceDir: ctx.workspaceDir,
+          network: ctx.network,
+          env: scrubbedEnv(opts.envAllowlist, ctx.workspaceDir),
+          identity: ctx.sandboxIdentity
+        })
+      } catch (err) {
+        ctx.log.error({ err }, 'a command could not be given its sandbox')
+        return fail('failed to start command: its sandbox could not be prepared')
+      }
+      let result: RunResult
+      try {
+        result = await runCommand(launch.plan, {
+          timeoutMs,
+          maxOutputBytes: opts.maxOutputBytes,
+          signal: ctx.signal,
+          record: (pgid) => opts.ledger.record(pgid, ctx.turnId),
+          progress: ctx.progress === undefined ? null : lineProgress(ctx.progress, opts.progressAfterMs)
+        })
+      } catch (err) {
+        // spawn() throws at once on arguments it refuses; the launch is finished all the same.
+        result = { outcome: { kind: 'spawn-error', message: err instanceof Error ? err.message : String(err) }, output: '' }
+      }
+      const notices = await launch.finish()
+      return toToolResult(result, timeoutMs, notices)
     }
   })
 }

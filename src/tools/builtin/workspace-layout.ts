@@ -8,8 +8,9 @@
 import { createHash } from 'node:crypto'
 import { chownSync, existsSync, mkdirSync, realpathSync } from 'node:fs'
 import path from 'node:path'
+import type { SandboxIdentities, SandboxIdentity } from './sandbox-identity.js'
 
-/** Owner given to every folder and file the gateway creates in a workspace (root gateway + sandbox). */
+/** Owner given to every folder and file the gateway creates in a tenant's workspace (root gateway + sandbox). */
 export interface FileOwner {
   uid: number
   gid: number
@@ -19,7 +20,8 @@ export interface WorkspaceLayoutOptions {
   /** The workspace root; created if missing. */
   root: string
   perSession: boolean
-  owner: FileOwner | null
+  /** Who each tenant's folders belong to (its sandbox uid/gid when the gateway is root). */
+  identities: SandboxIdentities
 }
 
 // Enough of the name to recognise it in a listing; the hash carries uniqueness.
@@ -38,14 +40,14 @@ export class WorkspaceLayout {
   /** Canonical (symlink-free) root, so a sandbox mounts each folder at the path tools report. */
   readonly root: string
   readonly perSession: boolean
-  readonly owner: FileOwner | null
+  private readonly identities: SandboxIdentities
 
   constructor (options: WorkspaceLayoutOptions) {
     if (!path.isAbsolute(options.root)) throw new Error(`the workspace root must be an absolute path, got ${JSON.stringify(options.root)}`)
     mkdirSync(options.root, { recursive: true })
     this.root = realpathSync(options.root)
     this.perSession = options.perSession
-    this.owner = options.owner
+    this.identities = options.identities
   }
 
   /**
@@ -55,10 +57,15 @@ export class WorkspaceLayout {
    */
   private readonly known = new Map<string, string>()
 
-  /** The folder a turn's tools see; created (owned by `owner`, private to it) if missing. */
+  /** The folder a turn's tools see; created (owned by the tenant's sandbox user, private to it) if missing. */
   dirFor (tenant: string, sessionId: string): string {
     const tenantDir = this.tenantDir(tenant)
-    return this.perSession ? this.ensure(path.join(tenantDir, workspaceSlug(sessionId))) : tenantDir
+    return this.perSession ? this.ensure(path.join(tenantDir, workspaceSlug(sessionId)), tenant) : tenantDir
+  }
+
+  /** Who the tenant's tool processes run as and its folders belong to. */
+  identityFor (tenant: string): SandboxIdentity {
+    return this.identities.for(tenant)
   }
 
   /** The tenant's folder (its sessions' folders inside it when `perSession`); created if missing. */
@@ -66,15 +73,16 @@ export class WorkspaceLayout {
     const dir = this.known.get(tenant)
     // Checked again each time: an operator may have removed the folder meanwhile.
     if (dir !== undefined && existsSync(dir)) return dir
-    const made = this.ensure(path.join(this.root, workspaceSlug(tenant)))
+    const made = this.ensure(path.join(this.root, workspaceSlug(tenant)), tenant)
     if (this.known.size >= KNOWN_TENANTS) this.known.clear()
     this.known.set(tenant, made)
     return made
   }
 
-  private ensure (dir: string): string {
+  private ensure (dir: string, tenant: string): string {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
-    if (this.owner !== null) chownSync(dir, this.owner.uid, this.owner.gid)
+    const owner = this.identities.for(tenant).owner
+    if (owner !== null) chownSync(dir, owner.uid, owner.gid)
     return dir
   }
 }
