@@ -48,7 +48,7 @@ export interface Launch {
   plan: LaunchPlan
   /**
    * Called once, after the process is over (or failed to start): ends whatever it left behind
-   * and answers notices for its result about limits it ran into.
+   * and answers a sentence for each limit it ran into, for its result.
    */
   finish (): Promise<string[]>
 }
@@ -122,11 +122,11 @@ const ENTER_CGROUPS = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shif
 function limitNotices (report: CgroupReport, limits: CgroupLimits): string[] {
   const notices: string[] = []
   if (report.oomKills > 0) {
-    notices.push(`[memory limit reached: the kernel killed ${report.oomKills} process(es) of this command ` +
-      `(at most ${limits.command.memoryBytes} bytes per command, ${limits.tenant.memoryBytes} for all of the tenant's commands)]`)
+    notices.push(`memory limit reached: the kernel killed ${report.oomKills} process(es) of this command ` +
+      `(at most ${limits.command.memoryBytes} bytes per command, ${limits.tenant.memoryBytes} for all of the tenant's commands)`)
   }
   if (report.forksRefused > 0) {
-    notices.push(`[process limit reached: ${report.forksRefused} process creation(s) refused (at most ${limits.command.processes} per command)]`)
+    notices.push(`process limit reached: ${report.forksRefused} process creation(s) refused (at most ${limits.command.processes} per command)`)
   }
   return notices
 }

@@ -181,20 +181,25 @@ function runCommand (plan: LaunchPlan, opts: RunOptions): Promise<RunResult> {
   })
 }
 
-function toToolResult (result: RunResult, timeoutMs: number, notices: readonly string[]): ToolResult {
-  const { outcome } = result
-  const output = notices.reduce(appendNotice, result.output)
+/**
+ * The call's result. Limits the command ran into (`limitsHit`) are told in the output of a
+ * command that succeeded and in the error of one that failed, since the model sees only the
+ * error of a failed call.
+ */
+function toToolResult (result: RunResult, timeoutMs: number, limitsHit: readonly string[]): ToolResult {
+  const { outcome, output } = result
+  const failed = (reason: string): ToolResult => fail([reason, ...limitsHit].join('; '), output)
   switch (outcome.kind) {
     case 'timeout':
-      return fail(`command timed out after ${timeoutMs} ms`, output)
+      return failed(`command timed out after ${timeoutMs} ms`)
     case 'cancelled':
-      return fail('cancelled', output)
+      return failed('cancelled')
     case 'spawn-error':
-      return fail(`failed to start command: ${outcome.message}`, output)
+      return failed(`failed to start command: ${outcome.message}`)
     case 'exited':
-      if (outcome.code === 0) return ok(output)
-      if (outcome.code !== null) return fail(`exit code ${outcome.code}`, output)
-      return fail(`command terminated by signal ${outcome.signal ?? 'unknown'}`, output)
+      if (outcome.code === 0) return ok(limitsHit.reduce((text, hit) => appendNotice(text, `[${hit}]`), output))
+      if (outcome.code !== null) return failed(`exit code ${outcome.code}`)
+      return failed(`command terminated by signal ${outcome.signal ?? 'unknown'}`)
   }
 }
 
@@ -257,8 +262,7 @@ export function createShellTool (opts: ShellToolOptions): Tool {
         // spawn() throws at once on arguments it refuses; the launch is finished all the same.
         result = { outcome: { kind: 'spawn-error', message: err instanceof Error ? err.message : String(err) }, output: '' }
       }
-      const notices = await launch.finish()
-      return toToolResult(result, timeoutMs, notices)
+      return toToolResult(result, timeoutMs, await launch.finish())
     }
   })
 }
