@@ -139,8 +139,18 @@ function under (dirs: Roots, name: string): Roots {
   return { pids: path.join(dirs.pids, name), memory: path.join(dirs.memory, name), cpu: path.join(dirs.cpu, name) }
 }
 
+/**
+ * One level at a time (its parent exists): a recursive mkdir can loop for ever on a pseudo
+ * file system that answers ENOENT below a folder that exists.
+ */
 function makeGroup (dirs: Roots): void {
-  for (const controller of CONTROLLERS) mkdirSync(dirs[controller], { recursive: true })
+  for (const controller of CONTROLLERS) {
+    try {
+      mkdirSync(dirs[controller])
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    }
+  }
 }
 
 function processesIn (dir: string): number[] {
@@ -256,6 +266,8 @@ export class SandboxCgroups {
     const tenant = under(this.root, tenantKey)
     const count = this.running.get(tenantKey) ?? 0
     if (count === 0) {
+      // Made again if something removed it meanwhile (an operator, a sweep from another pid namespace).
+      makeGroup(this.root)
       makeGroup(tenant)
       writeLimits(tenant, this.limits.tenant, this.limits.tenant.cpus)
     }
