@@ -2,9 +2,12 @@
  * How a tool process is launched. `bwrap` wraps it in a bubblewrap sandbox: new PID, IPC, UTS and
  * (unless the turn may use the network) network namespaces, the system read-only, the one
  * workspace folder read-write at its own path, a private /tmp and /proc, no capabilities, only
- * the allow-listed environment, kernel resource limits, and death with its parent. Nothing of the
- * gateway is mounted: not its working directory, data folder, config file or other workspaces.
- * `none` starts the process directly, as the gateway user, and is only ever an operator's choice.
+ * the allow-listed environment, kernel resource limits, a seccomp filter that refuses new
+ * namespaces and the keyrings (seccomp.ts), and death with its parent. A root gateway's command
+ * runs as its tenant's uid (sandbox-identity.ts) and, where the machine allows, in its tenant's
+ * and its own cgroups (sandbox-cgroups.ts). Nothing of the gateway is mounted: not its working
+ * directory, data folder, config file or other workspaces. `none` starts the process directly,
+ * as the gateway user, and is only ever an operator's choice.
  */
 import { spawn, type ChildProcessByStdio } from 'node:child_process'
 import { constants, lstatSync, readlinkSync } from 'node:fs'

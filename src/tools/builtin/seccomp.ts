@@ -22,7 +22,7 @@ interface ArchTable {
   numbers: Readonly<Record<SyscallName, number>>
 }
 
-/** Each refused syscall and why (the table docs/sandbox page repeats). */
+/** Each refused syscall and what it reaches (docs/guides/sandbox.md lists them). */
 export const REFUSED_SYSCALLS = {
   unshare: 'a new namespace',
   setns: 'another namespace',
