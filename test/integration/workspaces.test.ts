@@ -119,7 +119,7 @@ test('a delegated sub-turn works in its parent turn\'s tenant folder', async (t)
   assert.deepEqual(toolResults(g.provider.requests[2]), ['globex says hi'])
 })
 
-test('file_write gives what it creates in a workspace to the sandbox user of a root gateway', { skip: process.getuid?.() !== 0 ? 'only a root gateway hands its workspaces to another uid' : false }, async (t) => {
+test('file_write gives what it creates in a workspace to the tenant\'s sandbox user under a root gateway', { skip: process.getuid?.() !== 0 ? 'only a root gateway hands its workspaces to another uid' : false }, async (t) => {
   const g = await gateway(t)
   if (!g.gateway.turns.catalog.has('shell')) {
     t.skip('the sandbox does not work here, so workspaces keep the gateway\'s uid')
@@ -128,8 +128,10 @@ test('file_write gives what it creates in a workspace to the sandbox user of a r
   g.provider.enqueue({ toolCalls: [{ id: 'w', name: 'file_write', arguments: { path: 'deep/er/f.txt', content: 'x' } }] }, { text: 'ok' })
   await turn(g, await mintToken({ tenant: 'acme' }), { message: 'write' })
   const dir = g.tenantWorkspace('acme')
+  const owner = g.gateway.workspaces.identityFor('acme').owner
+  assert.ok(owner !== null && owner.uid !== 0)
   for (const p of [dir, join(dir, 'deep'), join(dir, 'deep', 'er'), join(dir, 'deep', 'er', 'f.txt')]) {
     const st = await stat(p)
-    assert.deepEqual([st.uid, st.gid], [65534, 65534], p)
+    assert.deepEqual([st.uid, st.gid], [owner.uid, owner.gid], p)
   }
 })
