@@ -141,6 +141,7 @@ async function bombBeside (g: TestGateway): Promise<{ status: string, results: s
 
   const cancelled = await g.http('DELETE', `/v1/turns/${turnId}`, undefined, acme)
   assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body))
+  await until(async () => (await g.http('GET', `/v1/turns/${turnId}`, undefined, acme)).body.status === 'cancelled', 'acme\'s turn to end', 20_000)
   await until(async () => (await processesOfUid(acmeUid)).length === 0, 'no process of acme\'s uid', 20_000)
   return { status: globex.body.status, results, globexUid }
 }

@@ -4,34 +4,41 @@ import { promises as fs } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { SandboxIdentities, unmappedIds } from '../../src/tools/builtin/sandbox-identity.js'
-import { workspaceSlug } from '../../src/tools/builtin/workspace-layout.js'
+import { WorkspaceLayout, workspaceSlug } from '../../src/tools/builtin/workspace-layout.js'
 
 const RANGE = { firstUid: 1_879_048_192, firstGid: 1_900_000_000, count: 16_777_216 }
 
 test('a tenant gets the same ids on every start, inside the range, at the same offset for uid and gid', () => {
-  const a = new SandboxIdentities(RANGE).for('acme')
-  const b = new SandboxIdentities(RANGE).for('acme')
+  const a = new SandboxIdentities(RANGE).ownerFor('acme')
+  const b = new SandboxIdentities(RANGE).ownerFor('acme')
   assert.deepEqual(a, b)
-  const uid = a.owner?.uid ?? -1
-  const gid = a.owner?.gid ?? -1
+  const uid = a?.uid ?? -1
+  const gid = a?.gid ?? -1
   assert.ok(uid >= RANGE.firstUid && uid < RANGE.firstUid + RANGE.count)
   assert.equal(gid - RANGE.firstGid, uid - RANGE.firstUid)
-  assert.equal(a.key, workspaceSlug('acme'))
+})
+
+test('a workspace layout names a tenant\'s identity after its folder and owns its folder by its ids', async (t) => {
+  const root = await fs.mkdtemp(path.join(os.tmpdir(), 'tollgate-identity-'))
+  t.after(async () => { await fs.rm(root, { recursive: true, force: true }) })
+  const identities = new SandboxIdentities(RANGE)
+  const layout = new WorkspaceLayout({ root, perSession: false, identities })
+  assert.deepEqual(layout.identityFor('acme'), { key: workspaceSlug('acme'), owner: identities.ownerFor('acme') })
 })
 
 test('different tenants get different ids', () => {
   const identities = new SandboxIdentities(RANGE)
-  const uids = new Set(Array.from({ length: 200 }, (_, i) => identities.for(`tenant-${i}`).owner?.uid))
+  const uids = new Set(Array.from({ length: 200 }, (_, i) => identities.ownerFor(`tenant-${i}`)?.uid))
   assert.equal(uids.size, 200)
 })
 
 test('a range of one id gives every tenant the same one', () => {
   const identities = new SandboxIdentities({ firstUid: 65534, firstGid: 65534, count: 1 })
-  assert.deepEqual([identities.for('acme').owner, identities.for('globex').owner], [{ uid: 65534, gid: 65534 }, { uid: 65534, gid: 65534 }])
+  assert.deepEqual([identities.ownerFor('acme'), identities.ownerFor('globex')], [{ uid: 65534, gid: 65534 }, { uid: 65534, gid: 65534 }])
 })
 
 test('without a range nobody changes user, and the probe runs at the first ids in a key no tenant has', () => {
-  assert.equal(new SandboxIdentities(null).for('acme').owner, null)
+  assert.equal(new SandboxIdentities(null).ownerFor('acme'), null)
   const probe = new SandboxIdentities(RANGE).probe()
   assert.deepEqual(probe.owner, { uid: RANGE.firstUid, gid: RANGE.firstGid })
   assert.doesNotMatch(probe.key, /-[0-9a-f]{16}$/)

@@ -69,14 +69,14 @@ test('each tenant\'s folders belong to its own sandbox ids', { skip: process.get
   const identities = new SandboxIdentities({ firstUid: 1_879_048_192, firstGid: 1_879_048_192, count: 16_777_216 })
   const layout = new WorkspaceLayout({ root, perSession: true, identities })
   for (const tenant of ['acme', 'globex']) {
-    const owner = identities.for(tenant).owner
+    const owner = identities.ownerFor(tenant)
     const dir = layout.dirFor(tenant, 'ses_1')
     for (const d of [dir, path.dirname(dir)]) {
       const st = await fs.stat(d)
       assert.deepEqual([st.uid, st.gid], [owner?.uid, owner?.gid])
     }
   }
-  assert.notEqual(identities.for('acme').owner?.uid, identities.for('globex').owner?.uid)
+  assert.notEqual(identities.ownerFor('acme')?.uid, identities.ownerFor('globex')?.uid)
 })
 
 test('a tenant folder removed while the gateway runs is made again (private) at the tenant\'s next turn', async (t) => {

@@ -1,17 +1,23 @@
 /**
  * Who a tenant's tool calls act as on this machine: the one place that maps a tenant to the uid
- * and gid its sandboxed commands run as (and its workspace files belong to), and to the name of
- * its cgroup. A root gateway spreads tenants over a configured range of ids, each tenant at a
- * stable offset derived from its name, so one tenant's processes are never counted against
- * another's process limit and never share a uid with them (a hash collision aside). A gateway
- * that is not root has no ids to hand out: every command keeps the gateway's own user.
+ * and gid its sandboxed commands run as (and its workspace files belong to); WorkspaceLayout
+ * hands it out with the name of the tenant's cgroup (its workspace slug). A root gateway spreads
+ * tenants over a configured range of ids, each tenant at a stable offset derived from its name,
+ * so one tenant's processes are never counted against another's process limit and never share a
+ * uid with them (a hash collision aside). A gateway that is not root has no ids to hand out:
+ * every command keeps the gateway's own user.
  */
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { workspaceSlug, type FileOwner } from './workspace-layout.js'
+
+/** Owner given to every folder and file the gateway creates in a tenant's workspace (root gateway + sandbox). */
+export interface FileOwner {
+  uid: number
+  gid: number
+}
 
 export interface SandboxIdentity {
-  /** The tenant's name on the machine: its cgroup's folder name (readable, unique, path-safe). */
+  /** The tenant's name on the machine: its cgroup's folder name (its workspace slug: readable, unique, path-safe). */
   key: string
   /** The uid/gid its commands run as and its workspace files belong to; null: the gateway's own user. */
   owner: FileOwner | null
@@ -35,8 +41,9 @@ export class SandboxIdentities {
     this.range = range
   }
 
-  for (tenant: string): SandboxIdentity {
-    return { key: workspaceSlug(tenant), owner: this.ownerAt(this.range === null ? 0 : offsetOf(tenant, this.range.count)) }
+  /** The uid/gid the tenant's commands run as; null when nobody changes user. */
+  ownerFor (tenant: string): FileOwner | null {
+    return this.ownerAt(this.range === null ? 0 : offsetOf(tenant, this.range.count))
   }
 
   /** What the start-up probe runs as: the first ids of the range, in a cgroup of its own. */

@@ -8,13 +8,9 @@
 import { createHash } from 'node:crypto'
 import { chownSync, existsSync, mkdirSync, realpathSync } from 'node:fs'
 import path from 'node:path'
-import type { SandboxIdentities, SandboxIdentity } from './sandbox-identity.js'
+import type { FileOwner, SandboxIdentities, SandboxIdentity } from './sandbox-identity.js'
 
-/** Owner given to every folder and file the gateway creates in a tenant's workspace (root gateway + sandbox). */
-export interface FileOwner {
-  uid: number
-  gid: number
-}
+export type { FileOwner }
 
 export interface WorkspaceLayoutOptions {
   /** The workspace root; created if missing. */
@@ -63,9 +59,9 @@ export class WorkspaceLayout {
     return this.perSession ? this.ensure(path.join(tenantDir, workspaceSlug(sessionId)), tenant) : tenantDir
   }
 
-  /** Who the tenant's tool processes run as and its folders belong to. */
+  /** Who the tenant's tool processes run as and its folders belong to, and its cgroup's name. */
   identityFor (tenant: string): SandboxIdentity {
-    return this.identities.for(tenant)
+    return { key: workspaceSlug(tenant), owner: this.identities.ownerFor(tenant) }
   }
 
   /** The tenant's folder (its sessions' folders inside it when `perSession`); created if missing. */
@@ -81,7 +77,7 @@ export class WorkspaceLayout {
 
   private ensure (dir: string, tenant: string): string {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
-    const owner = this.identities.for(tenant).owner
+    const owner = this.identities.ownerFor(tenant)
     if (owner !== null) chownSync(dir, owner.uid, owner.gid)
     return dir
   }
