@@ -113,10 +113,11 @@ function cgroupLimits (config: Config): CgroupLimits {
   }
 }
 
+const MAX_ID = 4_294_967_294
+
 /** Why the bubblewrap sandbox cannot be set up as configured, before anything runs in it. */
 async function sandboxPrerequisite (config: Config, range: SandboxIdRange | null): Promise<string | null> {
   const shell = config.tools.shell
-  if (seccompProgram(process.arch) === null) return `no seccomp filter for the ${process.arch} architecture`
   if (range !== null) {
     if (range.firstUid + range.count - 1 > MAX_ID || range.firstGid + range.count - 1 > MAX_ID) {
       return `sandbox_uid/sandbox_gid + sandbox_id_count goes past ${MAX_ID}`
@@ -126,8 +127,6 @@ async function sandboxPrerequisite (config: Config, range: SandboxIdRange | null
   }
   return await cannotRun(shell.bwrap_path)
 }
-
-const MAX_ID = 4_294_967_294
 
 /**
  * The shell's launcher (null when `shell` cannot be offered), who each tenant's commands run as,
@@ -150,6 +149,8 @@ async function shellSandbox (config: Config, root: string, log: Logger): Promise
       'or set tools.shell.sandbox = "none" to run commands unconfined')
     return { launcher: null, identities: NOBODY_CHANGES_USER, cgroups: null }
   }
+  const seccomp = seccompProgram(process.arch)
+  if (seccomp === null) return disabled(`no seccomp filter for the ${process.arch} architecture`)
   const prerequisite = await sandboxPrerequisite(config, range)
   if (prerequisite !== null) return disabled(prerequisite)
   const cgroups = shell.cgroups.mode === 'off' ? null : SandboxCgroups.open({ limits: cgroupLimits(config), log })
@@ -169,7 +170,7 @@ async function shellSandbox (config: Config, root: string, log: Logger): Promise
       tmpBytes: limits.tmp_bytes
     },
     asRoot,
-    seccomp: seccompProgram(process.arch) as Buffer,
+    seccomp,
     cgroups: groups === null ? null : { groups, limits: cgroupLimits(config) }
   })
   const identities = new SandboxIdentities(range)
