@@ -308,6 +308,24 @@ export const ProviderConfig = Type.Object({
 }, { additionalProperties: false })
 export type ProviderConfig = Static<typeof ProviderConfig>
 
+/**
+ * Who may use an agent. Every condition given must hold: the caller's tenant is one of
+ * `tenants`, and the caller's token carries at least one of `scopes`.
+ */
+export const AgentAccess = Type.Object({
+  tenants: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), {
+    minItems: 1, maxItems: 1024, description: 'Tenants whose principals may use the agent; absent: any tenant'
+  })),
+  scopes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), {
+    minItems: 1, maxItems: 64, description: 'The caller needs at least one of these token scopes; absent: no scope is needed'
+  }))
+}, {
+  additionalProperties: false,
+  minProperties: 1,
+  description: 'Who may start turns with this agent and list its tools (others get 403 AGENT_FORBIDDEN); absent: every principal'
+})
+export type AgentAccess = Static<typeof AgentAccess>
+
 export const AgentConfig = Type.Object({
   provider: Type.String({ default: 'demo' }),
   model: Type.Optional(Type.String()),
@@ -324,7 +342,8 @@ export const AgentConfig = Type.Object({
     default: 'wait',
     description: 'An interactive turn\'s prompt-required call when no operator is connected: wait for one (REST, a later subscriber), ' +
       'or deny at once (audited as auto-deny)'
-  })
+  }),
+  access: Type.Optional(AgentAccess)
 }, { additionalProperties: false })
 export type AgentConfig = Static<typeof AgentConfig>
 

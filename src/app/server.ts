@@ -16,6 +16,7 @@ import { enforceAuthentication, WS_PROTOCOL } from '../auth/http.js'
 import { createBus } from '../bus/create.js'
 import type { EventBus } from '../bus/bus.js'
 import { InstanceLease } from '../cluster/instance.js'
+import { warnOpenAutoApprovingAgents } from '../service/agent-access.js'
 import { ConnectionRegistry } from '../service/connections.js'
 import { TurnService } from '../service/turn-service.js'
 import { ApprovalBroker } from '../approval/broker.js'
@@ -215,6 +216,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     // Before any new tool process: end the ones a crashed gateway left behind.
     sweepProcessLedger(processLedgerDir(config), log)
     const { catalog, workspaces } = await buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])], log)
+    warnOpenAutoApprovingAgents(config, catalog, mcp, log)
     const turns = new TurnService({
       config,
       catalog,

@@ -60,7 +60,8 @@ export interface EventLog {
    */
   unwritten (turnId: string): readonly BusEnvelope[] | null
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe
-  subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe
+  /** Live events of the turns of the session `sessionId` of `tenant` (no replay). */
+  subscribeSession (tenant: string, sessionId: string, listener: EnvelopeListener): Unsubscribe
   /**
    * `knownLastSeq`, when the caller knows the turn reached it (its saved record), lets a bus that
    * keeps a second copy (the archiving bus) fill a tail the first copy has not written yet.

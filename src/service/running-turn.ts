@@ -11,6 +11,7 @@ import { ERRORS } from '../core/errors.js'
 import type { BusEnvelope, EventLog } from '../bus/bus.js'
 import type { Config } from '../core/config.js'
 import { scrubText } from '../core/security/redact.js'
+import { tenantOf } from '../core/tenancy.js'
 import { TERMINAL_TURN_STATUSES, type SessionRecord, type Store, type TurnRecord } from '../store/store.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import { CancelReason, runToolLoop, type LoopDurability, type TurnOutcome } from '../turn/loop.js'
@@ -73,7 +74,7 @@ export class RunningTurn {
     record.last_seq = this.seq
     record.updated_at = ts
     if (event.kind === 'iteration') record.iterations = event.n
-    return { turn_id: record.turn_id, session_id: record.session_id, seq: this.seq, ts, event }
+    return { turn_id: record.turn_id, session_id: record.session_id, tenant: tenantOf(record.owner), seq: this.seq, ts, event }
   }
 
   /** `stored`: written to the store's event log already, with every earlier event of the turn. */

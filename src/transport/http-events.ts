@@ -8,6 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Gateway } from '../app/gateway.js'
 import { principalOf } from '../auth/http.js'
 import { hasScope, principalKey } from '../auth/principal.js'
+import { wireEnvelope } from '../core/envelope.js'
 import { TollgateError } from '../core/errors.js'
 import { streamTurnEvents } from './sse.js'
 
@@ -38,7 +39,7 @@ export async function turnEventsOverHttp (gateway: Gateway, request: FastifyRequ
     if (replay.kind === 'gap' || (replay.kind === 'unknown' && turn.last_seq > afterSeq)) {
       throw new TollgateError('REPLAY_GAP')
     }
-    const events = replay.kind === 'events' ? replay.events.map(({ session_id: _s, ...e }) => e) : []
+    const events = replay.kind === 'events' ? replay.events.map(wireEnvelope) : []
     return { turn_id: turn.turn_id, status: turn.status, events }
   }
   const turn = await turns.get(principal, id)

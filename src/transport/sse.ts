@@ -11,6 +11,7 @@ import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { Gateway } from '../app/gateway.js'
 import type { BusEnvelope } from '../bus/bus.js'
+import { wireEnvelope } from '../core/envelope.js'
 import { TollgateError } from '../core/errors.js'
 import { followFromStart, followTurn } from './follow.js'
 import { isSlowConsumer, logSlowConsumer } from './slow-consumer.js'
@@ -26,8 +27,7 @@ export interface StreamOptions {
 }
 
 function frame (envelope: BusEnvelope): string {
-  const { session_id: _s, ...wire } = envelope
-  return `id: ${envelope.seq}\nevent: ${envelope.event.kind}\ndata: ${JSON.stringify(wire)}\n\n`
+  return `id: ${envelope.seq}\nevent: ${envelope.event.kind}\ndata: ${JSON.stringify(wireEnvelope(envelope))}\n\n`
 }
 
 /** One turn's event stream over a hijacked response: headers once, then frames, then the end. */

@@ -60,7 +60,7 @@ function turn (over: Partial<TurnRecord> = {}): TurnRecord {
 }
 
 function envelope (seq: number): BusEnvelope {
-  return { turn_id: 'turn_1', session_id: 'ses_1', seq, ts: new Date().toISOString(), event: { kind: 'iteration', n: seq } }
+  return { turn_id: 'turn_1', session_id: 'ses_1', tenant: 'local', seq, ts: new Date().toISOString(), event: { kind: 'iteration', n: seq } }
 }
 
 for (const kind of ['memory', 'sqlite', 'postgres'] as const) {

@@ -34,7 +34,7 @@ function archivingBus (defer: Defer, store: SqliteStore): ArchivingBus {
 }
 
 function envelope (seq: number, doc = `piece ${seq}`): BusEnvelope {
-  return { turn_id: 'turn_1', session_id: 'ses_1', seq, ts: new Date().toISOString(), event: { kind: 'text.delta', text: doc } }
+  return { turn_id: 'turn_1', session_id: 'ses_1', tenant: 'local', seq, ts: new Date().toISOString(), event: { kind: 'text.delta', text: doc } }
 }
 
 /** One turn of the event loop: callbacks queued with setImmediate before this one have run. */
@@ -273,7 +273,7 @@ test('sqlite: a turn with two tool calls that answer at once costs at most 4 com
   )
   // At each delivery, what the store already holds of the turn (SQLite reads synchronously).
   const storedAtDelivery: Array<Promise<[number, number[]]>> = []
-  g.gateway.bus.subscribeSession('ses_hot', (e) => {
+  g.gateway.bus.subscribeSession('local', 'ses_hot', (e) => {
     storedAtDelivery.push(store.readEvents(e.turn_id, 0, 100).then((stored) => [e.seq, stored.map((s) => s.seq)]))
   })
   const before = counter.snapshot()
