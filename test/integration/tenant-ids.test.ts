@@ -112,7 +112,11 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     assert.deepEqual(await userHistory(g, globex, 'chat-1'), ['globex one', 'globex two'])
     assert.deepEqual(historyBehind(g, 'globex two'), ['globex one', 'globex two'])
     assert.deepEqual(historyBehind(g, 'acme two'), ['acme one', 'acme two'])
-    for (const [token, turns] of [[acme, [acmeTwo.body.turn_id, acmeOne.body.turn_id]], [globex, [globexTwo.body.turn_id, globexOne.body.turn_id]]] as const) {
+    const own: Array<[string, string[]]> = [
+      [acme, [acmeTwo.body.turn_id, acmeOne.body.turn_id]],
+      [globex, [globexTwo.body.turn_id, globexOne.body.turn_id]]
+    ]
+    for (const [token, turns] of own) {
       const sessions = await g.http('GET', '/v1/sessions', undefined, bearer(token))
       assert.deepEqual(sessions.body.items.map((s: { session_id: string, active_turn_id: string | null }) => [s.session_id, s.active_turn_id]), [['chat-1', null]])
       const listed = await g.http('GET', '/v1/turns?session_id=chat-1', undefined, bearer(token))
