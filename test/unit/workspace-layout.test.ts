@@ -48,6 +48,16 @@ test('with per-session folders each session of a tenant gets its own folder insi
   assert.equal((await fs.stat(one)).isDirectory(), true)
 })
 
+test('with per-session folders the same session id in two tenants gets two folders, each inside its tenant\'s', async (t) => {
+  const root = await scratch(t)
+  const layout = new WorkspaceLayout({ root, perSession: true, owner: null })
+  const acme = layout.dirFor('acme', 'chat-1')
+  const globex = layout.dirFor('globex', 'chat-1')
+  assert.notEqual(acme, globex)
+  assert.equal(path.dirname(acme), layout.tenantDir('acme'))
+  assert.equal(path.dirname(globex), layout.tenantDir('globex'))
+})
+
 test('the layout creates a missing root and answers canonical paths through a symlinked one', async (t) => {
   const base = await scratch(t)
   await fs.mkdir(path.join(base, 'real'))
