@@ -143,7 +143,8 @@ export class Admission {
     }
     if (existing === null) {
       const agent = request.agent ?? config.default_agent
-      requireAgentAccess(config, principal, agent)
+      // A named agent was checked above.
+      if (request.agent === undefined) requireAgentAccess(config, principal, agent)
       return { session_id: sessionId, owner, agent, created_at: nowIso, updated_at: nowIso, turn_ids: [], history: [], always_allowed: [] }
     }
     if (request.agent !== undefined && request.agent !== existing.agent) {
