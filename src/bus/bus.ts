@@ -4,7 +4,7 @@
  * instance. In-process by default (memory.ts); Redis (redis.ts) lets many instances share one.
  */
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
-import type { FinishedTurn } from '../store/store.js'
+import type { FinishedTurn, TurnRecord } from '../store/store.js'
 
 export type { BusEnvelope }
 
@@ -91,6 +91,13 @@ export interface EventLog {
    * when this bus does not (the caller saves and publishes them itself).
    */
   finish?: (save: FinishedTurn, closing: BusEnvelope) => Promise<void> | null
+  /**
+   * Saves a running turn's record with the events published so far: in their write (a synchronous
+   * store: this tick's group, one transaction) or right after it, never ahead of it, so the stored
+   * record never claims an event (`last_seq`, an approval's audit) the log does not hold. Resolves
+   * once it is stored; rejects when the store refused it. Only a log kept in a store offers it.
+   */
+  saveTurn?: (turn: TurnRecord) => Promise<void>
 }
 
 /** The cross-instance control plane: it only publishes and subscribes; cluster/control.ts adds request/reply. */

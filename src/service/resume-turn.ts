@@ -66,7 +66,8 @@ export async function resumeTurn (scope: ResumeScope, orphan: { turnId: string, 
   if (doc === null || session === null || ownEntry(config.agents, record.agent) === undefined) return false
   // Read before adopting: what the log says of the checkpoint's round decides where the loop goes on.
   const events = await readTurnLog(bus, record.turn_id)
-  const lastSeq = Math.max(record.last_seq, events.at(-1)?.seq ?? 0, await bus.lastSeq(record.turn_id).catch(() => 0))
+  // The log's last event, not the record's last_seq: the turn goes on right after what a replay serves.
+  const lastSeq = Math.max(events.at(-1)?.seq ?? 0, await bus.lastSeq(record.turn_id).catch(() => 0))
   // The record was saved at approval waits and decisions: the log has the calls since.
   const current = withLoggedProgress(record, summarizeLog(events))
   // Without a configured master key the old process's key is gone: later receipts get this process's.

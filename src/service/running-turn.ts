@@ -83,12 +83,19 @@ export class RunningTurn {
   }
 
   /**
-   * Saves the record as it stands. Called where other instances must see it (an approval starts
-   * waiting, or was decided); tool calls and iterations are left to the event log (cluster/turn-log.ts).
+   * Saves the record as it stands, with the turn's events published so far and never ahead of
+   * them (EventLog.saveTurn). Called where other instances must see it (an approval starts
+   * waiting, or was decided); tool calls and iterations are left to the event log
+   * (cluster/turn-log.ts). Resolves once stored, or once a failure is logged.
    */
-  checkpoint (log: Logger): void {
+  async saveRecord (log: Logger): Promise<void> {
     if (this.frozen) return
-    this.host.store.saveTurn(this.record).catch((err: unknown) => { log.warn({ err }, 'could not checkpoint the turn') })
+    const { bus, store } = this.host
+    try {
+      await (bus.saveTurn?.(this.record) ?? store.saveTurn(this.record))
+    } catch (err) {
+      log.warn({ err }, 'could not save the turn record')
+    }
   }
 
   /**

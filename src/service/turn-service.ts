@@ -265,7 +265,7 @@ export class TurnService {
     const key = principalKey(principal)
     if (this.broker.isLocal(requestId)) {
       try {
-        return this.broker.answer(requestId, { ...answer, principal: key })
+        return await this.broker.answer(requestId, { ...answer, principal: key })
       } catch (err) {
         if (err instanceof TollgateError && err.code === 'APPROVAL_NOT_FOUND') {
           this.deps.log.warn({ audit: 'cross_principal_approval', principal: key, request_id: requestId }, 'refused an answer to an approval request of another principal')

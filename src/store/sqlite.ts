@@ -260,10 +260,12 @@ function prepare (db: Database.Database) {
         }
       })),
     appendEvents: db.transaction((
-      events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: ReadonlyArray<[unknown[], unknown[]]>
+      events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: ReadonlyArray<[unknown[], unknown[]]>,
+      records: ReadonlyArray<unknown[]>
     ) => {
       for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
       for (const c of checkpoints) saveCheckpoint.run(c.turn_id, c.seq, c.doc)
+      for (const turn of records) saveTurn.run(...turn)
       for (const [turn, session] of finished) saveBoth(turn, session)
     }),
     readCheckpoint: db.prepare<[string], CheckpointRow>('SELECT turn_id, seq, doc FROM tollgate_checkpoints WHERE turn_id = ?'),
@@ -441,9 +443,12 @@ export class SqliteStore implements Store {
   }
 
   appendEventsNow (
-    events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = [], finished: readonly FinishedTurn[] = []
+    events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = [], finished: readonly FinishedTurn[] = [],
+    records: readonly TurnRecord[] = []
   ): void {
-    this.stmt.appendEvents(events, checkpoints, finished.map((f) => [this.turnRow(f.turn), sessionRow(f.session)]))
+    this.stmt.appendEvents(
+      events, checkpoints, finished.map((f) => [this.turnRow(f.turn), sessionRow(f.session)]), records.map((turn) => this.turnRow(turn))
+    )
   }
 
   async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {

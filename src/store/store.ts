@@ -131,8 +131,13 @@ export interface Store {
   /**
    * The same, done before returning, by stores whose writes are synchronous (SQLite): an event
    * is then on disk before any client can see it, so a crash never loses an event a client saw.
+   * `finished` turns (record and session) and `records` of running turns (saved as saveTurn
+   * would: an approval's wait or decision) are written in the same transaction, after the events.
    */
-  appendEventsNow?: (events: readonly BusEnvelope[], checkpoints?: readonly CheckpointRow[], finished?: readonly FinishedTurn[]) => void
+  appendEventsNow?: (
+    events: readonly BusEnvelope[], checkpoints?: readonly CheckpointRow[], finished?: readonly FinishedTurn[],
+    records?: readonly TurnRecord[]
+  ) => void
   /** The turn's latest checkpoint, if it has one. */
   readCheckpoint (turnId: string): Promise<CheckpointRow | null>
   /** Forgets the checkpoints of turns that are no longer running. */
