@@ -127,6 +127,17 @@ export const TurnsConfig = Type.Object({
     minimum: 1, default: 16, description: 'Counted across all instances when bus.kind is redis'
   }),
   max_event_output_chars: Type.Integer({ minimum: 256, default: 16_384, description: 'Bound on tool output carried in streamed events' }),
+  tool_arguments: Type.Object({
+    // Far below the depth at which JSON.stringify, structuredClone and the other recursive walks of a value run out of stack.
+    max_depth: Type.Integer({
+      minimum: 2, maximum: 256, default: 64,
+      description: 'Nesting levels of objects and arrays a tool call\'s arguments may have; a deeper call gets an error result and is not run'
+    }),
+    max_chars: Type.Integer({
+      minimum: 1024, default: 4_194_304,
+      description: 'Characters of JSON text a tool call\'s arguments may take (escapes not counted); a longer call gets an error result and is not run'
+    })
+  }, { additionalProperties: false, default: {} }),
   tool_progress: Type.Object({
     max_events_per_second: Type.Integer({
       minimum: 1, maximum: 100, default: 4,

@@ -114,7 +114,8 @@ export async function startTurn (
     first = running.sequence({ kind: 'iteration', n: 1 })
     events.push(first)
     early.iteration = 1
-    checkpoint = { turn_id: turnId, seq: running.seq, doc: checkpointer.first() }
+    const doc = checkpointer.first()
+    if (doc !== null) checkpoint = { turn_id: turnId, seq: running.seq, doc }
   }
   let held
   try {

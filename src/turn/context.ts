@@ -10,6 +10,7 @@ import type { TurnEvent } from '../../schemas/events.js'
 import type { SessionGrants } from '../approval/grants.js'
 import { ApprovalManager } from '../approval/policy.js'
 import type { ApprovalChannel } from '../approval/decision.js'
+import type { JsonBounds } from '../core/json/bounds.js'
 import { ownEntry } from '../core/json/own.js'
 import { TollgateError } from '../core/errors.js'
 import type { Observer } from '../observe/observer.js'
@@ -45,6 +46,8 @@ export interface RuntimeKnobs {
   /** No operator connected: `wait` for one (REST, a later subscriber) or `deny` at once. */
   onNoBackchannel: 'wait' | 'deny'
   toolProgress: ProgressLimits
+  /** How deep and long a call's arguments may be (parsing refuses a call past them). */
+  argumentBounds: JsonBounds
 }
 
 export interface ReceiptInput {
@@ -237,7 +240,8 @@ export function resolveKnobs (
       maxPerSecond: config.turns.tool_progress.max_events_per_second,
       maxPerCall: config.turns.tool_progress.max_events_per_call,
       maxMessageBytes: config.turns.tool_progress.max_message_bytes
-    }
+    },
+    argumentBounds: { maxDepth: config.turns.tool_arguments.max_depth, maxChars: config.turns.tool_arguments.max_chars }
   }
 }
 

@@ -158,7 +158,8 @@ async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor:
   const response = await callModel(exec, state, request, request.useNative)
   const parsed = parseResponse(response, {
     advertised: new Set(request.specs.map((s) => s.name)),
-    strict: exec.knobs.strictToolParsing
+    strict: exec.knobs.strictToolParsing,
+    bounds: exec.knobs.argumentBounds
   })
 
   if (parsed.parseIssue) {
