@@ -18,7 +18,9 @@
  * of it still waits here — see `unwritten`) publishes them `stored`: they go out at once, never
  * written twice, so the reply that follows (`turn.accepted`, a cancel's answer, `?wait=true`)
  * follows them too. With a synchronous store a turn's final save joins the group instead
- * (`finish`): the turns ending in one tick share its commit.
+ * (`finish`): the turns ending in one tick share its commit. So does a running turn's record
+ * saved at an approval's wait or decision (`saveTurn`); with an asynchronous store it follows
+ * the group's write. Either way a stored record never claims an event the log does not hold.
  */
 import type { Logger } from 'pino'
 import { EventLogWriter } from '../store/event-writer.js'
