@@ -8,9 +8,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtemp, rm } from 'node:fs/promises'
+import { Agent, request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { EventEnvelope } from '../../schemas/events.js'
+import { SqliteStore } from '../../src/store/sqlite.js'
 import { startFakeProvider, type RecordedRequest, type ScriptedReply } from '../helpers/fake-provider.js'
 import { assertSeqContiguous } from '../helpers/gateway.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway, type GatewayProcess } from '../helpers/cluster.js'
@@ -35,6 +37,19 @@ async function pendingByTurn (g: GatewayProcess): Promise<Map<string, { request_
   return new Map(page.body.items.map((p: { turn_id: string, request_id: string }) => [p.turn_id, p]))
 }
 
+/** A POST over `agent`'s kept-alive connections: the answer's status, or null when the connection died first. */
+async function post (agent: Agent, base: string, path: string, body: unknown): Promise<number | null> {
+  return await new Promise((resolve) => {
+    const req = request(new URL(path, base), { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
+      res.resume()
+      res.on('end', () => { resolve(res.statusCode ?? null) })
+      res.on('error', () => { resolve(null) })
+    })
+    req.on('error', () => { resolve(null) })
+    req.end(JSON.stringify(body))
+  })
+}
+
 async function eventsOf (g: GatewayProcess, turnId: string): Promise<EventEnvelope[]> {
   const page = await g.http('GET', `/v1/turns/${turnId}/events?after_seq=0`)
   assert.equal(page.status, 200, JSON.stringify(page.body))
@@ -49,8 +64,9 @@ for (const delayMs of [15, 30]) {
     const dir = await mkdtemp(join(tmpdir(), 'tollgate-durable-answers-'))
     defer(async () => { await rm(dir, { recursive: true, force: true }) })
     const workspace = await scratchWorkspace(defer)
+    const path = join(dir, 'tollgate.db')
     const overrides = clusterOverrides({ provider }, workspace, {
-      store: { kind: 'sqlite', sqlite: { path: join(dir, 'tollgate.db') } },
+      store: { kind: 'sqlite', sqlite: { path } },
       turns: { max_active_turns_per_principal: TURNS }
     })
     // Two model calls a turn, and one more for a turn whose model call the kill cut short.
@@ -68,15 +84,30 @@ for (const delayMs of [15, 30]) {
 
     // Even turns are approved, odd ones denied: the outcome shows which answer decided.
     const decisionOf = (turnId: string): 'yes' | 'no' => turnIds.indexOf(turnId) % 2 === 0 ? 'yes' : 'no'
+    // One open connection per answer, so that the whole burst reaches the gateway at once.
+    const agent = new Agent({ keepAlive: true, maxSockets: TURNS })
+    defer(async () => { agent.destroy() })
+    await Promise.all(turnIds.map(async () => { assert.equal(await post(agent, first.url, '/v1/approvals/apr_warm-up', {}), 400) }))
     const acknowledged = new Set<string>()
     const burst = turnIds.map(async (turnId) => {
-      const answer = await first.http('POST', `/v1/approvals/${pending.get(turnId)?.request_id ?? ''}`, { decision: decisionOf(turnId) }).catch(() => null)
-      if (answer?.status === 200) acknowledged.add(turnId)
+      const status = await post(agent, first.url, `/v1/approvals/${pending.get(turnId)?.request_id ?? ''}`, { decision: decisionOf(turnId) })
+      if (status === 200) acknowledged.add(turnId)
     })
     // The delay is the attack: the process dies while answers are still being taken.
     await new Promise((resolve) => setTimeout(resolve, delayMs))
     await first.kill()
     await Promise.all(burst)
+
+    // What the dead process left on disk: no record claims an event, or an answer, its log lacks.
+    const left = new SqliteStore({ path, instanceId: 'inspector', checkpointMs: 0 })
+    for (const turnId of turnIds) {
+      const record = await left.getTurn(turnId)
+      const log = await left.readEvents(turnId, 0, 1000)
+      assert.ok(record !== null && record.last_seq <= (log.at(-1)?.seq ?? 0), `turn ${turnId}: last_seq ${record?.last_seq} past its log`)
+      const logged = new Set(log.flatMap((e) => e.event.kind === 'approval.resolved' ? [e.event.request_id] : []))
+      for (const a of record.approvals) assert.ok(logged.has(a.request_id), `turn ${turnId}: audited answer ${a.request_id} not in its log`)
+    }
+    await left.close()
 
     const second = await spawnGateway(defer, overrides)
     // An acknowledged answer is never asked again; an unacknowledged one may be: its client retries.
