@@ -61,6 +61,12 @@ export interface ToolProgress {
   message?: string
 }
 
+/** A user and group to act as: the owner of a workspace whose sandbox runs as another user than the gateway. */
+export interface FileOwner {
+  uid: number
+  gid: number
+}
+
 export interface ToolContext {
   /** Fires when the turn is cancelled; tools must stop promptly. */
   signal: AbortSignal
@@ -74,6 +80,12 @@ export interface ToolContext {
    * missing) on the turn's first read of this property, so read it only when the call needs it.
    */
   workspaceDir: string
+  /**
+   * Who the workspace belongs to when that is not the gateway's own user (a root gateway whose
+   * sandbox runs as another uid): file operations in it run as this user, never as root. Null:
+   * the gateway's user acts itself. Given per turn, from the turn's tenant.
+   */
+  workspaceOwner: FileOwner | null
   /** Whether a sandboxed process this call starts may reach the network (the risk profile's `shell_network`). */
   network: boolean
   /** Set only for tools defined with `turnScoped: true`. */
