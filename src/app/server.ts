@@ -220,8 +220,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     lifecycle.opened('mcp', async () => { await mcp.close() })
     // Before any new tool process: end the ones a crashed gateway left behind.
     sweepProcessLedger(processLedgerDir(config), log)
-    const builtinTools = [createDelegateTool({ config, providers }), ...(options.tools ?? [])]
-    const { catalog, workspaces, files } = await buildCatalog(config, builtinTools, log)
+    const extraTools = [createDelegateTool({ config, providers }), ...(options.tools ?? [])]
+    const { catalog, workspaces, files } = await buildCatalog(config, extraTools, log)
     lifecycle.opened('files', async () => { await files.close() })
     warnOpenAutoApprovingAgents(config, catalog, mcp, log)
     const turns = new TurnService({

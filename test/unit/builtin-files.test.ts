@@ -309,7 +309,11 @@ function swapper (dir: string, target: string): { stop: () => Promise<void> } {
     const fs = require('node:fs'); process.chdir(${JSON.stringify(dir)})
     fs.mkdirSync('d'); fs.symlinkSync(${JSON.stringify(target)}, 'l')
     const swap = (a, b) => { try { fs.renameSync(a, b) } catch {} }
-    for (let i = 0; !fs.existsSync('stop'); i++) { swap('d', 'sub'); swap('sub', 'd'); swap('l', 'sub'); swap('sub', 'l') }`
+    for (let n = 0; !fs.existsSync('stop'); n++) {
+      // A folder the tools made meanwhile is moved aside, so the loop never sticks.
+      try { fs.renameSync('d', 'sub') } catch { swap('sub', 'aside' + n); swap('d', 'sub') }
+      swap('sub', 'd'); swap('l', 'sub'); swap('sub', 'l')
+    }`
   const child = execFile(process.execPath, ['-e', loop])
   const exited = new Promise<void>((resolve) => child.once('exit', () => { resolve() }))
   return { stop: async () => { await fs.writeFile(path.join(dir, 'stop'), ''); await exited } }

@@ -47,10 +47,10 @@ function isRequest (message: unknown): message is WorkerRequest {
   return (m.type === 'run' || m.type === 'cancel') && typeof m.id === 'number'
 }
 
-async function serve (root: string, uid: number, gid: number): Promise<void> {
-  const rootHandle = await openRoot(root)
+function serve (root: string, uid: number, gid: number): void {
+  // Held for the worker's life: after the drop the root may be out of reach by its path.
+  const open = { fd: openRoot(root), path: root }
   dropTo(uid, gid)
-  const open = { fd: rootHandle.fd, path: root }
   // Requests in progress, each with whether the gateway has cancelled it since.
   const running = new Map<number, boolean>()
   process.on('message', (message: unknown) => {
@@ -72,7 +72,9 @@ async function serve (root: string, uid: number, gid: number): Promise<void> {
 // The gateway is gone (closed the channel, or died): nothing is left to answer to.
 process.on('disconnect', () => { process.exit(0) })
 const [root, uid, gid] = process.argv.slice(2)
-serve(String(root), Number(uid), Number(gid)).catch((err: unknown) => {
+try {
+  serve(String(root), Number(uid), Number(gid))
+} catch (err) {
   const reply: WorkerReply = { type: 'unusable', message: err instanceof Error ? err.message : String(err) }
   process.send?.(reply, () => { process.exit(1) })
-})
+}

@@ -7,6 +7,7 @@
  * same walk (workspace-walk.ts). docs/decisions/0181.
  */
 import { fork, type ChildProcess } from 'node:child_process'
+import { closeSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { fail, type FileOwner, type ToolResult } from '../contract.js'
@@ -179,11 +180,11 @@ export class WorkspaceFiles {
     if (!WorkspaceFiles.supported) return fail('file tools need Linux')
     if (owner !== null) return await this.worker(owner).run(request, signal)
     try {
-      const root = await openRoot(this.options.root)
+      const root = openRoot(this.options.root)
       try {
-        return await runFileRequest({ fd: root.fd, path: this.options.root }, request, () => signal.aborted)
+        return await runFileRequest({ fd: root, path: this.options.root }, request, () => signal.aborted)
       } finally {
-        await root.close()
+        closeSync(root)
       }
     } catch (err) {
       return filesystemFailure(err)

@@ -11,7 +11,7 @@
  * A link swapped in after it was checked makes the next open fail (ELOOP / ENOTDIR), never
  * succeed somewhere else. docs/decisions/0180.
  */
-import { constants, promises as fs } from 'node:fs'
+import { constants, openSync, promises as fs } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import path from 'node:path'
 import { errnoCode, WorkspaceError } from './workspace.js'
@@ -36,9 +36,13 @@ export function at (dirFd: number, name: string): string {
   return `/proc/self/fd/${dirFd}/${name}`
 }
 
-/** Opens the workspace root; its own path is the operator's, trusted like the configuration. */
-export async function openRoot (root: string): Promise<FileHandle> {
-  return await fs.open(root, O_PATH | constants.O_DIRECTORY)
+/**
+ * Opens the workspace root; its own path is the operator's, trusted like the configuration. A
+ * plain descriptor (closeSync it), not a FileHandle, which garbage collection would close under
+ * a holder that keeps only its number.
+ */
+export function openRoot (root: string): number {
+  return openSync(root, O_PATH | constants.O_DIRECTORY)
 }
 
 function isInside (root: string, candidate: string): boolean {
@@ -229,9 +233,9 @@ export class WorkspaceWalk {
         await expand(link)
         continue
       }
-      const st = await fs.lstat(here).catch(() => null)
-      if (st?.isDirectory() !== true) throw Object.assign(new Error(`ENOTDIR: ${name}`), { code: 'ENOTDIR' })
-      // It changed between the open and the look: try the same name again.
+      const st = await fs.lstat(here).catch((err: unknown) => { if (errnoCode(err) === 'ENOENT') return null; throw err })
+      if (st !== null && !st.isDirectory()) throw Object.assign(new Error(`ENOTDIR: ${name}`), { code: 'ENOTDIR' })
+      // It changed between the open and the look (a folder now, or gone): try the same name again.
       retry(name)
     }
   }
