@@ -5,6 +5,9 @@
 import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { Logger } from 'pino'
+import { fail, type ToolResult } from './result.js'
+
+export { fail, ok, type ToolResult } from './result.js'
 
 // ajv-formats ships CJS with a default export; under NodeNext the callable sits on `.default`.
 type AddFormats = (ajv: Ajv) => Ajv
@@ -26,14 +29,6 @@ export interface ToolAttribution {
  * processes, remote state). A read-only risk profile runs `read` calls only.
  */
 export type ToolEffect = 'read' | 'write'
-
-export interface ToolResult {
-  success: boolean
-  output: string
-  error?: string | null
-  /** Structured output; never shown to the model. */
-  data?: unknown
-}
 
 /**
  * The deferred MCP tools of a running turn, as `tool_search` sees them: the stubs it may fetch
@@ -212,14 +207,6 @@ export function callEffect (tool: Tool, args: Record<string, unknown>): ToolEffe
   } catch {
     return 'write'
   }
-}
-
-export function ok (output: string, data?: unknown): ToolResult {
-  return data === undefined ? { success: true, output, error: null } : { success: true, output, error: null, data }
-}
-
-export function fail (error: string, output = ''): ToolResult {
-  return { success: false, output, error }
 }
 
 /** What turn assembly needs from MCP: the current wrappers of some servers. */

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { constants, promises as fs, type Stats } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
-import { fail, ok, type ToolResult } from '../contract.js'
+import { fail, ok, type ToolResult } from '../result.js'
 import { appendNotice } from './text.js'
 import { errnoCode, filesystemFailure } from './workspace.js'
 import { at, WorkspaceWalk, type Resolved } from './workspace-walk.js'

@@ -8,7 +8,7 @@
  * kernel mark the process not dumpable, so other processes of that uid cannot trace it.
  * It ends when the gateway disconnects (or dies). docs/decisions/0181.
  */
-import type { ToolResult } from '../contract.js'
+import type { ToolResult } from '../result.js'
 import { runFileRequest, type FileRequest } from './file-operations.js'
 import { openRoot } from './workspace-walk.js'
 

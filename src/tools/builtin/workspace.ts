@@ -3,7 +3,7 @@
  * answers with, each as a tool failure the model can read. (How paths are resolved without
  * leaving the workspace: workspace-walk.ts.)
  */
-import { fail, type ToolResult } from '../contract.js'
+import { fail, type ToolResult } from '../result.js'
 
 export type WorkspaceErrorCode = 'PATH_OUTSIDE_WORKSPACE' | 'INVALID_PATH'
 
