@@ -133,7 +133,7 @@ test('what the file tools create in a root gateway\'s workspace the sandbox user
   }
 })
 
-test('a root gateway\'s file worker ends when the gateway closes', async (t) => {
+test('a root gateway\'s file worker runs as the sandbox user for good, without the gateway\'s environment, and ends when the gateway closes', async (t) => {
   const g = await rootGateway(t)
   if (g === null) return
   g.provider.enqueue({ toolCalls: [{ id: 'w', name: 'file_write', arguments: { path: 'a.txt', content: 'a' } }] }, { text: 'done' })
@@ -145,6 +145,10 @@ test('a root gateway\'s file worker ends when the gateway closes', async (t) => 
   // Real, effective, saved and file-system ids are all the sandbox user's: root is gone for good.
   assert.match(status, new RegExp(`^Uid:\\t${SANDBOX_UID}\\t${SANDBOX_UID}\\t${SANDBOX_UID}\\t${SANDBOX_UID}$`, 'm'))
   assert.match(status, /^CapEff:\t0+$/m)
+  // Not dumpable (its /proc files stay root's, so no process of that uid can trace it), and none of the gateway's environment.
+  assert.equal((await stat(`/proc/${workers[0] ?? 0}/mem`)).uid, 0)
+  const environ = (await readFile(`/proc/${workers[0] ?? 0}/environ`, 'utf8')).split('\0').filter((v) => v !== '')
+  assert.deepEqual(environ.filter((v) => !v.startsWith('NODE_CHANNEL_')), [])
   await g.close()
   await untilNoProcessWith(`file-worker.ts ${g.workspaceRoot} `)
 })
