@@ -30,6 +30,7 @@ import type { Store } from '../store/store.js'
 import { createBuiltinTools } from '../tools/builtin/index.js'
 import { FileProcessLedger, sweepProcessLedger } from '../tools/builtin/process-ledger.js'
 import { bwrapLauncher, probeLauncher, unconfinedLauncher, type Launcher } from '../tools/builtin/sandbox.js'
+import { WorkspaceFiles } from '../tools/builtin/workspace-files.js'
 import { WorkspaceLayout, type FileOwner } from '../tools/builtin/workspace-layout.js'
 import { ToolCatalog } from '../tools/catalog.js'
 import type { Tool } from '../tools/contract.js'
@@ -90,6 +91,8 @@ function validatorCompiler (): (route: { schema: object, httpPart?: string }) =>
 export interface ToolSetup {
   catalog: ToolCatalog
   workspaces: WorkspaceLayout
+  /** Runs the file tools' requests; its workers end with close(). */
+  files: WorkspaceFiles
 }
 
 /**
@@ -138,6 +141,8 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
   const launcher = await shellLauncher(config, root, sandboxOwner, log)
   const owner = launcher?.kind === 'bwrap' ? sandboxOwner : null
   const workspaces = new WorkspaceLayout({ root, perSession: config.workspace.per_session, owner })
+  const files = new WorkspaceFiles({ root: workspaces.root })
+  if (!WorkspaceFiles.supported) log.error('file_read and file_write need Linux (they open paths through /proc/self/fd): every call of theirs fails here')
   const catalog = new ToolCatalog()
   const tools = createBuiltinTools({
     shell: launcher === null
@@ -152,7 +157,7 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
           envAllowlist: shell.env_allowlist,
           progressAfterMs: shell.progress_after_ms
         },
-    files: { maxReadBytes: config.tools.files.max_read_bytes, maxWriteBytes: config.tools.files.max_write_bytes, owner },
+    files: { maxReadBytes: config.tools.files.max_read_bytes, maxWriteBytes: config.tools.files.max_write_bytes, workspace: files },
     http: {
       allowHosts: config.tools.http.allow_hosts,
       allowPrivate: config.tools.http.allow_private,
@@ -162,7 +167,7 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
     }
   })
   for (const tool of [...tools, ...extra]) catalog.add(tool)
-  return { catalog, workspaces }
+  return { catalog, workspaces, files }
 }
 
 export async function buildServer (options: BuildOptions): Promise<Gateway> {
@@ -215,7 +220,9 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     lifecycle.opened('mcp', async () => { await mcp.close() })
     // Before any new tool process: end the ones a crashed gateway left behind.
     sweepProcessLedger(processLedgerDir(config), log)
-    const { catalog, workspaces } = await buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])], log)
+    const extraTools = [createDelegateTool({ config, providers }), ...(options.tools ?? [])]
+    const { catalog, workspaces, files } = await buildCatalog(config, extraTools, log)
+    lifecycle.opened('files', async () => { await files.close() })
     warnOpenAutoApprovingAgents(config, catalog, mcp, log)
     const turns = new TurnService({
       config,

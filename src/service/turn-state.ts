@@ -70,7 +70,8 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     ...(request.approval_timeout_ms === undefined ? {} : { approvalTimeoutMs: request.approval_timeout_ms }),
     receiptGenerator: turn.receipts,
     // Checked (and made) once per turn, by its first tool that asks.
-    workspaceDir: () => (workspaceDir ??= deps.workspaces.dirFor(turn.tenant, session.session_id))
+    workspaceDir: () => (workspaceDir ??= deps.workspaces.dirFor(turn.tenant, session.session_id)),
+    workspaceOwner: deps.workspaces.ownerFor(turn.tenant)
   })
 }
 

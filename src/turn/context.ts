@@ -16,7 +16,7 @@ import { TollgateError } from '../core/errors.js'
 import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ChatUsage, ModelProvider } from '../providers/types.js'
 import type { DeferredTools } from '../tools/scope/deferred.js'
-import type { McpToolSource, TurnHandle } from '../tools/contract.js'
+import type { FileOwner, McpToolSource, TurnHandle } from '../tools/contract.js'
 import { mcpOffer } from '../tools/scope/offer.js'
 import type { ActivatedToolSet } from '../tools/scope/activated.js'
 import type { ToolCatalog } from '../tools/catalog.js'
@@ -92,6 +92,8 @@ export interface ResolvedAgentExecution {
    * file-system call.
    */
   workspaceDir: () => string
+  /** Who that workspace belongs to (the tenant's sandbox user), when not the gateway's user. */
+  workspaceOwner: FileOwner | null
   /** The risk profile's `shell_network`: sandboxed commands may reach the network. */
   shellNetwork: boolean
 }
@@ -182,6 +184,8 @@ export interface ResolveOptions {
   message?: string
   /** The workspace folder of the turn's principal (and session), created on the first call. */
   workspaceDir: () => string
+  /** Who the tenant's workspace belongs to; null: the gateway's own user. */
+  workspaceOwner: FileOwner | null
   /** The turn request's `approval_timeout_ms`, if it gave one. */
   approvalTimeoutMs?: number
 }
@@ -279,6 +283,7 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
         },
     delegateDepth: 0,
     workspaceDir: options.workspaceDir,
+    workspaceOwner: options.workspaceOwner,
     shellNetwork: risk.shell_network
   }
 }

@@ -109,6 +109,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       turnId: state.turnId,
       sessionId: state.sessionId,
       callId: slot.callId,
+      workspaceOwner: exec.workspaceOwner,
       network: exec.shellNetwork,
       progress: progress.report,
       ...(tool.turnScoped === true ? { turn: turnScope(exec, state) } : {})

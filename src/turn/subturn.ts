@@ -114,6 +114,7 @@ export function deriveSubTurn (
     delegateDepth: depth,
     // The sub-turn acts for the same principal, under the parent's policy.
     workspaceDir: parent.workspaceDir,
+    workspaceOwner: parent.workspaceOwner,
     shellNetwork: parent.shellNetwork
   }
 

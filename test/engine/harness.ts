@@ -151,7 +151,8 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
     hooks: options.hooks ?? NO_HOOKS,
     grants: new SessionGrants([]),
     channel: 'engine',
-    workspaceDir: () => workspaceDir
+    workspaceDir: () => workspaceDir,
+    workspaceOwner: workspaces.ownerFor(LOCAL_PRINCIPAL.tenant)
   })
   const { runtime } = resolveAgent(config, 'default')
   const controller = new AbortController()

@@ -71,14 +71,33 @@ test('the layout refuses a relative root', () => {
   assert.throws(() => new WorkspaceLayout({ root: 'relative/ws', perSession: false, owner: null }), /absolute/)
 })
 
-test('an owner is given every folder the layout creates', { skip: process.getuid?.() !== 0 ? 'chown needs root' : false }, async (t) => {
+const ROOT_ONLY = { skip: process.getuid?.() !== 0 ? 'chown needs root' : false }
+
+test('an owner is given the tenant folder the layout makes, private to it, and may pass through the root', ROOT_ONLY, async (t) => {
+  const root = await scratch(t)
+  await fs.chmod(root, 0o700)
+  const layout = new WorkspaceLayout({ root, perSession: false, owner: { uid: 65534, gid: 65534 } })
+  const st = await fs.stat(layout.dirFor('acme', 'ses_1'))
+  assert.deepEqual([st.uid, st.gid, st.mode & 0o777], [65534, 65534, 0o700])
+  assert.equal((await fs.stat(root)).mode & 0o777, 0o701)
+})
+
+test('with per-session folders the owner gets each session\'s folder and the tenant\'s folder stays the gateway\'s, passable only', ROOT_ONLY, async (t) => {
   const root = await scratch(t)
   const layout = new WorkspaceLayout({ root, perSession: true, owner: { uid: 65534, gid: 65534 } })
-  const dir = layout.dirFor('acme', 'ses_1')
-  for (const d of [dir, path.dirname(dir)]) {
-    const st = await fs.stat(d)
-    assert.deepEqual([st.uid, st.gid], [65534, 65534])
-  }
+  const session = await fs.stat(layout.dirFor('acme', 'ses_1'))
+  const tenant = await fs.stat(layout.tenantDir('acme'))
+  assert.deepEqual([session.uid, session.gid, session.mode & 0o777], [65534, 65534, 0o700])
+  assert.deepEqual([tenant.uid, tenant.mode & 0o777], [process.getuid?.(), 0o711])
+})
+
+test('a symlink planted under a session folder\'s name is refused, and what it points to is not given away', ROOT_ONLY, async (t) => {
+  const root = await scratch(t)
+  const outside = await scratch(t)
+  const layout = new WorkspaceLayout({ root, perSession: true, owner: { uid: 65534, gid: 65534 } })
+  await fs.symlink(outside, path.join(layout.tenantDir('acme'), workspaceSlug('ses_1')))
+  assert.throws(() => layout.dirFor('acme', 'ses_1'), { name: 'WorkspaceError', message: 'workspace directory is not a directory' })
+  assert.equal((await fs.stat(outside)).uid, 0)
 })
 
 test('a tenant folder removed while the gateway runs is made again (private) at the tenant\'s next turn', async (t) => {
