@@ -16,7 +16,7 @@ export const ToolName = Type.String({ minLength: 1, maxLength: 128 })
 export const EventCursor = Type.Integer({
   minimum: 0,
   maximum: Number.MAX_SAFE_INTEGER,
-  description: 'Resume after this seq: the events up to it are not sent again. A seq past the turn\'s last one sends nothing until the turn\'s seqs pass it.'
+  description: 'Resume after this seq; past the turn\'s last seq, nothing is sent until its seqs pass it'
 })
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339' })

@@ -370,7 +370,7 @@ export type SubscribeFrame = {
   ref?: string
   turn_id?: string
   session_id?: string
-  /** Resume after this seq: the events up to it are not sent again. A seq past the turn's last one sends nothing until the turn's seqs pass it. */
+  /** Resume after this seq; past the turn's last seq, nothing is sent until its seqs pass it */
   after_seq?: number
 }
 
