@@ -71,3 +71,14 @@ test('a bare AWS secret key is masked when the stream named its key id earlier',
   const shown = stream(['Key id AKIAIOSFODNN7EXAMPLE', ' and secret ', 'wJalrXUtnFEMI/K7MDENG/', 'bPxRfiCYEXAMPLEKEY.']).join('')
   assert.equal(shown, 'Key id AKIA*[REDACTED] and secret wJal*[REDACTED].')
 })
+
+test('held text past 32 KiB is released, scrubbed as it stands', () => {
+  const scrubber = new StreamedTextScrubber()
+  const key = `sk-${'a1'.repeat(17_000)}`
+  const shown: string[] = []
+  for (let at = 0; at < key.length; at += 1000) shown.push(scrubber.push(key.slice(at, at + 1000)))
+  shown.push(scrubber.push(' done'), scrubber.end())
+  const released = shown.filter((s) => s !== '')
+  assert.equal(released[0], 'sk-a*[REDACTED]', 'the first 32 KiB went out masked without waiting for the word to end')
+  assert.equal(released.join('').endsWith(' done'), true)
+})

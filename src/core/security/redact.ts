@@ -83,7 +83,6 @@ function withContextSpans (text: string, spans: SecretSpan[], context: SecretCon
     if (inText) context?.add(c.rule.id)
     if (!inText && context?.has(c.rule.id) !== true) continue
     const extra: SecretSpan[] = []
-    c.pattern.lastIndex = 0
     for (const m of text.matchAll(c.pattern)) {
       const secret = m.groups?.secret ?? ''
       const start = m.index + m[0].length - secret.length

@@ -25,11 +25,21 @@ const CONTEXT_CHARS = 256
  */
 const MAX_HELD_CHARS = 32 * 1024
 
-const LAST_WORD = /\S*$/
+const BLANK = /\s/
 const NON_BLANK = /\S/
 const OPEN_QUOTED = new RegExp(OPEN_QUOTED_CREDENTIAL)
 const KEY_BEGIN = new RegExp(PRIVATE_KEY_BEGIN, 'g')
 const KEY_END = '-----END'
+
+/**
+ * Where the last word of `text` begins (its length when it ends with a blank). Scanned from the
+ * end: a regex anchored at `$` would retry every position of a long held word.
+ */
+function lastWordStart (text: string): number {
+  let at = text.length
+  while (at > 0 && !BLANK.test(text.charAt(at - 1))) at--
+  return at
+}
 
 /** Where in `text` a credential that cannot be complete yet begins, or -1. */
 function openSecretStart (text: string): number {
@@ -68,7 +78,7 @@ export class StreamedTextScrubber {
 
   /** How much of `pending` nothing that follows can change. */
   private releasable (): number {
-    let end = this.pending.length - (LAST_WORD.exec(this.pending)?.[0].length ?? 0)
+    let end = lastWordStart(this.pending)
     const open = openSecretStart(this.shown + this.pending)
     if (open !== -1) end = Math.min(end, Math.max(0, open - this.shown.length))
     return this.pending.length - end > MAX_HELD_CHARS ? this.pending.length : end
