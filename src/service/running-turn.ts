@@ -11,6 +11,7 @@ import { ERRORS } from '../core/errors.js'
 import type { BusEnvelope, EventLog } from '../bus/bus.js'
 import type { Config } from '../core/config.js'
 import { scrubText } from '../core/security/redact.js'
+import { StreamedTextScrubber } from '../core/security/text-stream.js'
 import { tenantOf } from '../core/tenancy.js'
 import { TERMINAL_TURN_STATUSES, type SessionRecord, type Store, type TurnRecord } from '../store/store.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
@@ -44,6 +45,8 @@ export class RunningTurn {
   parkable: () => boolean = () => true
   /** Parked for a restart: nothing more is published or saved; the last checkpoint stands. */
   private frozen = false
+  /** The model's streamed text is scrubbed on its way out; a piece may wait for the next one (text-stream.ts). */
+  private readonly text = new StreamedTextScrubber()
   private readonly disposers: Array<() => void> = []
   private resolveDone!: (record: TurnRecord) => void
 
@@ -60,7 +63,19 @@ export class RunningTurn {
 
   emit (event: TurnEvent): void {
     if (this.frozen) return
+    if (event.kind === 'text.delta') {
+      const shown = this.text.push(event.text)
+      if (shown !== '') this.host.bus.publish(this.sequence({ kind: 'text.delta', text: shown }))
+      return
+    }
+    this.releaseText()
     this.host.bus.publish(this.sequence(event))
+  }
+
+  /** Whatever streamed text is still held goes out before the next other event: that text is over. */
+  private releaseText (): void {
+    const rest = this.text.end()
+    if (rest !== '') this.host.bus.publish(this.sequence({ kind: 'text.delta', text: rest }))
   }
 
   /**
@@ -249,8 +264,9 @@ export class RunningTurn {
     // Every terminal event carries what the providers reported, whatever ended the turn.
     const usage = record.usage === undefined ? {} : { usage: record.usage }
     if (outcome.status === 'completed') {
-      record.final_text = outcome.finalText
-      terminal = { kind: 'turn.completed', final_text: outcome.finalText, ...usage }
+      // Rendered scrubbed like the streamed text; the session history keeps the model's own words.
+      record.final_text = scrubText(outcome.finalText)
+      terminal = { kind: 'turn.completed', final_text: record.final_text, ...usage }
     } else if (outcome.status === 'cancelled') {
       terminal = { kind: 'turn.cancelled', reason: outcome.reason, ...usage }
     } else {
@@ -261,6 +277,7 @@ export class RunningTurn {
     }
     session.history = state.history
     session.always_allowed = grants.list()
+    this.releaseText()
     // Persisted before the terminal event goes out: whoever sees it, on any instance, and then
     // reads the turn or starts the session's next turn finds the finished state in the store.
     const closing = this.sequence(terminal)

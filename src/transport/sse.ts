@@ -104,6 +104,10 @@ class TurnStream {
       return
     }
     for (const envelope of waiting) this.write(envelope)
+    // Node holds the headers until the first body bytes. A stream resuming at the turn's last seq
+    // (or past it) has nothing to write yet: the client would see no answer until an event or
+    // the first keep-alive comment, so the headers go out on their own.
+    if (waiting.length === 0) raw.flushHeaders()
     if (this.ended) {
       this.close()
       return
