@@ -1,8 +1,8 @@
 # Tollgate gateway image. Build: docker build -t tollgate .
 #
 # Build stage: compiles TypeScript and bundles the browser client. python3, make and g++ are here
-# for native addons (better-sqlite3 compiles from source on Node 20); they never reach the runtime.
-FROM node:20-slim AS build
+# for native addons (better-sqlite3 compiles from source when no prebuilt binary is reachable); they never reach the runtime.
+FROM node:24-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
@@ -26,7 +26,7 @@ RUN npm run build \
 # Runtime stage: production dependencies and compiled code only, owned by root and read-only to
 # the unprivileged `node` user that runs the gateway. Everything the gateway writes (the SQLite
 # store, the tools' workspace) goes to /data, a volume owned by `node`.
-FROM node:20-slim AS runtime
+FROM node:24-slim AS runtime
 # Binding 0.0.0.0 makes the gateway reachable from outside the container, and the gateway refuses
 # auth.mode "none" on a non-loopback address: mount a config with auth.mode = "jwt" and point
 # TOLLGATE_CONFIG at it (e.g. -v ./tollgate.toml:/etc/tollgate.toml -e TOLLGATE_CONFIG=/etc/tollgate.toml).

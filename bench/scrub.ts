@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto'
 import { scrubLogLine } from '../src/core/security/log-scrub.js'
 import { scrubText, scrubValue } from '../src/core/security/redact.js'
+import { StreamedTextScrubber } from '../src/core/security/text-stream.js'
 import { corpusText, secretCorpus } from '../test/helpers/secret-corpus.js'
 import { int, KnobError } from './knobs.js'
 import { fmt } from './stats.js'
@@ -69,6 +70,31 @@ function denseSecrets (): string {
   return repeatTo(`${corpusText(secretCorpus())}\n`, TEXT_BYTES)
 }
 
+/** A model's answer: prose, a list and a code block, as it streams. */
+function modelAnswer (): string {
+  const answer = [
+    'Here is how to configure the deployment. First, set the environment variables in your shell profile,',
+    'then restart the service so that it picks them up:',
+    '',
+    '1. `DATABASE_URL` points at the primary database;',
+    '2. `LOG_LEVEL=info` keeps the logs readable;',
+    '3. the worker count follows the number of cores.',
+    '',
+    '```ts',
+    'export function handler (req: Request): Response {',
+    '  return new Response(JSON.stringify({ ok: true }), { status: 200 })',
+    '}',
+    '```',
+    ''
+  ].join('\n')
+  return repeatTo(answer, TEXT_BYTES)
+}
+
+/** Pieces of about four characters, as model tokens stream. */
+function tokens (text: string): string[] {
+  return text.match(/[\s\S]{1,4}/g) ?? []
+}
+
 /** µs per KiB of one function over one text: runs for at least MIN_SAMPLE_MS, best of ROUNDS. */
 function measure (text: string, fn: (text: string) => unknown): number {
   const kib = Buffer.byteLength(text) / 1024
@@ -115,6 +141,17 @@ const parsed = JSON.parse(jsonOutput().slice(0, jsonOutput().lastIndexOf('}') + 
 const valueText = JSON.stringify(parsed)
 const valueCost = measure(valueText, () => scrubValue(parsed))
 
+const answer = modelAnswer()
+const pieces = tokens(answer)
+const streamed = measure(answer, () => {
+  const scrubber = new StreamedTextScrubber()
+  for (const piece of pieces) scrubber.push(piece)
+  scrubber.end()
+})
+const whole = measure(answer, (t) => scrubText(t))
+const deltaEvents = measure(answer, () => { for (const piece of pieces) JSON.stringify({ kind: 'text.delta', text: piece }) })
+const perPieceUs = (usPerKib: number): number => usPerKib * (Buffer.byteLength(answer) / 1024) / pieces.length
+
 console.log(`# Scrubbing cost (µs per KiB, best of ${ROUNDS} rounds of ≥ ${MIN_SAMPLE_MS} ms; goal ≤ ${GOAL_US_PER_KIB})\n`)
 console.log('| text (64 KiB) | scrubText | JSON.stringify | indexOf scan | scrub / stringify | within goal |')
 console.log('|---|---|---|---|---|---|')
@@ -122,6 +159,10 @@ for (const row of rows) console.log(row)
 console.log('')
 console.log(`scrubLogLine over the same log lines, one call per line: ${fmt(perLine)} µs/KiB`)
 console.log(`scrubValue over the parsed JSON tool output: ${fmt(valueCost)} µs/KiB of its serialisation`)
+console.log('')
+console.log(`a model answer streamed in ${pieces.length} pieces of 4 characters (64 KiB): StreamedTextScrubber ${fmt(streamed)} µs/KiB ` +
+  `(${fmt(perPieceUs(streamed), 3)} µs per piece), scrubText of the whole answer once ${fmt(whole)} µs/KiB, ` +
+  `JSON.stringify of each piece's text.delta event ${fmt(deltaEvents)} µs/KiB (${fmt(perPieceUs(deltaEvents), 3)} µs per piece)`)
 if (failures > 0) {
   console.log(`\n${failures} text kind(s) over the goal`)
   process.exitCode = 1

@@ -61,8 +61,8 @@ export class TimedEventBus implements EventBus {
     return this.inner.subscribeTurn(turnId, listener)
   }
 
-  subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe {
-    return this.inner.subscribeSession(sessionId, listener)
+  subscribeSession (tenant: string, sessionId: string, listener: EnvelopeListener): Unsubscribe {
+    return this.inner.subscribeSession(tenant, sessionId, listener)
   }
 
   async replay (turnId: string, afterSeq: number, knownLastSeq?: number): Promise<ReplayResult> {

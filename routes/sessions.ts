@@ -8,12 +8,12 @@ import type { ChatMessage } from '../src/providers/types.js'
 import { scrubText } from '../src/core/security/redact.js'
 
 /**
- * History as shown to a client: tool data (results, call arguments) is scrubbed like every other
- * rendering surface; the stored copy stays raw because the model needs the real data.
+ * History as shown to a client: every message (the user's, the model's, tool results and call
+ * arguments) is scrubbed like every other rendering surface; the stored copy stays raw because
+ * the model needs the real data.
  */
 function displayMessage (m: ChatMessage): ChatMessage {
-  const toolData = m.role === 'tool' || (m.role === 'user' && m.content?.startsWith('[Tool results]') === true)
-  const shown: ChatMessage = { ...m, content: toolData && m.content !== null ? scrubText(m.content) : m.content }
+  const shown: ChatMessage = { ...m, content: m.content !== null ? scrubText(m.content) : m.content }
   if (m.tool_calls !== undefined) shown.tool_calls = m.tool_calls.map((c) => ({ ...c, arguments: scrubText(c.arguments) }))
   return shown
 }

@@ -127,6 +127,17 @@ export const TurnsConfig = Type.Object({
     minimum: 1, default: 16, description: 'Counted across all instances when bus.kind is redis'
   }),
   max_event_output_chars: Type.Integer({ minimum: 256, default: 16_384, description: 'Bound on tool output carried in streamed events' }),
+  tool_arguments: Type.Object({
+    // Far below the depth at which JSON.stringify, structuredClone and the other recursive walks of a value run out of stack.
+    max_depth: Type.Integer({
+      minimum: 2, maximum: 256, default: 64,
+      description: 'Nesting levels of objects and arrays a tool call\'s arguments may have; a deeper call gets an error result and is not run'
+    }),
+    max_chars: Type.Integer({
+      minimum: 1024, default: 4_194_304,
+      description: 'Characters of JSON text a tool call\'s arguments may take (escapes not counted); a longer call gets an error result and is not run'
+    })
+  }, { additionalProperties: false, default: {} }),
   tool_progress: Type.Object({
     max_events_per_second: Type.Integer({
       minimum: 1, maximum: 100, default: 4,
@@ -347,6 +358,24 @@ export const ProviderConfig = Type.Object({
 }, { additionalProperties: false })
 export type ProviderConfig = Static<typeof ProviderConfig>
 
+/**
+ * Who may use an agent. Every condition given must hold: the caller's tenant is one of
+ * `tenants`, and the caller's token carries at least one of `scopes`.
+ */
+export const AgentAccess = Type.Object({
+  tenants: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), {
+    minItems: 1, maxItems: 1024, description: 'Tenants whose principals may use the agent; absent: any tenant'
+  })),
+  scopes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), {
+    minItems: 1, maxItems: 64, description: 'The caller needs at least one of these token scopes; absent: no scope is needed'
+  }))
+}, {
+  additionalProperties: false,
+  minProperties: 1,
+  description: 'Who may start turns with this agent and list its tools (others get 403 AGENT_FORBIDDEN); absent: every principal'
+})
+export type AgentAccess = Static<typeof AgentAccess>
+
 export const AgentConfig = Type.Object({
   provider: Type.String({ default: 'demo' }),
   model: Type.Optional(Type.String()),
@@ -363,7 +392,8 @@ export const AgentConfig = Type.Object({
     default: 'wait',
     description: 'An interactive turn\'s prompt-required call when no operator is connected: wait for one (REST, a later subscriber), ' +
       'or deny at once (audited as auto-deny)'
-  })
+  }),
+  access: Type.Optional(AgentAccess)
 }, { additionalProperties: false })
 export type AgentConfig = Static<typeof AgentConfig>
 

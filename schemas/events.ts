@@ -91,7 +91,7 @@ export const ApprovalRequestedEvent = Type.Object({
   }),
   summary: Type.String({ description: 'One-line record of the scrubbed arguments, as kept in the approval audit; not for deciding' }),
   display: Type.Array(ArgumentDisplay, {
-    description: 'What to show the person deciding: every argument exactly as the tool will receive it (path first, then by name)'
+    description: 'What to show the person deciding: each argument (path first) as the tool gets it, credentials as references (‹ghp_••••›)'
   }),
   risk: ApprovalRisk,
   reason: Type.String({ description: 'The policy rule that asked for approval, in words' }),

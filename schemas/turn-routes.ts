@@ -33,6 +33,8 @@ export const TurnEventsRoute = {
   description: 'JSON by default: the retained events after `after_seq`. With `Accept: text/event-stream`: server-sent events, ' +
     'replay then live (`id:` = seq), resuming after the `Last-Event-ID` header when given (it wins over `after_seq`), a comment ' +
     'line every `server.sse_keepalive_ms`, ending after the terminal event; 204 when the turn has ended and nothing is left to send. ' +
+    'The headers go out at once even when nothing is to be sent yet (a resume point at or past the turn\'s last seq), and such a ' +
+    'stream ends when the turn does. A cursor that is not an integer from 0 to 2^53 - 1 is 400 `INVALID_REQUEST`. ' +
     'This stream never owns the turn: dropping it cancels nothing.',
   params: TurnIdParams,
   querystring: EventsQuery,

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { ClientId, OpaqueId, Timestamp, ToolName } from './common.js'
+import { ClientId, EventCursor, OpaqueId, Timestamp, ToolName } from './common.js'
 import { NextCursor, PageCursor, PageLimit, PendingApproval } from './approval.js'
 import { ApprovalDecision, EventEnvelope, TokenUsage, ToolCallStatus } from './events.js'
 
@@ -113,12 +113,12 @@ export const Turn = Type.Object({
 export type Turn = Static<typeof Turn>
 
 export const EventsQuery = Type.Object({
-  after_seq: Type.Optional(Type.Integer({ minimum: 0 }))
+  after_seq: Type.Optional(EventCursor)
 }, { additionalProperties: false })
 
 export const EventsHeaders = Type.Object({
   'last-event-id': Type.Optional(Type.String({
-    maxLength: 32, description: 'Event stream only: resume after this seq (sent by EventSource clients on reconnect); wins over after_seq'
+    maxLength: 32, description: 'Event stream only: resume after this seq (sent by EventSource clients on reconnect); wins over after_seq; a decimal integer from 0 to 2^53 - 1'
   }))
 })
 

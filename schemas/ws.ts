@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { ClientId, OpaqueId } from './common.js'
+import { ClientId, EventCursor, OpaqueId } from './common.js'
 import { TurnEvent } from './events.js'
 import { TurnRequestProperties, TurnStatus } from './turn.js'
 import { OperatorDecision, MAX_REPLACEMENT_CHARS } from './approval.js'
@@ -22,7 +22,7 @@ export const SubscribeFrame = Type.Object({
   type: Type.Literal('subscribe'),
   ref: Ref,
   ...SubscribeTarget,
-  after_seq: Type.Optional(Type.Integer({ minimum: 0 }))
+  after_seq: Type.Optional(EventCursor)
 }, { additionalProperties: false })
 
 export const UnsubscribeFrame = Type.Object({

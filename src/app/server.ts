@@ -16,6 +16,7 @@ import { enforceAuthentication, WS_PROTOCOL } from '../auth/http.js'
 import { createBus } from '../bus/create.js'
 import type { EventBus } from '../bus/bus.js'
 import { InstanceLease } from '../cluster/instance.js'
+import { warnOpenAutoApprovingAgents } from '../service/agent-access.js'
 import { ConnectionRegistry } from '../service/connections.js'
 import { TurnService } from '../service/turn-service.js'
 import { ApprovalBroker } from '../approval/broker.js'
@@ -32,6 +33,7 @@ import { bwrapLauncher, cannotRun, probeLauncher, unconfinedLauncher, type Launc
 import { SandboxCgroups, type CgroupLimits } from '../tools/builtin/sandbox-cgroups.js'
 import { SandboxIdentities, unmappedIds, type SandboxIdRange } from '../tools/builtin/sandbox-identity.js'
 import { seccompProgram } from '../tools/builtin/seccomp.js'
+import { WorkspaceFiles } from '../tools/builtin/workspace-files.js'
 import { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import { ToolCatalog } from '../tools/catalog.js'
 import type { Tool } from '../tools/contract.js'
@@ -92,8 +94,10 @@ function validatorCompiler (): (route: { schema: object, httpPart?: string }) =>
 export interface ToolSetup {
   catalog: ToolCatalog
   workspaces: WorkspaceLayout
+  /** Runs the file tools' requests; its workers end with close(). */
+  files: WorkspaceFiles
   /** Ends what the shell's sandbox keeps between commands (its cgroups). */
-  close: () => Promise<void>
+  closeSandbox: () => Promise<void>
 }
 
 interface ShellSandbox {
@@ -153,7 +157,9 @@ async function shellSandbox (config: Config, root: string, log: Logger): Promise
   if (seccomp === null) return disabled(`no seccomp filter for the ${process.arch} architecture`)
   const prerequisite = await sandboxPrerequisite(config, range)
   if (prerequisite !== null) return disabled(prerequisite)
-  const cgroups = shell.cgroups.mode === 'off' ? null : SandboxCgroups.open({ limits: cgroupLimits(config), log })
+  const cgroups = shell.cgroups.mode === 'off'
+    ? null
+    : asRoot ? SandboxCgroups.open({ limits: cgroupLimits(config), log }) : 'the gateway is not root'
   if (typeof cgroups === 'string') {
     log[asRoot ? 'warn' : 'info']({ reason: cgroups },
       `sandboxed commands get no cgroups (${cgroups}): only the per-process limits` + (asRoot ? ' and the per-tenant uids bound them' : ' bound them'))
@@ -174,7 +180,7 @@ async function shellSandbox (config: Config, root: string, log: Logger): Promise
     cgroups: groups === null ? null : { groups, limits: cgroupLimits(config) }
   })
   const identities = new SandboxIdentities(range)
-  const problem = await probeLauncher(launcher, root, identities.probe())
+  const problem = await probeLauncher(launcher, root, identities.probeOwner())
   if (problem === null) return { launcher, identities, cgroups: groups }
   await groups?.close()
   return disabled(problem)
@@ -193,6 +199,8 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
   const sandbox = await shellSandbox(config, root, log)
   const { launcher } = sandbox
   const workspaces = new WorkspaceLayout({ root, perSession: config.workspace.per_session, identities: sandbox.identities })
+  const files = new WorkspaceFiles({ root: workspaces.root })
+  if (!WorkspaceFiles.supported) log.error('file_read and file_write need Linux (they open paths through /proc/self/fd): every call of theirs fails here')
   const catalog = new ToolCatalog()
   const tools = createBuiltinTools({
     shell: launcher === null
@@ -207,7 +215,7 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
           envAllowlist: shell.env_allowlist,
           progressAfterMs: shell.progress_after_ms
         },
-    files: { maxReadBytes: config.tools.files.max_read_bytes, maxWriteBytes: config.tools.files.max_write_bytes },
+    files: { maxReadBytes: config.tools.files.max_read_bytes, maxWriteBytes: config.tools.files.max_write_bytes, workspace: files },
     http: {
       allowHosts: config.tools.http.allow_hosts,
       allowPrivate: config.tools.http.allow_private,
@@ -217,7 +225,7 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
     }
   })
   for (const tool of [...tools, ...extra]) catalog.add(tool)
-  return { catalog, workspaces, close: async () => { await sandbox.cgroups?.close() } }
+  return { catalog, workspaces, files, closeSandbox: async () => { await sandbox.cgroups?.close() } }
 }
 
 export async function buildServer (options: BuildOptions): Promise<Gateway> {
@@ -270,9 +278,11 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     lifecycle.opened('mcp', async () => { await mcp.close() })
     // Before any new tool process: end the ones a crashed gateway left behind.
     sweepProcessLedger(processLedgerDir(config), log)
-    const toolSetup = await buildCatalog(config, [createDelegateTool({ config, providers }), ...(options.tools ?? [])], log)
-    const { catalog, workspaces } = toolSetup
-    lifecycle.opened('sandbox', toolSetup.close)
+    const extraTools = [createDelegateTool({ config, providers }), ...(options.tools ?? [])]
+    const { catalog, workspaces, files, closeSandbox } = await buildCatalog(config, extraTools, log)
+    lifecycle.opened('files', async () => { await files.close() })
+    lifecycle.opened('sandbox', closeSandbox)
+    warnOpenAutoApprovingAgents(config, catalog, mcp, log)
     const turns = new TurnService({
       config,
       catalog,

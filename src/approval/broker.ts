@@ -24,7 +24,7 @@ type SettledAs = 'answered' | 'expired' | 'cancelled'
 
 interface Pending {
   view: PendingApproval
-  owner: string
+  route: TurnApprovalRoute
   settle: (reply: ApprovalReply, as: SettledAs) => void
 }
 
@@ -38,6 +38,12 @@ export interface TurnApprovalRoute {
   emit: (event: TurnEvent) => void
   /** The request is waiting (`request`) or no longer (`null`, with its id): the turn lists what waits. */
   onPending: (requestId: string, request: PendingApproval | null) => void
+  /**
+   * Asked just before an operator's answer settles the request: resolves once the turn has stored
+   * the decision (its `approval.resolved` event with its audit entry), rejects when it cannot
+   * (the turn is parked for a restart, which asks again).
+   */
+  decided: (requestId: string) => Promise<void>
 }
 
 const SETTLED_MEMORY = 1024
@@ -103,7 +109,7 @@ export class ApprovalBroker {
         route.onPending(requestId, null)
         resolve(reply)
       }
-      this.pending.set(requestId, { view, owner: route.owner, settle })
+      this.pending.set(requestId, { view, route, settle })
       route.onPending(requestId, view)
       timer = setTimeout(() => { settle(runtime('timed_out'), 'expired') }, Math.max(0, Date.parse(view.expires_at) - now))
       signal.addEventListener('abort', onAbort, { once: true })
@@ -130,11 +136,12 @@ export class ApprovalBroker {
 
   /**
    * Applies an operator answer. Unknown and other principals' requests are APPROVAL_NOT_FOUND
-   * alike (no oracle); a settled one answers why it no longer applies.
+   * alike (no oracle); a settled one answers why it no longer applies. Resolves once the turn has
+   * stored the decision: whoever is told it was taken can rely on it surviving a crash.
    */
-  answer (requestId: string, answer: OperatorAnswer): { turnId: string } {
+  async answer (requestId: string, answer: OperatorAnswer): Promise<{ turnId: string }> {
     const p = this.pending.get(requestId)
-    if (p === undefined || p.owner !== answer.principal) {
+    if (p === undefined || p.route.owner !== answer.principal) {
       const settled = this.settled.get(requestId)
       if (settled !== undefined && settled.owner === answer.principal) {
         throw new TollgateError(LATE_ANSWER[settled.as])
@@ -153,7 +160,10 @@ export class ApprovalBroker {
       principal: answer.principal
     }
     if (answer.replacement !== undefined) reply.replacement = answer.replacement
+    // Asked first: the turn takes the decision as soon as the request settles.
+    const stored = p.route.decided(requestId)
     p.settle(reply, 'answered')
+    await stored
     return { turnId: p.view.turn_id }
   }
 

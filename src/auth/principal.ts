@@ -3,6 +3,7 @@
  * (sub + tenant); the key below is the only thing ownership checks compare.
  */
 import { TollgateError } from '../core/errors.js'
+import { ownerKey } from '../core/tenancy.js'
 
 export const SCOPES = ['turns:write', 'turns:read', 'approvals:answer'] as const
 export type Scope = typeof SCOPES[number]
@@ -16,7 +17,7 @@ export interface Principal {
 }
 
 export function principalKey (p: Principal): string {
-  return `${p.tenant}/${p.sub}`
+  return ownerKey(p.tenant, p.sub)
 }
 
 export function hasScope (p: Principal, scope: Scope): boolean {

@@ -18,11 +18,13 @@
  * of it still waits here — see `unwritten`) publishes them `stored`: they go out at once, never
  * written twice, so the reply that follows (`turn.accepted`, a cancel's answer, `?wait=true`)
  * follows them too. With a synchronous store a turn's final save joins the group instead
- * (`finish`): the turns ending in one tick share its commit.
+ * (`finish`): the turns ending in one tick share its commit. So does a running turn's record
+ * saved at an approval's wait or decision (`saveTurn`); with an asynchronous store it follows
+ * the group's write. Either way a stored record never claims an event the log does not hold.
  */
 import type { Logger } from 'pino'
 import { EventLogWriter } from '../store/event-writer.js'
-import type { FinishedTurn, Store } from '../store/store.js'
+import type { FinishedTurn, Store, TurnRecord } from '../store/store.js'
 import type { CheckpointRow } from '../core/envelope.js'
 import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
 
@@ -41,6 +43,12 @@ export interface ArchivingBusOptions {
 const STORED_TAIL_WAIT_MS = 1000
 // How long a group with a checkpoint is held back from clients while an asynchronous store writes it.
 const CHECKPOINT_HOLD_MS = 5000
+
+interface RecordSave {
+  turn: TurnRecord
+  resolve: () => void
+  reject: (err: unknown) => void
+}
 
 /** The run of events that follows `afterSeq` without a hole. */
 export function contiguousAfter (events: readonly BusEnvelope[], afterSeq: number): BusEnvelope[] {
@@ -74,6 +82,8 @@ export class ArchivingBus implements EventBus {
   private flushWaiters: Array<() => void> = []
   /** Final saves of turns that ended in this tick, written with its group (a synchronous store). */
   private finished: Array<{ save: FinishedTurn, done: () => void }> = []
+  /** Records of running turns saved in this tick, written with its group (a synchronous store). */
+  private records: RecordSave[] = []
   private readonly log: Logger
 
   constructor (options: ArchivingBusOptions) {
@@ -140,19 +150,23 @@ export class ArchivingBus implements EventBus {
   private readonly flush = (): void => {
     const waiters = this.flushWaiters
     if (waiters.length > 0) this.flushWaiters = []
-    if (this.group.length === 0 && this.checkpoints.length === 0 && this.finished.length === 0) {
+    if (this.group.length === 0 && this.checkpoints.length === 0 && this.finished.length === 0 && this.records.length === 0) {
       for (const resolve of waiters) resolve()
       return
     }
     const group = this.group
     const checkpoints = this.checkpoints
     const finished = this.finished
+    const records = this.records
     this.group = []
     this.checkpoints = []
     if (finished.length > 0) this.finished = []
-    const saved = this.writer.append(group, checkpoints, finished.map((f) => f.save))
+    if (records.length > 0) this.records = []
+    // A turn saved twice in one tick is written once, as it stands now.
+    const saved = this.writer.append(group, checkpoints, finished.map((f) => f.save), [...new Set(records.map((r) => r.turn))])
     for (const resolve of waiters) resolve()
     if (finished.length > 0) this.settleFinished(finished, saved)
+    if (records.length > 0) this.settleRecords(records, saved)
     this.afterGroupWrite?.(group)
     // A store that writes asynchronously (PostgreSQL) must hold a checkpoint before anyone sees the
     // events that follow it: an instance dying in between would otherwise resume from an older
@@ -200,6 +214,36 @@ export class ArchivingBus implements EventBus {
     }
   }
 
+  /**
+   * With a synchronous store the record is written at the end of this tick in its group's
+   * transaction, with every event published before it (its `last_seq`, an approval's
+   * `approval.resolved` with its audit entry); with an asynchronous one it is saved as it stands
+   * now, once the events published so far are stored.
+   */
+  async saveTurn (turn: TurnRecord): Promise<void> {
+    if (this.store.appendEventsNow === undefined) {
+      const snapshot = structuredClone(turn)
+      await this.written()
+      await this.store.saveTurn(snapshot)
+      return
+    }
+    await new Promise<void>((resolve, reject) => {
+      this.records.push({ turn, resolve, reject })
+      this.queueGroupFlush()
+    })
+  }
+
+  /** Records the group's write did not take (the store refused it) are saved once its events, retried, are stored. */
+  private settleRecords (records: readonly RecordSave[], saved: boolean): void {
+    if (saved) {
+      for (const r of records) r.resolve()
+      return
+    }
+    void this.writer.appended(CHECKPOINT_HOLD_MS).then(() => {
+      for (const r of records) this.store.saveTurn(r.turn).then(r.resolve, r.reject)
+    })
+  }
+
   /** Fans out the held groups that are ready, in order, up to the first that is not. */
   private release (): void {
     while (this.held[0]?.ready === true) {
@@ -228,8 +272,8 @@ export class ArchivingBus implements EventBus {
     return this.inner.subscribeTurn(turnId, listener)
   }
 
-  subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe {
-    return this.inner.subscribeSession(sessionId, listener)
+  subscribeSession (tenant: string, sessionId: string, listener: EnvelopeListener): Unsubscribe {
+    return this.inner.subscribeSession(tenant, sessionId, listener)
   }
 
   async replay (turnId: string, afterSeq: number, knownLastSeq?: number): Promise<ReplayResult> {

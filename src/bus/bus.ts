@@ -4,7 +4,7 @@
  * instance. In-process by default (memory.ts); Redis (redis.ts) lets many instances share one.
  */
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
-import type { FinishedTurn } from '../store/store.js'
+import type { FinishedTurn, TurnRecord } from '../store/store.js'
 
 export type { BusEnvelope }
 
@@ -60,7 +60,8 @@ export interface EventLog {
    */
   unwritten (turnId: string): readonly BusEnvelope[] | null
   subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe
-  subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe
+  /** Live events of the turns of the session `sessionId` of `tenant` (no replay). */
+  subscribeSession (tenant: string, sessionId: string, listener: EnvelopeListener): Unsubscribe
   /**
    * `knownLastSeq`, when the caller knows the turn reached it (its saved record), lets a bus that
    * keeps a second copy (the archiving bus) fill a tail the first copy has not written yet.
@@ -90,6 +91,13 @@ export interface EventLog {
    * when this bus does not (the caller saves and publishes them itself).
    */
   finish?: (save: FinishedTurn, closing: BusEnvelope) => Promise<void> | null
+  /**
+   * Saves a running turn's record with the events published so far: in their write (a synchronous
+   * store: this tick's group, one transaction) or right after it, never ahead of it, so the stored
+   * record never claims an event (`last_seq`, an approval's audit) the log does not hold. Resolves
+   * once it is stored; rejects when the store refused it. Only a log kept in a store offers it.
+   */
+  saveTurn?: (turn: TurnRecord) => Promise<void>
 }
 
 /** The cross-instance control plane: it only publishes and subscribes; cluster/control.ts adds request/reply. */

@@ -2,6 +2,7 @@
  * In-process event bus: a bounded ring of envelopes per turn (oldest dropped first; a replay
  * that reaches past the ring answers `gap`) and synchronous fan-out to listeners.
  */
+import { sessionKey } from '../core/tenancy.js'
 import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
 import { EventRing } from './ring.js'
 
@@ -24,6 +25,7 @@ export class MemoryEventBus implements EventBus {
   readonly shared = false
   private readonly logs = new Map<string, EventRing>()
   private readonly turnListeners = new Map<string, Set<EnvelopeListener>>()
+  /** By sessionKey(tenant, session id). */
   private readonly sessionListeners = new Map<string, Set<EnvelopeListener>>()
   private readonly controlListeners = new Set<(message: ControlMessage) => void>()
   private readonly maxEventsPerTurn: number
@@ -47,7 +49,7 @@ export class MemoryEventBus implements EventBus {
     }
     log.push(envelope)
     this.fanOut(this.turnListeners.get(envelope.turn_id), envelope)
-    this.fanOut(this.sessionListeners.get(envelope.session_id), envelope)
+    this.fanOut(this.sessionListeners.get(sessionKey(envelope.tenant, envelope.session_id)), envelope)
   }
 
   private fanOut (listeners: Set<EnvelopeListener> | undefined, envelope: BusEnvelope): void {
@@ -65,8 +67,8 @@ export class MemoryEventBus implements EventBus {
     return addListener(this.turnListeners, turnId, listener)
   }
 
-  subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe {
-    return addListener(this.sessionListeners, sessionId, listener)
+  subscribeSession (tenant: string, sessionId: string, listener: EnvelopeListener): Unsubscribe {
+    return addListener(this.sessionListeners, sessionKey(tenant, sessionId), listener)
   }
 
   async replay (turnId: string, afterSeq: number): Promise<ReplayResult> {

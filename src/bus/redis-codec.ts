@@ -5,6 +5,8 @@
  * by id. Everything read back is checked field by field; anything malformed is dropped (null).
  */
 import { MAX_REPLACEMENT_CHARS } from '../../schemas/approval.js'
+import { LEGACY_TENANT } from '../core/envelope.js'
+import { sessionKey } from '../core/tenancy.js'
 import type { BusEnvelope, ControlMessage } from './bus.js'
 
 const MAX_ID_CHARS = 256
@@ -22,8 +24,9 @@ export class RedisKeys {
     return `${this.prefix}t:${turnId}`
   }
 
-  sessionChannel (sessionId: string): string {
-    return `${this.prefix}s:${sessionId}`
+  /** A session's live events: the session `sessionId` of `tenant`. */
+  sessionChannel (tenant: string, sessionId: string): string {
+    return `${this.prefix}s:${sessionKey(tenant, sessionId)}`
   }
 
   get controlChannel (): string {
@@ -87,6 +90,9 @@ export function parseEnvelope (text: string): BusEnvelope | null {
   if (value === null) return null
   const e = value as Partial<BusEnvelope>
   if (typeof e.turn_id !== 'string' || typeof e.session_id !== 'string' || typeof e.ts !== 'string') return null
+  // Absent: sent before sessions were qualified by their tenant (a turn that outlived an upgrade).
+  if (e.tenant === undefined) e.tenant = LEGACY_TENANT
+  else if (typeof e.tenant !== 'string') return null
   if (typeof e.seq !== 'number' || !Number.isInteger(e.seq) || e.seq < 1) return null
   if (typeof e.event !== 'object' || e.event === null || typeof (e.event as { kind?: unknown }).kind !== 'string') return null
   return e as BusEnvelope

@@ -135,7 +135,7 @@ export class StreamWriter {
       const text = JSON.stringify(e)
       pipeline.xadd(keys.stream(e.turn_id), 'MAXLEN', '~', maxLen, entryId(e.seq), 'e', text)
       pipeline.publish(keys.turnChannel(e.turn_id), text)
-      pipeline.publish(keys.sessionChannel(e.session_id), text)
+      pipeline.publish(keys.sessionChannel(e.tenant, e.session_id), text)
       turns.add(e.turn_id)
     }
     for (const turnId of turns) pipeline.pexpire(keys.stream(turnId), ttlMs)

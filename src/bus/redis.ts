@@ -14,6 +14,7 @@ import { Redis, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import { TERMINAL_EVENT_KINDS } from '../../schemas/events.js'
 import { TollgateError } from '../core/errors.js'
+import { sessionKey } from '../core/tenancy.js'
 import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
 import { contiguousAfter } from './archiving.js'
 import { OrderedFeed } from './ordered-feed.js'
@@ -75,6 +76,7 @@ export class RedisEventBus implements EventBus {
   private readonly writer: StreamWriter
   private readonly rings = new Map<string, EventRing>()
   private readonly turnFeeds = new Map<string, TurnFeed>()
+  /** By sessionKey(tenant, session id). */
   private readonly sessionFeeds = new Map<string, SessionFeed>()
   private readonly controlListeners = new Set<(message: ControlMessage) => void>()
   private readonly channels = new Map<string, number>()
@@ -164,7 +166,7 @@ export class RedisEventBus implements EventBus {
       return
     }
     if (channel === this.keys.turnChannel(envelope.turn_id)) this.turnFeeds.get(envelope.turn_id)?.feed.offer(envelope)
-    else if (channel === this.keys.sessionChannel(envelope.session_id)) this.offerToSession(envelope)
+    else if (channel === this.keys.sessionChannel(envelope.tenant, envelope.session_id)) this.offerToSession(envelope)
   }
 
   private onControlMessage (message: string): void {
@@ -274,7 +276,7 @@ export class RedisEventBus implements EventBus {
   }
 
   private offerToSession (envelope: BusEnvelope): void {
-    const sf = this.sessionFeeds.get(envelope.session_id)
+    const sf = this.sessionFeeds.get(sessionKey(envelope.tenant, envelope.session_id))
     if (sf === undefined) return
     let feed = sf.turns.get(envelope.turn_id)
     if (feed === undefined) {
@@ -340,21 +342,22 @@ export class RedisEventBus implements EventBus {
     }
   }
 
-  subscribeSession (sessionId: string, listener: EnvelopeListener): Unsubscribe {
-    let sf = this.sessionFeeds.get(sessionId)
+  subscribeSession (tenant: string, sessionId: string, listener: EnvelopeListener): Unsubscribe {
+    const key = sessionKey(tenant, sessionId)
+    let sf = this.sessionFeeds.get(key)
     if (sf === undefined) {
       sf = { listeners: new Set(), turns: new Map() }
-      this.sessionFeeds.set(sessionId, sf)
-      this.addChannel(this.keys.sessionChannel(sessionId))
+      this.sessionFeeds.set(key, sf)
+      this.addChannel(this.keys.sessionChannel(tenant, sessionId))
     }
     const feed = sf
     feed.listeners.add(listener)
     return () => {
       feed.listeners.delete(listener)
-      if (feed.listeners.size > 0 || this.sessionFeeds.get(sessionId) !== feed) return
-      this.sessionFeeds.delete(sessionId)
+      if (feed.listeners.size > 0 || this.sessionFeeds.get(key) !== feed) return
+      this.sessionFeeds.delete(key)
       for (const f of feed.turns.values()) f.close()
-      this.removeChannel(this.keys.sessionChannel(sessionId))
+      this.removeChannel(this.keys.sessionChannel(tenant, sessionId))
     }
   }
 

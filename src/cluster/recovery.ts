@@ -12,6 +12,7 @@ import type { TurnEvent } from '../../schemas/events.js'
 import type { ApprovalAuditEntry } from '../../schemas/turn.js'
 import type { Logger } from 'pino'
 import type { BusEnvelope, EventBus } from '../bus/bus.js'
+import { tenantOf } from '../core/tenancy.js'
 import type { RunningTurn, Store, TurnRecord } from '../store/store.js'
 import { insertCall, readTurnLog, summarizeLog, withLoggedProgress, type LogSummary } from './turn-log.js'
 
@@ -85,7 +86,7 @@ export async function interruptOrphan (ctx: RecoveryContext, orphan: RunningTurn
     record.error = { code: 'INTERRUPTED', message: INTERRUPTED_MESSAGE }
   }
   const envelopes: BusEnvelope[] = closing.map((event, i) => ({
-    turn_id: turn.turn_id, session_id: turn.session_id, seq: lastSeq + 1 + i, ts: now, event
+    turn_id: turn.turn_id, session_id: turn.session_id, tenant: tenantOf(turn.owner), seq: lastSeq + 1 + i, ts: now, event
   }))
   record.last_seq = envelopes.at(-1)?.seq ?? lastSeq
   record.updated_at = now

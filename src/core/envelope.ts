@@ -5,8 +5,24 @@
  */
 import type { EventEnvelope } from '../../schemas/events.js'
 
+/**
+ * An event with what routes it to session subscribers: its turn's session, which is `session_id`
+ * of `tenant` (session ids are unique within a tenant only; core/tenancy.ts). Neither is on the
+ * wire (`wireEnvelope`). An envelope written before tenants qualified sessions is read back with
+ * `LEGACY_TENANT` (no principal has an empty tenant): it still replays, and reaches no session
+ * subscriber.
+ */
 export interface BusEnvelope extends EventEnvelope {
   session_id: string
+  tenant: string
+}
+
+export const LEGACY_TENANT = ''
+
+/** What a client receives of an envelope. */
+export function wireEnvelope (envelope: BusEnvelope): EventEnvelope {
+  const { session_id: _s, tenant: _t, ...wire } = envelope
+  return wire
 }
 
 /**

@@ -9,7 +9,7 @@
  * from config, transports. Never turn, session, call or principal ids.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
-import type { Observer, ObserverEvent } from './observer.js'
+import { CHECKPOINT_STEPS, type Observer, type ObserverEvent } from './observer.js'
 
 export interface MetricsSources {
   activeTurns: () => number
@@ -67,6 +67,7 @@ export class GatewayMetrics implements Observer {
   private readonly providerDuration: Histogram<'provider' | 'model' | 'outcome'>
   private readonly providerErrors: Counter<'provider' | 'model'>
   private readonly providerTokens: Counter<'provider' | 'model' | 'token_type'>
+  private readonly checkpointFailures: Counter<'step'>
 
   constructor (options: MetricsOptions) {
     const p = options.prefix
@@ -92,6 +93,12 @@ export class GatewayMetrics implements Observer {
       labelNames: ['provider', 'model', 'token_type'],
       registers
     })
+    this.checkpointFailures = new Counter({
+      name: `${p}checkpoint_failures_total`,
+      help: 'Durable turns\' checkpoints that could not be made, by safe point (the turn went on from its last one)',
+      labelNames: ['step'],
+      registers
+    })
     this.initialise(options.models ?? [])
     const sources = this.sources
     // Gauges read live state at scrape time: nothing to keep in step with turns and sockets.
@@ -108,6 +115,7 @@ export class GatewayMetrics implements Observer {
     }
     for (const transport of TRANSPORTS) this.eventsSent.inc({ transport }, 0)
     for (const labels of APPROVAL_SERIES) this.approvals.inc(labels, 0)
+    for (const step of CHECKPOINT_STEPS) this.checkpointFailures.inc({ step }, 0)
     for (const { provider, model } of models) {
       const labels = { provider, model }
       this.providerErrors.inc(labels, 0)
@@ -134,6 +142,9 @@ export class GatewayMetrics implements Observer {
       case 'turn_end':
         this.turnsTotal.inc({ status: event.status })
         this.turnDuration.observe({ status: event.status }, event.duration_ms / 1000)
+        return
+      case 'checkpoint_failed':
+        this.checkpointFailures.inc({ step: event.step })
         return
       case 'llm_response': {
         const labels = { provider: event.provider, model: event.model }

@@ -10,6 +10,10 @@ export interface ObserverCorrelation {
   channel: string
 }
 
+/** The loop's safe points a durable turn checkpoints at. */
+export const CHECKPOINT_STEPS = ['model', 'approval', 'dispatch'] as const
+export type ObservedCheckpointStep = typeof CHECKPOINT_STEPS[number]
+
 /** Where a tool came from (its attribution's provenance); absent for a name nothing resolves. */
 export type ObservedToolProvenance = 'native' | 'extension'
 
@@ -39,6 +43,8 @@ export type ObserverEvent =
     success: boolean, status: string, error_type?: string, result: string
   } & ObserverCorrelation)
   | ({ kind: 'approval', tool: string, call_id: string, request_id: string | null, decision: string, decided_by: string, approval_channel: string, principal: string } & ObserverCorrelation)
+  /** A durable turn's checkpoint could not be made at `step`; the turn went on from its last one. */
+  | ({ kind: 'checkpoint_failed', step: ObservedCheckpointStep } & ObserverCorrelation)
 
 export interface Observer {
   record (event: ObserverEvent): void

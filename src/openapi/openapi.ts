@@ -57,8 +57,9 @@ const STANDARD: Readonly<Record<string, StandardResponse>> = {
   403: {
     name: 'Forbidden',
     description: '`FORBIDDEN`: the token lacks the route\'s scope (with `WWW-Authenticate: Bearer … error="insufficient_scope"`), ' +
-      'or the session belongs to another principal; `ORIGIN_NOT_ALLOWED`: a WebSocket upgrade from an Origin that is neither ' +
-      'the gateway\'s nor in `ws.allowed_origins`'
+      'or the session belongs to another principal of the caller\'s tenant; `AGENT_FORBIDDEN`: the agent (named, or the ' +
+      'session\'s) is outside the caller\'s reach (`agents.<name>.access`); `ORIGIN_NOT_ALLOWED`: a WebSocket upgrade from an ' +
+      'Origin that is neither the gateway\'s nor in `ws.allowed_origins`'
   },
   404: {
     name: 'NotFound',

@@ -2,7 +2,10 @@
  * Admission of a new turn, before anything runs: an idempotent retry gets the turn it already
  * started (the claim lives in the store, shared by every instance); the owner connection must
  * be a live one of the same principal; capacity is bounded overall and per principal; a session
- * belongs to one principal and runs one turn at a time (on any instance). Refusals are typed errors; cross-principal attempts are audited.
+ * belongs to one principal and runs one turn at a time (on any instance); the principal may use
+ * the session's agent (agent-access.ts). A session id names a session within the caller's tenant
+ * only: another tenant's session of the same id is another session, never in the way. Refusals
+ * are typed errors; cross-principal attempts (within the tenant) are audited.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
@@ -11,7 +14,10 @@ import type { Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
 import { timeOrderedUuid } from '../core/ids.js'
 import { canonicalJson } from '../core/json/canonical.js'
-import type { IdempotencyClaim, SessionRecord, Store } from '../store/store.js'
+import { sessionKey, tenantOf } from '../core/tenancy.js'
+import { principalKey, type Principal } from '../auth/principal.js'
+import type { IdempotencyClaim, SessionRecord, Store, TurnRecord } from '../store/store.js'
+import { requireAgentAccess } from './agent-access.js'
 import type { ConnectionRegistry } from './connections.js'
 import type { RunningTurn } from './running-turn.js'
 
@@ -29,6 +35,7 @@ const RACE_POLLS = 10
 const RACE_POLL_MS = 50
 
 export class Admission {
+  /** Running turn by sessionKey(tenant, session id). */
   private readonly busySessions = new Map<string, string>()
 
   constructor (private readonly deps: AdmissionDeps) {}
@@ -104,7 +111,7 @@ export class Admission {
    * principal's running turn (also one whose record is not stored yet) is FORBIDDEN.
    */
   checkSessionFree (sessionId: string, owner: string): void {
-    const running = this.busySessions.get(sessionId)
+    const running = this.busySessions.get(sessionKey(tenantOf(owner), sessionId))
     if (running === undefined) return
     if (this.deps.active.get(running)?.record.owner !== owner) this.refuseSession(owner, sessionId)
     throw new TollgateError('SESSION_BUSY')
@@ -114,13 +121,20 @@ export class Admission {
    * The session a new turn runs in: the stored one it continues (once it may run there), or a
    * new one of the requested (or default) agent. A session keeps the agent it started with.
    */
-  async sessionFor (request: TurnRequest, owner: string, nowIso: string): Promise<SessionRecord> {
+  async sessionFor (request: TurnRequest, principal: Principal, nowIso: string): Promise<SessionRecord> {
+    const owner = principalKey(principal)
+    const { config } = this.deps
+    // An agent asked for by name is checked before anything is read: the refusal then says
+    // nothing about the session.
+    if (request.agent !== undefined) requireAgentAccess(config, principal, request.agent)
     const sessionId = request.session_id ?? `ses_${timeOrderedUuid()}`
     // Ownership before busy-ness: another principal's session answers FORBIDDEN whether or not a
     // turn runs in it, so the answer says nothing about that principal's activity. A new id was
     // just made here: there is nothing stored to read.
-    const existing = request.session_id === undefined ? null : await this.deps.store.getSession(sessionId)
+    const existing = request.session_id === undefined ? null : await this.deps.store.getSession(principal.tenant, sessionId)
     if (existing !== null && existing.owner !== owner) this.refuseSession(owner, sessionId)
+    // A session keeps its agent: one the principal may no longer use (access changed) is refused too.
+    if (existing !== null) requireAgentAccess(config, principal, existing.agent)
     this.checkSessionFree(sessionId, owner)
     // Another instance may run this session's latest turn (this process's busy map cannot see it).
     const latest = existing?.turn_ids.at(-1)
@@ -128,7 +142,9 @@ export class Admission {
       throw new TollgateError('SESSION_BUSY')
     }
     if (existing === null) {
-      const agent = request.agent ?? this.deps.config.default_agent
+      const agent = request.agent ?? config.default_agent
+      // A named agent was checked above.
+      if (request.agent === undefined) requireAgentAccess(config, principal, agent)
       return { session_id: sessionId, owner, agent, created_at: nowIso, updated_at: nowIso, turn_ids: [], history: [], always_allowed: [] }
     }
     if (request.agent !== undefined && request.agent !== existing.agent) {
@@ -137,14 +153,15 @@ export class Admission {
     return existing
   }
 
-  /** Marks the session busy (the idempotency claim is written with the turn, by the store). */
-  hold (turnId: string, sessionId: string): void {
-    this.busySessions.set(sessionId, turnId)
+  /** Marks the turn's session busy (the idempotency claim is written with the turn, by the store). */
+  hold (turn: TurnRecord): void {
+    this.busySessions.set(sessionKey(tenantOf(turn.owner), turn.session_id), turn.turn_id)
   }
 
   /** The turn has ended, or never started. */
-  release (sessionId: string): void {
-    this.busySessions.delete(sessionId)
+  release (turn: TurnRecord): void {
+    const key = sessionKey(tenantOf(turn.owner), turn.session_id)
+    if (this.busySessions.get(key) === turn.turn_id) this.busySessions.delete(key)
   }
 
   private refuseSession (owner: string, sessionId: string): never {

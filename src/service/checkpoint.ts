@@ -8,6 +8,7 @@
 import type { PendingApproval } from '../../schemas/approval.js'
 import type { ApprovalGrant } from '../../schemas/session.js'
 import type { TurnRequest } from '../../schemas/turn.js'
+import type { ObservedCheckpointStep } from '../observe/observer.js'
 import type { ChatMessage } from '../providers/types.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import type { LoopCheckpoints, LoopCursor, WaitingGate } from '../turn/cursor.js'
@@ -19,7 +20,7 @@ import type { UsageCounts, UsageTally } from '../turn/usage.js'
 export const CHECKPOINT_VERSION = 1
 
 /** Which safe point the checkpoint was written at. */
-export type CheckpointStep = 'model' | 'approval' | 'dispatch'
+export type CheckpointStep = ObservedCheckpointStep
 
 /** What a turn was started with that its loop keeps needing (never changes during the turn). */
 export interface TurnKnobs {
@@ -210,12 +211,12 @@ export class TurnCheckpointer {
 
   /**
    * The checkpoint at the turn's first model call, as text, for the transaction that creates the
-   * turn (its loop then starts without writing it again: `LoopDurability.announced`).
+   * turn (its loop then starts without writing it again: `LoopDurability.announced`); null if it
+   * could not be made (the turn then has none until its next safe point).
    */
-  first (): string {
-    const doc = this.doc('model')
-    if (doc === null) throw new Error('a checkpointer is attached to its turn before its first checkpoint')
-    return doc
+  first (): string | null {
+    if (this.source === null) throw new Error('a checkpointer is attached to its turn before its first checkpoint')
+    return this.doc('model')
   }
 
   private write (step: CheckpointStep, request?: PendingApproval): void {
@@ -223,9 +224,23 @@ export class TurnCheckpointer {
     if (doc !== null) this.running.stageCheckpoint(doc)
   }
 
+  /**
+   * The document's text, or null when there is no engine state yet or it cannot be made. A
+   * checkpoint is never a reason to end a turn: the failure is logged and counted, and the turn
+   * goes on with its last good checkpoint (a restart resumes from there).
+   */
   private doc (step: CheckpointStep, request?: PendingApproval): string | null {
     if (this.source === null) return null
-    const source = { ...this.source, cursor: this.cursor, knobs: this.knobs, usage: this.usage.counts() }
-    return JSON.stringify(checkpointDoc(source, step, request))
+    const { exec, state } = this.source
+    try {
+      const source = { exec, state, cursor: this.cursor, knobs: this.knobs, usage: this.usage.counts() }
+      return JSON.stringify(checkpointDoc(source, step, request))
+    } catch (err) {
+      state.log.error({ err, step }, 'could not make the turn\'s checkpoint; it goes on from its last one')
+      exec.observer.record({
+        kind: 'checkpoint_failed', step, turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel
+      })
+      return null
+    }
   }
 }

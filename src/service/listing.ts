@@ -62,7 +62,10 @@ export class TurnListing {
   }
 
   private async activeTurnOf (session: SessionRecord): Promise<string | null> {
-    for (const running of this.active.values()) if (running.record.session_id === session.session_id) return running.record.turn_id
+    for (const { record } of this.active.values()) {
+      // The same id in another tenant is another session.
+      if (record.session_id === session.session_id && record.owner === session.owner) return record.turn_id
+    }
     // Only a session's latest turn can be running (one at a time), maybe on another instance.
     const latest = session.turn_ids.at(-1)
     if (latest === undefined) return null

@@ -32,7 +32,7 @@ export async function applyControl (scope: RemoteScope, request: ControlRequest)
     case 'approval': {
       if (!scope.broker.isLocal(request.request_id)) return null
       try {
-        const { turnId } = scope.broker.answer(request.request_id, {
+        const { turnId } = await scope.broker.answer(request.request_id, {
           decision: request.decision, decidedBy: request.decided_by, channel: request.channel, principal: request.principal,
           ...(request.replacement === undefined ? {} : { replacement: request.replacement })
         })

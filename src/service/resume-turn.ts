@@ -11,6 +11,7 @@ import type { BusEnvelope, EventBus } from '../bus/bus.js'
 import { interruptOrphan } from '../cluster/recovery.js'
 import { readTurnLog, summarizeLog, withLoggedProgress } from '../cluster/turn-log.js'
 import { ownEntry } from '../core/json/own.js'
+import { tenantOf } from '../core/tenancy.js'
 import type { ReceiptKey } from '../receipts/keys.js'
 import type { ReceiptKeyring } from '../receipts/keyring.js'
 import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
@@ -61,11 +62,12 @@ export async function resumeTurn (scope: ResumeScope, orphan: { turnId: string, 
   const [record, row] = await Promise.all([store.getTurn(orphan.turnId), store.readCheckpoint(orphan.turnId)])
   if (record === null || record.status !== 'running' || row === null) return false
   const doc = decodeCheckpoint(row.doc)
-  const session = await store.getSession(record.session_id)
+  const session = await store.getSession(tenantOf(record.owner), record.session_id)
   if (doc === null || session === null || ownEntry(config.agents, record.agent) === undefined) return false
   // Read before adopting: what the log says of the checkpoint's round decides where the loop goes on.
   const events = await readTurnLog(bus, record.turn_id)
-  const lastSeq = Math.max(record.last_seq, events.at(-1)?.seq ?? 0, await bus.lastSeq(record.turn_id).catch(() => 0))
+  // The log's last event, not the record's last_seq: the turn goes on right after what a replay serves.
+  const lastSeq = Math.max(events.at(-1)?.seq ?? 0, await bus.lastSeq(record.turn_id).catch(() => 0))
   // The record was saved at approval waits and decisions: the log has the calls since.
   const current = withLoggedProgress(record, summarizeLog(events))
   // Without a configured master key the old process's key is gone: later receipts get this process's.

@@ -11,6 +11,8 @@ import { ERRORS } from '../core/errors.js'
 import type { BusEnvelope, EventLog } from '../bus/bus.js'
 import type { Config } from '../core/config.js'
 import { scrubText } from '../core/security/redact.js'
+import { StreamedTextScrubber } from '../core/security/text-stream.js'
+import { tenantOf } from '../core/tenancy.js'
 import { TERMINAL_TURN_STATUSES, type SessionRecord, type Store, type TurnRecord } from '../store/store.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import { CancelReason, runToolLoop, type LoopDurability, type TurnOutcome } from '../turn/loop.js'
@@ -43,6 +45,8 @@ export class RunningTurn {
   parkable: () => boolean = () => true
   /** Parked for a restart: nothing more is published or saved; the last checkpoint stands. */
   private frozen = false
+  /** The model's streamed text is scrubbed on its way out; a piece may wait for the next one (text-stream.ts). */
+  private readonly text = new StreamedTextScrubber()
   private readonly disposers: Array<() => void> = []
   private resolveDone!: (record: TurnRecord) => void
 
@@ -59,7 +63,19 @@ export class RunningTurn {
 
   emit (event: TurnEvent): void {
     if (this.frozen) return
+    if (event.kind === 'text.delta') {
+      const shown = this.text.push(event.text)
+      if (shown !== '') this.host.bus.publish(this.sequence({ kind: 'text.delta', text: shown }))
+      return
+    }
+    this.releaseText()
     this.host.bus.publish(this.sequence(event))
+  }
+
+  /** Whatever streamed text is still held goes out before the next other event: that text is over. */
+  private releaseText (): void {
+    const rest = this.text.end()
+    if (rest !== '') this.host.bus.publish(this.sequence({ kind: 'text.delta', text: rest }))
   }
 
   /**
@@ -73,7 +89,7 @@ export class RunningTurn {
     record.last_seq = this.seq
     record.updated_at = ts
     if (event.kind === 'iteration') record.iterations = event.n
-    return { turn_id: record.turn_id, session_id: record.session_id, seq: this.seq, ts, event }
+    return { turn_id: record.turn_id, session_id: record.session_id, tenant: tenantOf(record.owner), seq: this.seq, ts, event }
   }
 
   /** `stored`: written to the store's event log already, with every earlier event of the turn. */
@@ -82,12 +98,19 @@ export class RunningTurn {
   }
 
   /**
-   * Saves the record as it stands. Called where other instances must see it (an approval starts
-   * waiting, or was decided); tool calls and iterations are left to the event log (cluster/turn-log.ts).
+   * Saves the record as it stands, with the turn's events published so far and never ahead of
+   * them (EventLog.saveTurn). Called where other instances must see it (an approval starts
+   * waiting, or was decided); tool calls and iterations are left to the event log
+   * (cluster/turn-log.ts). Resolves once stored, or once a failure is logged.
    */
-  checkpoint (log: Logger): void {
+  async saveRecord (log: Logger): Promise<void> {
     if (this.frozen) return
-    this.host.store.saveTurn(this.record).catch((err: unknown) => { log.warn({ err }, 'could not checkpoint the turn') })
+    const { bus, store } = this.host
+    try {
+      await (bus.saveTurn?.(this.record) ?? store.saveTurn(this.record))
+    } catch (err) {
+      log.warn({ err }, 'could not save the turn record')
+    }
   }
 
   /**
@@ -241,8 +264,9 @@ export class RunningTurn {
     // Every terminal event carries what the providers reported, whatever ended the turn.
     const usage = record.usage === undefined ? {} : { usage: record.usage }
     if (outcome.status === 'completed') {
-      record.final_text = outcome.finalText
-      terminal = { kind: 'turn.completed', final_text: outcome.finalText, ...usage }
+      // Rendered scrubbed like the streamed text; the session history keeps the model's own words.
+      record.final_text = scrubText(outcome.finalText)
+      terminal = { kind: 'turn.completed', final_text: record.final_text, ...usage }
     } else if (outcome.status === 'cancelled') {
       terminal = { kind: 'turn.cancelled', reason: outcome.reason, ...usage }
     } else {
@@ -253,6 +277,7 @@ export class RunningTurn {
     }
     session.history = state.history
     session.always_allowed = grants.list()
+    this.releaseText()
     // Persisted before the terminal event goes out: whoever sees it, on any instance, and then
     // reads the turn or starts the session's next turn finds the finished state in the store.
     const closing = this.sequence(terminal)

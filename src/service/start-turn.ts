@@ -67,7 +67,7 @@ export async function startTurn (
   admission.checkOwnerConnection(owner, request, options.ownerConnection)
   admission.checkCapacity(owner)
 
-  const session = await admission.sessionFor(request, owner, new Date().toISOString())
+  const session = await admission.sessionFor(request, principal, new Date().toISOString())
   const { session_id: sessionId, agent: agentName } = session
   const grants = new SessionGrants(session.always_allowed)
   const turnId = `turn_${timeOrderedUuid()}`
@@ -86,7 +86,7 @@ export async function startTurn (
   }
   const running = new RunningTurn(scope.host, record, options.ownerConnection, request.detach === true)
   scope.register(running)
-  admission.hold(turnId, sessionId)
+  admission.hold(record)
   // The local count passed; the cluster-wide one (the principal's turns on every instance) decides.
   const { slots } = deps
   if (slots !== null && !await slots.acquire(owner, turnId, config.turns.max_active_turns_per_principal)) {
@@ -114,7 +114,8 @@ export async function startTurn (
     first = running.sequence({ kind: 'iteration', n: 1 })
     events.push(first)
     early.iteration = 1
-    checkpoint = { turn_id: turnId, seq: running.seq, doc: checkpointer.first() }
+    const doc = checkpointer.first()
+    if (doc !== null) checkpoint = { turn_id: turnId, seq: running.seq, doc }
   }
   let held
   try {

@@ -159,7 +159,7 @@ export class TurnService {
       adopt: (running) => {
         const { record } = running
         this.active.set(record.turn_id, running)
-        this.admission.hold(record.turn_id, record.session_id)
+        this.admission.hold(record)
         // A resumed turn is never refused: it held its slot before the restart.
         void this.deps.slots?.acquire(record.owner, record.turn_id, Number.MAX_SAFE_INTEGER)
       },
@@ -170,14 +170,14 @@ export class TurnService {
   /** Nothing ran yet: releases the slots and the session, so the client can simply retry. */
   private abandon (record: TurnRecord, heldSlot = true): void {
     this.active.delete(record.turn_id)
-    this.admission.release(record.session_id)
+    this.admission.release(record)
     if (heldSlot) this.deps.slots?.release(record.owner, record.turn_id)
   }
 
   /** The turn has ended (or never started): its session, slots and, after retention, its event buffer go. */
   private release (record: TurnRecord): void {
     this.active.delete(record.turn_id)
-    this.admission.release(record.session_id)
+    this.admission.release(record)
     this.deps.slots?.release(record.owner, record.turn_id)
     const turnId = record.turn_id
     if (!this.deps.bus.ended(turnId)) return
@@ -207,8 +207,9 @@ export class TurnService {
     return withLoggedProgress(turn, summarizeLog(await readTurnLog(this.deps.bus, turnId)))
   }
 
+  /** The principal's session `sessionId` (looked up within its tenant); another principal's answers like a missing one. */
   async session (principal: Principal, sessionId: string): Promise<SessionRecord> {
-    const session = await this.deps.store.getSession(sessionId)
+    const session = await this.deps.store.getSession(principal.tenant, sessionId)
     if (session === null || session.owner !== principalKey(principal)) {
       if (session !== null) this.deps.log.warn({ audit: 'cross_principal_session', principal: principalKey(principal), session_id: sessionId }, 'refused access to a session of another principal')
       throw new TollgateError('SESSION_NOT_FOUND')
@@ -264,7 +265,7 @@ export class TurnService {
     const key = principalKey(principal)
     if (this.broker.isLocal(requestId)) {
       try {
-        return this.broker.answer(requestId, { ...answer, principal: key })
+        return await this.broker.answer(requestId, { ...answer, principal: key })
       } catch (err) {
         if (err instanceof TollgateError && err.code === 'APPROVAL_NOT_FOUND') {
           this.deps.log.warn({ audit: 'cross_principal_approval', principal: key, request_id: requestId }, 'refused an answer to an approval request of another principal')

@@ -11,6 +11,7 @@ import type { TurnRequest } from '../../schemas/turn.js'
 import type { ApprovalBroker } from '../approval/broker.js'
 import type { SessionGrants } from '../approval/grants.js'
 import type { Config } from '../core/config.js'
+import { TollgateError } from '../core/errors.js'
 import { lazyProperties } from '../core/lazy-properties.js'
 import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ModelProvider } from '../providers/types.js'
@@ -70,7 +71,7 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     receiptGenerator: turn.receipts,
     // Checked (and made) once per turn, by its first tool that asks.
     workspaceDir: () => (workspaceDir ??= deps.workspaces.dirFor(turn.tenant, session.session_id)),
-    sandboxIdentity: () => deps.workspaces.identityFor(turn.tenant)
+    workspaceOwner: deps.workspaces.ownerFor(turn.tenant)
   })
 }
 
@@ -119,6 +120,8 @@ export function assembleTurnState (
   const history = durable?.history ?? startingHistory(deps.config, record.agent, session, request.message)
   const emit = (event: TurnEvent): void => { running.emit(event) }
   const usage = durable?.checkpointer.usage ?? new UsageTally()
+  // Operators' answers whose decision the turn is about to store: each is acknowledged only once it is.
+  const answers = new Map<string, { resolve: () => void, reject: (err: unknown) => void }>()
   const state: TurnState = withTurnLog<Omit<TurnState, 'log'>>({
     turnId,
     sessionId,
@@ -142,13 +145,14 @@ export function assembleTurnState (
         if (request !== null) {
           record.pending_approvals = [...others, request]
           // Saved while it waits: GET /v1/approvals and GET /v1/turns/:id on every instance list it.
-          running.checkpoint(state.log)
+          void running.saveRecord(state.log)
           durable?.checkpointer.approvalWaiting(request)
           return
         }
         // Saved with the decision's audit entry (recordApproval, right after): one save.
         record.pending_approvals = others
-      }
+      },
+      decided: async (requestId) => { await new Promise<void>((resolve, reject) => { answers.set(requestId, { resolve, reject }) }) }
     }),
     // Slots settle out of order (preparation fills some before others run); the record keeps model
     // order. Not saved: the call's events are in the log, which recovery and remote reads rebuild it from.
@@ -159,14 +163,23 @@ export function assembleTurnState (
       if (seen !== -1) record.tool_calls.splice(seen, 1)
       insertCall(record.tool_calls, r)
     },
-    // Every decision is saved: the audit entry (who, through which channel) is in no event.
+    // Every decision is saved: the audit entry (who, through which channel) is in no event. It is
+    // written with the decision's `approval.resolved` (published just before), in one transaction
+    // on SQLite, so the log and the audit never disagree on what decided.
     recordApproval: (e) => {
-      // Parking ends a wait with `cancelled` in memory only; the restart asks again.
-      if (running.isFrozen) return
+      const answer = answers.get(e.request_id)
+      answers.delete(e.request_id)
+      // Parking ends a wait with `cancelled` in memory only; the restart asks again, so an answer
+      // that came too late for it is refused rather than acknowledged and lost.
+      if (running.isFrozen) {
+        answer?.reject(new TollgateError('SHUTTING_DOWN'))
+        return
+      }
       // An answer read back from the log after a restart was audited when it was given.
-      if (record.approvals.some((a) => a.request_id === e.request_id)) return
-      record.approvals.push(e)
-      running.checkpoint(state.log)
+      if (answer === undefined && record.approvals.some((a) => a.request_id === e.request_id)) return
+      // One entry per request, the decision that decided it.
+      record.approvals = [...record.approvals.filter((a) => a.request_id !== e.request_id), e]
+      void running.saveRecord(state.log).then(() => answer?.resolve())
     },
     // Kept on the record as it grows (a running turn's GET shows it); stored with the next save.
     recordCallUsage: (u) => {

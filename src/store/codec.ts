@@ -3,7 +3,7 @@
  * PostgreSQL's jsonb rejects `\u0000`, which tool output may legitimately contain.
  */
 import type { ApprovalGrant } from '../../schemas/session.js'
-import type { BusEnvelope } from '../core/envelope.js'
+import { LEGACY_TENANT, type BusEnvelope } from '../core/envelope.js'
 import { TERMINAL_TURN_STATUSES, type SessionRecord, type TurnRecord } from './store.js'
 
 export function encodeDoc (value: SessionRecord | TurnRecord | BusEnvelope): string {
@@ -24,7 +24,10 @@ export function decodeTurn (doc: string): TurnRecord {
 }
 
 export function decodeEnvelope (doc: string): BusEnvelope {
-  return JSON.parse(doc) as BusEnvelope
+  const envelope = JSON.parse(doc) as BusEnvelope
+  // Stored before sessions were qualified by their tenant.
+  envelope.tenant ??= LEGACY_TENANT
+  return envelope
 }
 
 /** When a terminal turn finished, for event pruning; null while it runs. */

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
-import type { FinishedTurn, Store } from './store.js'
+import type { FinishedTurn, Store, TurnRecord } from './store.js'
 
 const BATCH = 500
 
@@ -52,17 +52,20 @@ export class EventLogWriter {
 
   /**
    * Appends a group of events (in seq order per turn), with the checkpoints taken after them, as
-   * one write when nothing is queued. `finished` turns' records and sessions go in that same write
-   * when it is one made now (a synchronous store); returns whether they did: if not, the caller
-   * saves them itself (the queue retries events only).
+   * one write when nothing is queued. `finished` turns' records and sessions, and `records` of
+   * running turns, go in that same write when it is one made now (a synchronous store); returns
+   * whether they did: if not, the caller saves them itself (the queue retries events only).
    */
-  append (group: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = [], finished: readonly FinishedTurn[] = []): boolean {
+  append (
+    group: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = [], finished: readonly FinishedTurn[] = [],
+    records: readonly TurnRecord[] = []
+  ): boolean {
     if (this.closed) return false
-    if (group.length === 0 && checkpoints.length === 0 && finished.length === 0) return true
+    if (group.length === 0 && checkpoints.length === 0 && finished.length === 0 && records.length === 0) return true
     const now = this.options.store.appendEventsNow
     if (now !== undefined && this.queue.length === 0) {
       try {
-        now.call(this.options.store, group, checkpoints, finished)
+        now.call(this.options.store, group, checkpoints, finished, records)
         return true
       } catch (err) {
         this.options.log.warn({ err }, 'could not append to the event log; retrying')
@@ -73,7 +76,7 @@ export class EventLogWriter {
     this.queued += group.length + checkpoints.length
     this.trim()
     this.running ??= this.run()
-    return finished.length === 0
+    return finished.length === 0 && records.length === 0
   }
 
   /** Whether events of the turn are still on their way to the store (queued, or being written). */

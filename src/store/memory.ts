@@ -6,6 +6,7 @@
  * instance is the process that holds it.
  */
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
+import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs } from './codec.js'
 import {
   newestFirst, TERMINAL_TURN_STATUSES, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn,
@@ -23,6 +24,7 @@ function page<T> (items: Array<{ key: PageKey, doc: string }>, decode: (doc: str
 
 /** A stored session: its document, and the columns its listing filters and orders by. */
 interface StoredSession {
+  sessionId: string
   owner: string
   updatedAt: string
   doc: string
@@ -43,6 +45,7 @@ export class MemoryStore implements Store {
   readonly instanceId: string
   readonly exclusive = true
   readonly durable = false
+  /** By sessionKey(tenant, session id). */
   private readonly sessions = new Map<string, StoredSession>()
   private readonly turns = new Map<string, StoredTurn>()
   /** Per turn: seq → the envelope's JSON text. */
@@ -55,8 +58,8 @@ export class MemoryStore implements Store {
     this.instanceId = options.instanceId ?? 'local'
   }
 
-  async getSession (sessionId: string): Promise<SessionRecord | null> {
-    const s = this.sessions.get(sessionId)
+  async getSession (tenant: string, sessionId: string): Promise<SessionRecord | null> {
+    const s = this.sessions.get(sessionKey(tenant, sessionId))
     return s === undefined ? null : decodeSession(s.doc)
   }
 
@@ -65,7 +68,9 @@ export class MemoryStore implements Store {
   }
 
   private putSession (session: SessionRecord): void {
-    this.sessions.set(session.session_id, { owner: session.owner, updatedAt: session.updated_at, doc: encodeDoc(session) })
+    this.sessions.set(sessionKey(tenantOf(session.owner), session.session_id), {
+      sessionId: session.session_id, owner: session.owner, updatedAt: session.updated_at, doc: encodeDoc(session)
+    })
   }
 
   async getTurn (turnId: string): Promise<TurnRecord | null> {
@@ -90,8 +95,8 @@ export class MemoryStore implements Store {
   }
 
   async listSessions (owner: string, limit: number, before?: PageKey): Promise<SessionRecord[]> {
-    const mine = [...this.sessions].filter(([, x]) => x.owner === owner)
-      .map(([id, x]) => ({ key: { at: x.updatedAt, id }, doc: x.doc }))
+    const mine = [...this.sessions.values()].filter((x) => x.owner === owner)
+      .map((x) => ({ key: { at: x.updatedAt, id: x.sessionId }, doc: x.doc }))
     return page(mine, decodeSession, limit, before)
   }
 

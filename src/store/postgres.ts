@@ -8,6 +8,7 @@
  */
 import pg from 'pg'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
+import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import {
   FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,
@@ -26,6 +27,16 @@ function checkpointColumns (checkpoints: readonly CheckpointRow[]): unknown[] {
   return [checkpoints.map((c) => c.turn_id), checkpoints.map((c) => c.seq), checkpoints.map((c) => c.doc)]
 }
 
+/** A session's row values, in the order its upsert takes them. */
+function sessionColumns (session: SessionRecord): unknown[] {
+  return [tenantOf(session.owner), session.session_id, session.owner, encodeDoc(session), session.updated_at]
+}
+
+/** The write chain of a session (see `serial`). */
+function sessionChain (session: SessionRecord): string {
+  return `s:${sessionKey(tenantOf(session.owner), session.session_id)}`
+}
+
 export interface PostgresStoreOptions {
   connectionString: string
   schema: string
@@ -36,13 +47,32 @@ export interface PostgresStoreOptions {
   onIdleError: (err: Error) => void
 }
 
+/**
+ * A sessions table made before session ids were per tenant (keyed by the id alone) is keyed by
+ * tenant and id from then on, each row's tenant read from its owner (`tenant/sub`, as
+ * core/tenancy.ts reads it). Done once: the new key's name says it is done.
+ */
+function tenantSessions (s: string): string {
+  return `DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_constraint
+      WHERE conrelid = '${s}.tollgate_sessions'::regclass AND conname = 'tollgate_sessions_tenant_pkey') THEN
+    ALTER TABLE ${s}.tollgate_sessions ADD COLUMN IF NOT EXISTS tenant text;
+    UPDATE ${s}.tollgate_sessions SET tenant = split_part(owner, '/', 1) WHERE tenant IS NULL;
+    ALTER TABLE ${s}.tollgate_sessions ALTER COLUMN tenant SET NOT NULL, DROP CONSTRAINT tollgate_sessions_pkey,
+      ADD CONSTRAINT tollgate_sessions_tenant_pkey PRIMARY KEY (tenant, session_id);
+  END IF;
+END $$;`
+}
+
 function ddl (s: string): string {
   return `
 CREATE SCHEMA IF NOT EXISTS ${s};
 CREATE TABLE IF NOT EXISTS ${s}.tollgate_sessions (
-  session_id text PRIMARY KEY,
+  tenant text NOT NULL,
+  session_id text NOT NULL,
   owner text NOT NULL,
-  doc text NOT NULL
+  doc text NOT NULL,
+  CONSTRAINT tollgate_sessions_tenant_pkey PRIMARY KEY (tenant, session_id)
 );
 CREATE TABLE IF NOT EXISTS ${s}.tollgate_turns (
   turn_id text PRIMARY KEY,
@@ -76,6 +106,7 @@ CREATE TABLE IF NOT EXISTS ${s}.tollgate_checkpoints (
   seq integer NOT NULL,
   doc text NOT NULL
 );
+${tenantSessions(s)}
 CREATE TABLE IF NOT EXISTS ${s}.tollgate_idempotency (
   owner text NOT NULL,
   idem_key text NOT NULL,
@@ -91,9 +122,9 @@ function statements (s: string) {
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
     ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
     WHERE ${s}.tollgate_turns.status = 'running'`
-  const upsertSession = (a: number): string => `INSERT INTO ${s}.tollgate_sessions (session_id, owner, doc, updated_at)
-    VALUES ($${a}, $${a + 1}, $${a + 2}, $${a + 3})
-    ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc, updated_at = excluded.updated_at`
+  const upsertSession = (a: number): string => `INSERT INTO ${s}.tollgate_sessions (tenant, session_id, owner, doc, updated_at)
+    VALUES ($${a}, $${a + 1}, $${a + 2}, $${a + 3}, $${a + 4})
+    ON CONFLICT (tenant, session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc, updated_at = excluded.updated_at`
   const insertEvents = (a: number): string => `INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
     SELECT * FROM unnest($${a}::text[], $${a + 1}::integer[], $${a + 2}::text[]) ON CONFLICT DO NOTHING`
   // A later checkpoint replaces an earlier one, never the other way round.
@@ -107,13 +138,13 @@ function statements (s: string) {
     // The same with events appended: three data-modifying parts of one statement, atomic together.
     saveTurnSessionAndEvents: {
       name: 'tollgate_save_turn_session_and_events',
-      text: `WITH saved_turn AS (${upsertTurn}), saved_events AS (${insertEvents(13)}) ${upsertSession(9)}`
+      text: `WITH saved_turn AS (${upsertTurn}), saved_events AS (${insertEvents(14)}) ${upsertSession(9)}`
     },
     // A durable turn's creation: the same with its first checkpoint.
     saveTurnSessionEventsAndCheckpoint: {
       name: 'tollgate_save_turn_session_events_and_checkpoint',
-      text: `WITH saved_turn AS (${upsertTurn}), saved_events AS (${insertEvents(13)}),
-        saved_checkpoint AS (${upsertCheckpoints(16)}) ${upsertSession(9)}`
+      text: `WITH saved_turn AS (${upsertTurn}), saved_events AS (${insertEvents(14)}),
+        saved_checkpoint AS (${upsertCheckpoints(17)}) ${upsertSession(9)}`
     },
     // Keyset pages: strictly after the previous page's last (time, id); the first page passes FIRST_PAGE.
     listSessions: {
@@ -217,8 +248,9 @@ export class PostgresStore implements Store {
     return next
   }
 
-  async getSession (sessionId: string): Promise<SessionRecord | null> {
-    const { rows } = await this.pool.query<{ doc: string }>(`SELECT doc FROM ${this.s}.tollgate_sessions WHERE session_id = $1`, [sessionId])
+  async getSession (tenant: string, sessionId: string): Promise<SessionRecord | null> {
+    const { rows } = await this.pool.query<{ doc: string }>(
+      `SELECT doc FROM ${this.s}.tollgate_sessions WHERE tenant = $1 AND session_id = $2`, [tenant, sessionId])
     return rows[0] === undefined ? null : decodeSession(rows[0].doc)
   }
 
@@ -234,8 +266,8 @@ export class PostgresStore implements Store {
   }
 
   async saveSession (session: SessionRecord): Promise<void> {
-    const values = [session.session_id, session.owner, encodeDoc(session), session.updated_at]
-    await this.serial([`s:${session.session_id}`], async () => {
+    const values = sessionColumns(session)
+    await this.serial([sessionChain(session)], async () => {
       await this.pool.query({ ...this.sql.saveSession, values })
     })
   }
@@ -257,7 +289,7 @@ export class PostgresStore implements Store {
   private pairSave (
     turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[], checkpoint: CheckpointRow | null = null
   ): pg.QueryConfig {
-    const values: unknown[] = [...this.turnRow(turn), session.session_id, session.owner, encodeDoc(session), session.updated_at]
+    const values: unknown[] = [...this.turnRow(turn), ...sessionColumns(session)]
     if (events.length === 0 && checkpoint === null) return { ...this.sql.saveTurnAndSession, values }
     values.push(...eventColumns(events))
     if (checkpoint === null) return { ...this.sql.saveTurnSessionAndEvents, values }
@@ -271,7 +303,7 @@ export class PostgresStore implements Store {
 
   /** Runs a pair save in the turn's and the session's write order. */
   private async savePair (turn: TurnRecord, session: SessionRecord, save: pg.QueryConfig): Promise<void> {
-    await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
+    await this.serial([`t:${turn.turn_id}`, sessionChain(session)], async () => {
       await this.pool.query(save)
     })
   }
@@ -286,7 +318,7 @@ export class PostgresStore implements Store {
       return null
     }
     let held: IdempotencyRecord | null = null
-    await this.serial([`t:${turn.turn_id}`, `s:${session.session_id}`], async () => {
+    await this.serial([`t:${turn.turn_id}`, sessionChain(session)], async () => {
       // The key's holder may expire between a lost claim and the read: then claim again.
       for (let attempt = 0; attempt < 3; attempt++) {
         if (await this.claimAndSave(save, turn.turn_id, claim)) return

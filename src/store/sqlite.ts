@@ -14,6 +14,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
+import { tenantOf } from '../core/tenancy.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import type { SqlProbe } from './sql-probe.js'
@@ -22,8 +23,11 @@ import {
   type Store, type TurnFilter, type TurnRecord
 } from './store.js'
 
-/** 1: first; 2: listing columns; 3: durable turns' checkpoints (a new table, nothing to convert). */
-const SCHEMA_VERSION = 3
+/**
+ * 1: first; 2: listing columns; 3: durable turns' checkpoints (a new table, nothing to convert);
+ * 4: sessions keyed by tenant and id.
+ */
+const SCHEMA_VERSION = 4
 /** Period of the worker's WAL copy. */
 const CHECKPOINT_MS = 1000
 /** Page cache (KiB; SQLite's default is 2 MiB): a busy gateway's hot index pages stay in memory. */
@@ -36,13 +40,20 @@ const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
  */
 const CATCH_UP_FRAMES = WAL_SIZE_LIMIT_BYTES / 4096
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS tollgate_sessions (
-  session_id TEXT PRIMARY KEY,
+/** The sessions table of schema 4: a session id is unique within its tenant only. */
+function sessionsTable (name: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${name} (
+  tenant TEXT NOT NULL,
+  session_id TEXT NOT NULL,
   owner TEXT NOT NULL,
   doc TEXT NOT NULL,
-  updated_at TEXT
-);
+  updated_at TEXT,
+  PRIMARY KEY (tenant, session_id)
+);`
+}
+
+const SCHEMA = `
+${sessionsTable('tollgate_sessions')}
 CREATE TABLE IF NOT EXISTS tollgate_turns (
   turn_id TEXT PRIMARY KEY,
   session_id TEXT NOT NULL,
@@ -86,18 +97,38 @@ CREATE INDEX IF NOT EXISTS tollgate_sessions_by_owner ON tollgate_sessions (owne
 CREATE INDEX IF NOT EXISTS tollgate_turns_by_owner ON tollgate_turns (owner, created_at DESC, turn_id DESC);
 `
 
+function hasColumn (db: Database.Database, table: string, column: string): boolean {
+  return (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).some((c) => c.name === column)
+}
+
 /** Schema 1 had no listing columns: add them, filled from each row's document. */
 function upgradeFrom1 (db: Database.Database): void {
-  const has = (table: string, column: string): boolean =>
-    (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).some((c) => c.name === column)
-  if (!has('tollgate_sessions', 'updated_at')) {
+  if (!hasColumn(db, 'tollgate_sessions', 'updated_at')) {
     db.exec('ALTER TABLE tollgate_sessions ADD COLUMN updated_at TEXT')
     db.exec('UPDATE tollgate_sessions SET updated_at = json_extract(doc, \'$.updated_at\')')
   }
-  if (!has('tollgate_turns', 'created_at')) {
+  if (!hasColumn(db, 'tollgate_turns', 'created_at')) {
     db.exec('ALTER TABLE tollgate_turns ADD COLUMN created_at TEXT')
     db.exec('UPDATE tollgate_turns SET created_at = json_extract(doc, \'$.created_at\')')
   }
+}
+
+/**
+ * Before schema 4 a session id was unique across tenants: the table is rebuilt keyed by tenant
+ * and id (SQLite cannot change a primary key in place), each row's tenant read from its owner
+ * (`tenant/sub`, as core/tenancy.ts reads it). One transaction: a failure leaves the old table.
+ */
+function upgradeFrom3 (db: Database.Database): void {
+  if (hasColumn(db, 'tollgate_sessions', 'tenant')) return
+  db.transaction(() => {
+    db.exec(sessionsTable('tollgate_sessions_v4'))
+    db.exec(`INSERT INTO tollgate_sessions_v4 (tenant, session_id, owner, doc, updated_at)
+      SELECT CASE WHEN instr(owner, '/') > 0 THEN substr(owner, 1, instr(owner, '/') - 1) ELSE owner END,
+        session_id, owner, doc, updated_at
+      FROM tollgate_sessions`)
+    db.exec('DROP TABLE tollgate_sessions')
+    db.exec('ALTER TABLE tollgate_sessions_v4 RENAME TO tollgate_sessions')
+  })()
 }
 
 export interface SqliteStoreOptions {
@@ -149,6 +180,7 @@ function open (path: string, probe: SqlProbe | undefined): Database.Database {
     if (version > SCHEMA_VERSION) throw new Error(`the SQLite database ${path} was written by a newer Tollgate (schema ${version})`)
     db.exec(SCHEMA)
     upgradeFrom1(db)
+    upgradeFrom3(db)
     db.exec(LIST_INDEXES)
     db.pragma(`user_version = ${SCHEMA_VERSION}`)
   } catch (err) {
@@ -174,8 +206,8 @@ function prepare (db: Database.Database) {
       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
       WHERE tollgate_turns.status = 'running'`)
-  const saveSession = db.prepare(`INSERT INTO tollgate_sessions (session_id, owner, doc, updated_at) VALUES (?, ?, ?, ?)
-      ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc, updated_at = excluded.updated_at`)
+  const saveSession = db.prepare(`INSERT INTO tollgate_sessions (tenant, session_id, owner, doc, updated_at) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (tenant, session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc, updated_at = excluded.updated_at`)
   // An expired claim is taken over in place; an unexpired one is left alone (no row changes).
   const claim = db.prepare(`INSERT INTO tollgate_idempotency (owner, idem_key, turn_id, fingerprint, expires_ms) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (owner, idem_key) DO UPDATE
@@ -228,10 +260,12 @@ function prepare (db: Database.Database) {
         }
       })),
     appendEvents: db.transaction((
-      events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: ReadonlyArray<[unknown[], unknown[]]>
+      events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: ReadonlyArray<[unknown[], unknown[]]>,
+      records: ReadonlyArray<unknown[]>
     ) => {
       for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
       for (const c of checkpoints) saveCheckpoint.run(c.turn_id, c.seq, c.doc)
+      for (const turn of records) saveTurn.run(...turn)
       for (const [turn, session] of finished) saveBoth(turn, session)
     }),
     readCheckpoint: db.prepare<[string], CheckpointRow>('SELECT turn_id, seq, doc FROM tollgate_checkpoints WHERE turn_id = ?'),
@@ -239,7 +273,7 @@ function prepare (db: Database.Database) {
       (SELECT turn_id FROM tollgate_turns WHERE status = 'running')`),
     adoptTurn: db.prepare('UPDATE tollgate_turns SET instance_id = ? WHERE turn_id = ? AND status = \'running\' AND instance_id IS ?'),
     checkpoint: db.prepare<[], { busy: number, log: number, checkpointed: number }>('PRAGMA wal_checkpoint(PASSIVE)'),
-    getSession: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_sessions WHERE session_id = ?'),
+    getSession: db.prepare<[string, string], { doc: string }>('SELECT doc FROM tollgate_sessions WHERE tenant = ? AND session_id = ?'),
     getTurn: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_turns WHERE turn_id = ?'),
     // Keyset pages: strictly after the previous page's last (time, id); the first page passes FIRST_PAGE.
     listSessions: db.prepare<[string, string, string, string, number], { doc: string }>(`SELECT doc FROM tollgate_sessions
@@ -263,7 +297,7 @@ function prepare (db: Database.Database) {
 type Statements = ReturnType<typeof prepare>
 
 function sessionRow (session: SessionRecord): unknown[] {
-  return [session.session_id, session.owner, encodeDoc(session), session.updated_at]
+  return [tenantOf(session.owner), session.session_id, session.owner, encodeDoc(session), session.updated_at]
 }
 
 export class SqliteStore implements Store {
@@ -314,8 +348,8 @@ export class SqliteStore implements Store {
     return { walFrames: row?.log ?? 0, checkpointed: row?.checkpointed ?? 0 }
   }
 
-  async getSession (sessionId: string): Promise<SessionRecord | null> {
-    const row = this.stmt.getSession.get(sessionId)
+  async getSession (tenant: string, sessionId: string): Promise<SessionRecord | null> {
+    const row = this.stmt.getSession.get(tenant, sessionId)
     return row === undefined ? null : decodeSession(row.doc)
   }
 
@@ -409,9 +443,12 @@ export class SqliteStore implements Store {
   }
 
   appendEventsNow (
-    events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = [], finished: readonly FinishedTurn[] = []
+    events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = [], finished: readonly FinishedTurn[] = [],
+    records: readonly TurnRecord[] = []
   ): void {
-    this.stmt.appendEvents(events, checkpoints, finished.map((f) => [this.turnRow(f.turn), sessionRow(f.session)]))
+    this.stmt.appendEvents(
+      events, checkpoints, finished.map((f) => [this.turnRow(f.turn), sessionRow(f.session)]), records.map((turn) => this.turnRow(turn))
+    )
   }
 
   async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {

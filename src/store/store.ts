@@ -1,7 +1,9 @@
 /**
  * Store seam: sessions (history and `always` grants), turns (status, tool calls, approval
  * audit), the persisted event log, and instance leases. Records are owned by a principal;
- * callers check ownership, the store just keeps them. One Store object belongs to one gateway
+ * callers check ownership, the store just keeps them. A session is keyed by its tenant (read
+ * from its owner, core/tenancy.ts) and its id: clients choose session ids, and the same id in
+ * two tenants is two sessions. One Store object belongs to one gateway
  * instance: turns it saves are stamped with that instance's id, so other instances can tell a
  * live owner from a dead one.
  */
@@ -82,7 +84,8 @@ export interface Store {
   readonly exclusive: boolean
   /** True when what it keeps outlives the process (SQLite, PostgreSQL): turns may then resume after a restart. */
   readonly durable: boolean
-  getSession (sessionId: string): Promise<SessionRecord | null>
+  /** The session `sessionId` of `tenant`, whoever of that tenant owns it. */
+  getSession (tenant: string, sessionId: string): Promise<SessionRecord | null>
   saveSession (session: SessionRecord): Promise<void>
   getTurn (turnId: string): Promise<TurnRecord | null>
   /**
@@ -128,8 +131,13 @@ export interface Store {
   /**
    * The same, done before returning, by stores whose writes are synchronous (SQLite): an event
    * is then on disk before any client can see it, so a crash never loses an event a client saw.
+   * `finished` turns (record and session) and `records` of running turns (saved as saveTurn
+   * would: an approval's wait or decision) are written in the same transaction, after the events.
    */
-  appendEventsNow?: (events: readonly BusEnvelope[], checkpoints?: readonly CheckpointRow[], finished?: readonly FinishedTurn[]) => void
+  appendEventsNow?: (
+    events: readonly BusEnvelope[], checkpoints?: readonly CheckpointRow[], finished?: readonly FinishedTurn[],
+    records?: readonly TurnRecord[]
+  ) => void
   /** The turn's latest checkpoint, if it has one. */
   readCheckpoint (turnId: string): Promise<CheckpointRow | null>
   /** Forgets the checkpoints of turns that are no longer running. */

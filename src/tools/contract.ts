@@ -5,7 +5,9 @@
 import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { Logger } from 'pino'
-import type { SandboxIdentity } from './builtin/sandbox-identity.js'
+import { fail, type ToolResult } from './result.js'
+
+export { fail, ok, type ToolResult } from './result.js'
 
 // ajv-formats ships CJS with a default export; under NodeNext the callable sits on `.default`.
 type AddFormats = (ajv: Ajv) => Ajv
@@ -27,14 +29,6 @@ export interface ToolAttribution {
  * processes, remote state). A read-only risk profile runs `read` calls only.
  */
 export type ToolEffect = 'read' | 'write'
-
-export interface ToolResult {
-  success: boolean
-  output: string
-  error?: string | null
-  /** Structured output; never shown to the model. */
-  data?: unknown
-}
 
 /**
  * The deferred MCP tools of a running turn, as `tool_search` sees them: the stubs it may fetch
@@ -62,6 +56,12 @@ export interface ToolProgress {
   message?: string
 }
 
+/** A user and group to act as: the owner of a workspace whose sandbox runs as another user than the gateway. */
+export interface FileOwner {
+  uid: number
+  gid: number
+}
+
 export interface ToolContext {
   /** Fires when the turn is cancelled; tools must stop promptly. */
   signal: AbortSignal
@@ -76,11 +76,11 @@ export interface ToolContext {
    */
   workspaceDir: string
   /**
-   * Who the call acts as on the machine: the uid/gid its tenant's commands run as and its files
-   * belong to (null: the gateway's own user), and the tenant's cgroup. Made on first read, like
-   * `workspaceDir`; the same for every call of a tenant.
+   * Who the workspace belongs to when that is not the gateway's own user (a root gateway whose
+   * sandbox runs as another uid): file operations in it run as this user, never as root. Null:
+   * the gateway's user acts itself. Given per turn, from the turn's tenant.
    */
-  sandboxIdentity: SandboxIdentity
+  workspaceOwner: FileOwner | null
   /** Whether a sandboxed process this call starts may reach the network (the risk profile's `shell_network`). */
   network: boolean
   /** Set only for tools defined with `turnScoped: true`. */
@@ -207,14 +207,6 @@ export function callEffect (tool: Tool, args: Record<string, unknown>): ToolEffe
   } catch {
     return 'write'
   }
-}
-
-export function ok (output: string, data?: unknown): ToolResult {
-  return data === undefined ? { success: true, output, error: null } : { success: true, output, error: null, data }
-}
-
-export function fail (error: string, output = ''): ToolResult {
-  return { success: false, output, error }
 }
 
 /** What turn assembly needs from MCP: the current wrappers of some servers. */

@@ -21,16 +21,25 @@ export interface FollowOptions {
   onEnd?: () => void
 }
 
-/** Delivers each event once, in seq order after `afterSeq`, and tells `onEnd` after the terminal one. */
+/**
+ * Delivers each event once, in seq order after `afterSeq`, and tells `onEnd` after the terminal
+ * one. A terminal event at or before `afterSeq` is not delivered (the client says it has it) but
+ * still ends the follow: a resume point at or past the turn's end must not outlive the turn.
+ */
 function passer (options: Pick<FollowOptions, 'afterSeq' | 'deliver' | 'onEnd'>): { pass: (envelope: BusEnvelope) => void, lastSeq: () => number } {
   let lastSeq = options.afterSeq
   let ended = false
   return {
     pass: (envelope) => {
-      if (ended || envelope.seq <= lastSeq) return
-      lastSeq = envelope.seq
-      options.deliver(envelope)
-      if (TERMINAL_EVENT_KINDS.has(envelope.event.kind)) {
+      if (ended) return
+      const terminal = TERMINAL_EVENT_KINDS.has(envelope.event.kind)
+      if (envelope.seq > lastSeq) {
+        lastSeq = envelope.seq
+        options.deliver(envelope)
+      } else if (!terminal) {
+        return
+      }
+      if (terminal) {
         ended = true
         options.onEnd?.()
       }
@@ -57,8 +66,12 @@ export async function followTurn (options: FollowOptions): Promise<FollowResult>
     if (held !== null) held.push(envelope)
     else pass(envelope)
   })
-  const replay = await bus.replay(turnId, options.afterSeq, options.knownLastSeq)
-  if (replay.kind === 'gap' || (replay.kind === 'unknown' && options.knownLastSeq > options.afterSeq)) {
+  // A resume point past the turn's last known seq replays from that seq instead: a terminal
+  // event published since it was known (before the subscription) is then seen, and ends the
+  // follow, instead of being missed by both the replay and the subscription.
+  const from = Math.min(options.afterSeq, options.knownLastSeq)
+  const replay = await bus.replay(turnId, from, options.knownLastSeq)
+  if (replay.kind === 'gap' || (replay.kind === 'unknown' && options.knownLastSeq > from)) {
     unsubscribe()
     return { kind: 'gap', firstSeq: replay.kind === 'gap' ? replay.firstSeq : options.knownLastSeq + 1 }
   }

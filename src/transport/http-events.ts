@@ -8,22 +8,28 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Gateway } from '../app/gateway.js'
 import { principalOf } from '../auth/http.js'
 import { hasScope, principalKey } from '../auth/principal.js'
+import { wireEnvelope } from '../core/envelope.js'
 import { TollgateError } from '../core/errors.js'
 import { streamTurnEvents } from './sse.js'
 
-const LAST_EVENT_ID = /^(0|[1-9][0-9]{0,14})$/
+const LAST_EVENT_ID = /^(0|[1-9][0-9]{0,15})$/
 
 /** Whether the client asked for server-sent events. */
 export function wantsEventStream (request: FastifyRequest): boolean {
   return String(request.headers.accept ?? '').includes('text/event-stream')
 }
 
-/** Where a stream resumes: the `Last-Event-ID` header, which is newer than the URL's `after_seq`, else `after_seq`. */
+/**
+ * Where a stream resumes: the `Last-Event-ID` header, which is newer than the URL's `after_seq`,
+ * else `after_seq` (bounded by its schema, EventCursor). The header gets the same bounds: a
+ * decimal integer from 0 to 2^53 - 1, so the seq compared with the log is the one the client sent.
+ */
 function resumePoint (request: FastifyRequest): number {
   const header = request.headers['last-event-id']
   if (typeof header === 'string' && header !== '') {
-    if (!LAST_EVENT_ID.test(header)) throw new TollgateError('INVALID_REQUEST', 'Last-Event-ID must be the seq of an event of this turn')
-    return Number(header)
+    const seq = LAST_EVENT_ID.test(header) ? Number(header) : Number.NaN
+    if (!Number.isSafeInteger(seq)) throw new TollgateError('INVALID_REQUEST', { detail: 'Last-Event-ID must be the seq of an event of this turn (an integer from 0 to 2^53 - 1)' })
+    return seq
   }
   return (request.query as { after_seq?: number }).after_seq ?? 0
 }
@@ -38,7 +44,7 @@ export async function turnEventsOverHttp (gateway: Gateway, request: FastifyRequ
     if (replay.kind === 'gap' || (replay.kind === 'unknown' && turn.last_seq > afterSeq)) {
       throw new TollgateError('REPLAY_GAP')
     }
-    const events = replay.kind === 'events' ? replay.events.map(({ session_id: _s, ...e }) => e) : []
+    const events = replay.kind === 'events' ? replay.events.map(wireEnvelope) : []
     return { turn_id: turn.turn_id, status: turn.status, events }
   }
   const turn = await turns.get(principal, id)

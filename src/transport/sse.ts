@@ -11,6 +11,7 @@ import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { Gateway } from '../app/gateway.js'
 import type { BusEnvelope } from '../bus/bus.js'
+import { wireEnvelope } from '../core/envelope.js'
 import { TollgateError } from '../core/errors.js'
 import { followFromStart, followTurn } from './follow.js'
 import { isSlowConsumer, logSlowConsumer } from './slow-consumer.js'
@@ -26,8 +27,7 @@ export interface StreamOptions {
 }
 
 function frame (envelope: BusEnvelope): string {
-  const { session_id: _s, ...wire } = envelope
-  return `id: ${envelope.seq}\nevent: ${envelope.event.kind}\ndata: ${JSON.stringify(wire)}\n\n`
+  return `id: ${envelope.seq}\nevent: ${envelope.event.kind}\ndata: ${JSON.stringify(wireEnvelope(envelope))}\n\n`
 }
 
 /** One turn's event stream over a hijacked response: headers once, then frames, then the end. */
@@ -104,6 +104,10 @@ class TurnStream {
       return
     }
     for (const envelope of waiting) this.write(envelope)
+    // Node holds the headers until the first body bytes. A stream resuming at the turn's last seq
+    // (or past it) has nothing to write yet: the client would see no answer until an event or
+    // the first keep-alive comment, so the headers go out on their own.
+    if (waiting.length === 0) raw.flushHeaders()
     if (this.ended) {
       this.close()
       return

@@ -135,7 +135,7 @@ export class SocketSession {
     await this.gateway.turns.session(this.principal, sessionId)
     this.reserve(key)
     this.connection.sessions.add(sessionId)
-    const unsubscribe = this.gateway.bus.subscribeSession(sessionId, (e) => {
+    const unsubscribe = this.gateway.bus.subscribeSession(this.principal.tenant, sessionId, (e) => {
       if (this.followsTurn(e.turn_id)) return
       this.sendEvent(e)
     })

@@ -10,13 +10,13 @@ import type { TurnEvent } from '../../schemas/events.js'
 import type { SessionGrants } from '../approval/grants.js'
 import { ApprovalManager } from '../approval/policy.js'
 import type { ApprovalChannel } from '../approval/decision.js'
+import type { JsonBounds } from '../core/json/bounds.js'
 import { ownEntry } from '../core/json/own.js'
 import { TollgateError } from '../core/errors.js'
 import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ChatUsage, ModelProvider } from '../providers/types.js'
 import type { DeferredTools } from '../tools/scope/deferred.js'
-import type { McpToolSource, TurnHandle } from '../tools/contract.js'
-import type { SandboxIdentity } from '../tools/builtin/sandbox-identity.js'
+import type { FileOwner, McpToolSource, TurnHandle } from '../tools/contract.js'
 import { mcpOffer } from '../tools/scope/offer.js'
 import type { ActivatedToolSet } from '../tools/scope/activated.js'
 import type { ToolCatalog } from '../tools/catalog.js'
@@ -46,6 +46,8 @@ export interface RuntimeKnobs {
   /** No operator connected: `wait` for one (REST, a later subscriber) or `deny` at once. */
   onNoBackchannel: 'wait' | 'deny'
   toolProgress: ProgressLimits
+  /** How deep and long a call's arguments may be (parsing refuses a call past them). */
+  argumentBounds: JsonBounds
 }
 
 export interface ReceiptInput {
@@ -90,8 +92,8 @@ export interface ResolvedAgentExecution {
    * file-system call.
    */
   workspaceDir: () => string
-  /** Who the turn's tool processes run as (its tenant's uid and cgroup), looked up when a tool first asks. */
-  sandboxIdentity: () => SandboxIdentity
+  /** Who that workspace belongs to (the tenant's sandbox user), when not the gateway's user. */
+  workspaceOwner: FileOwner | null
   /** The risk profile's `shell_network`: sandboxed commands may reach the network. */
   shellNetwork: boolean
 }
@@ -182,8 +184,8 @@ export interface ResolveOptions {
   message?: string
   /** The workspace folder of the turn's principal (and session), created on the first call. */
   workspaceDir: () => string
-  /** Who the turn's tool processes run as: its principal's tenant's identity. */
-  sandboxIdentity: () => SandboxIdentity
+  /** Who the tenant's workspace belongs to; null: the gateway's own user. */
+  workspaceOwner: FileOwner | null
   /** The turn request's `approval_timeout_ms`, if it gave one. */
   approvalTimeoutMs?: number
 }
@@ -242,7 +244,8 @@ export function resolveKnobs (
       maxPerSecond: config.turns.tool_progress.max_events_per_second,
       maxPerCall: config.turns.tool_progress.max_events_per_call,
       maxMessageBytes: config.turns.tool_progress.max_message_bytes
-    }
+    },
+    argumentBounds: { maxDepth: config.turns.tool_arguments.max_depth, maxChars: config.turns.tool_arguments.max_chars }
   }
 }
 
@@ -280,7 +283,7 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
         },
     delegateDepth: 0,
     workspaceDir: options.workspaceDir,
-    sandboxIdentity: options.sandboxIdentity,
+    workspaceOwner: options.workspaceOwner,
     shellNetwork: risk.shell_network
   }
 }

@@ -60,13 +60,11 @@ function settlePrefilled (exec: ResolvedAgentExecution, state: TurnState, slot: 
 
 /**
  * Made on first use: most calls log nothing (a child logger serialises its bindings at once), and
- * only tools that touch files or start processes need the workspace folder (looked up once per
- * turn) or the tenant's sandbox identity.
+ * only tools that touch files need the workspace folder (looked up once per turn).
  */
-const withCallInputs = lazyProperties<{ exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot }, Pick<ToolContext, 'log' | 'workspaceDir' | 'sandboxIdentity'>>({
+const withCallInputs = lazyProperties<{ exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot }, Pick<ToolContext, 'log' | 'workspaceDir'>>({
   log: ({ state, slot }) => state.log.child({ tool: slot.name, call_id: slot.callId }),
-  workspaceDir: ({ exec }) => exec.workspaceDir(),
-  sandboxIdentity: ({ exec }) => exec.sandboxIdentity()
+  workspaceDir: ({ exec }) => exec.workspaceDir()
 })
 
 async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot: ToolSlot): Promise<void> {
@@ -111,6 +109,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       turnId: state.turnId,
       sessionId: state.sessionId,
       callId: slot.callId,
+      workspaceOwner: exec.workspaceOwner,
       network: exec.shellNetwork,
       progress: progress.report,
       ...(tool.turnScoped === true ? { turn: turnScope(exec, state) } : {})

@@ -57,12 +57,23 @@ function cancelled (state: TurnState): TurnOutcome {
   return { status: 'cancelled', reason: reason instanceof CancelReason ? reason.reason : 'cancelled' }
 }
 
-/** Streams visible text as it arrives, minus reasoning blocks. */
-function liveText (state: TurnState): (text: string) => void {
+/** Visible text streamed as it arrives, minus reasoning blocks; `shown` says whether any went out. */
+interface LiveText {
+  push: (text: string) => void
+  shown: () => boolean
+}
+
+function liveText (state: TurnState): LiveText {
   const filter = createThinkFilter()
-  return (text) => {
-    const visible = filter.push(text)
-    if (visible !== '') state.emit({ kind: 'text.delta', text: visible })
+  let shown = false
+  return {
+    push: (text) => {
+      const visible = filter.push(text)
+      if (visible === '') return
+      shown = true
+      state.emit({ kind: 'text.delta', text: visible })
+    },
+    shown: () => shown
   }
 }
 
@@ -83,7 +94,7 @@ function errorType (err: unknown): string {
 }
 
 async function callModel (
-  exec: ResolvedAgentExecution, state: TurnState, request: ReturnType<typeof buildIterationRequest>, live: boolean
+  exec: ResolvedAgentExecution, state: TurnState, request: ReturnType<typeof buildIterationRequest>, live: LiveText | null
 ): Promise<ChatResponse> {
   const { provider, model } = exec.model
   const correlation = correlationOf(exec, state)
@@ -102,7 +113,7 @@ async function callModel (
       ...(exec.model.temperature === undefined ? {} : { temperature: exec.model.temperature })
     }, {
       signal: state.signal,
-      ...(live ? { onTextDelta: liveText(state) } : {}),
+      ...(live === null ? {} : { onTextDelta: live.push }),
       onRetry: (retry) => { state.log.warn({ provider: provider.name, model, ...retry }, 'retrying the model call') }
     })
     state.recordCallUsage(response.usage)
@@ -155,10 +166,12 @@ async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor:
   const request = buildIterationRequest(exec, state.history, state.systemNotes)
   // Native providers stream visible text live; text-protocol output would leak call payloads,
   // so it is shown only after parsing.
-  const response = await callModel(exec, state, request, request.useNative)
+  const live = request.useNative ? liveText(state) : null
+  const response = await callModel(exec, state, request, live)
   const parsed = parseResponse(response, {
     advertised: new Set(request.specs.map((s) => s.name)),
-    strict: exec.knobs.strictToolParsing
+    strict: exec.knobs.strictToolParsing,
+    bounds: exec.knobs.argumentBounds
   })
 
   if (parsed.parseIssue) {
@@ -174,7 +187,9 @@ async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor:
   if (isSemanticallyEmpty(parsed)) {
     return { kind: 'end', outcome: { status: 'failed', code: 'EMPTY_COMPLETION', message: 'the model returned neither text nor tool calls' } }
   }
-  if (!request.useNative && parsed.displayText !== '') state.emit({ kind: 'text.delta', text: parsed.displayText })
+  // A provider that answered in one piece (`stream = false`, or a server that ignores the request
+  // to stream) streamed nothing: its text goes out whole, as text-protocol text does.
+  if (live?.shown() !== true && parsed.displayText !== '') state.emit({ kind: 'text.delta', text: parsed.displayText })
 
   if (parsed.calls.length === 0) {
     state.history.push({ role: 'assistant', content: response.text })
@@ -253,7 +268,7 @@ async function maxIterationExit (exec: ResolvedAgentExecution, state: TurnState)
   state.history.push({ role: 'user', content: MAX_ITERATIONS_PROMPT })
   let response: ChatResponse
   try {
-    response = await callModel(exec, state, buildIterationRequest(exec, state.history, state.systemNotes, false), false)
+    response = await callModel(exec, state, buildIterationRequest(exec, state.history, state.systemNotes, false), null)
   } catch (err) {
     state.history.pop()
     if (state.signal.aborted) return cancelled(state)

@@ -1,8 +1,11 @@
 /**
  * Tool-call parsing: native and text-protocol calls normalised into one ParsedCall shape, with the
  * provider's call id when there is one. Malformed arguments are carried as an error, never
- * silently replaced by `{}`: the model gets an error result it can correct.
+ * silently replaced by `{}`: the model gets an error result it can correct. So are arguments
+ * past the configured depth and length: nothing after parsing (checkpoints, events, signatures,
+ * scrubbing) has to survive a value nested thousands of levels deep.
  */
+import { exceededBound, type JsonBounds } from '../core/json/bounds.js'
 import type { ChatResponse, ChatToolCall } from '../providers/types.js'
 import {
   detectToolProtocolIssue, mayHoldToolProtocol, parseTextToolCalls, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks
@@ -33,6 +36,14 @@ export interface ParseOptions {
   /** Names advertised this iteration (exact); empty when no tools were offered. */
   advertised: ReadonlySet<string>
   strict: boolean
+  bounds: JsonBounds
+}
+
+/** The call's arguments, or none and why, when they exceed the bounds. */
+function bounded (args: Pick<ParsedCall, 'arguments' | 'argumentsError'>, bounds: JsonBounds): Pick<ParsedCall, 'arguments' | 'argumentsError'> {
+  if (args.argumentsError !== undefined) return args
+  const exceeded = exceededBound(args.arguments, bounds)
+  return exceeded === null ? args : { arguments: {}, argumentsError: `arguments ${exceeded}` }
 }
 
 function parseNativeArguments (call: ChatToolCall): Pick<ParsedCall, 'arguments' | 'argumentsError'> {
@@ -58,7 +69,7 @@ export function parseResponse (response: ChatResponse, options: ParseOptions): P
   // calling something it was never offered.
   if (haveTools && response.toolCalls.length > 0) {
     const calls = response.toolCalls.map((c): ParsedCall => {
-      const parsed = parseNativeArguments(c)
+      const parsed = bounded(parseNativeArguments(c), options.bounds)
       const call: ParsedCall = { name: c.name.trim(), arguments: parsed.arguments, providerCallId: c.id === '' ? null : c.id, rawArguments: c.arguments }
       if (parsed.argumentsError !== undefined) call.argumentsError = parsed.argumentsError
       return call
@@ -77,8 +88,9 @@ export function parseResponse (response: ChatResponse, options: ParseOptions): P
     const calls = parsed.calls.flatMap((c): ParsedCall[] => {
       const name = lowerAdvertised.get(c.name.toLowerCase())
       if (name === undefined) return []
-      const call: ParsedCall = { name, arguments: c.arguments, providerCallId: c.id }
-      if (c.argumentsError !== undefined) call.argumentsError = c.argumentsError
+      const args = bounded(c, options.bounds)
+      const call: ParsedCall = { name, arguments: args.arguments, providerCallId: c.id }
+      if (args.argumentsError !== undefined) call.argumentsError = args.argumentsError
       return [call]
     })
     if (calls.length > 0) {

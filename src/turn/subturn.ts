@@ -114,7 +114,7 @@ export function deriveSubTurn (
     delegateDepth: depth,
     // The sub-turn acts for the same principal, under the parent's policy.
     workspaceDir: parent.workspaceDir,
-    sandboxIdentity: parent.sandboxIdentity,
+    workspaceOwner: parent.workspaceOwner,
     shellNetwork: parent.shellNetwork
   }
 

@@ -137,8 +137,8 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
   })
   const provider = new ScriptedProvider(options.nativeTools ?? true)
   const probes = createProbes()
-  const { catalog, workspaces, close } = await buildCatalog(config, [...probes.tools, ...options.tools ?? []], quiet)
-  t.after(close)
+  const { catalog, workspaces, closeSandbox } = await buildCatalog(config, [...probes.tools, ...options.tools ?? []], quiet)
+  t.after(closeSandbox)
   // Tools act in the tenant's folder below the root, as they do for a turn the service starts.
   const workspaceDir = workspaces.dirFor(LOCAL_PRINCIPAL.tenant, 'ses_engine')
   const observed: ObserverEvent[] = []
@@ -153,7 +153,7 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
     grants: new SessionGrants([]),
     channel: 'engine',
     workspaceDir: () => workspaceDir,
-    sandboxIdentity: () => workspaces.identityFor(LOCAL_PRINCIPAL.tenant)
+    workspaceOwner: workspaces.ownerFor(LOCAL_PRINCIPAL.tenant)
   })
   const { runtime } = resolveAgent(config, 'default')
   const controller = new AbortController()

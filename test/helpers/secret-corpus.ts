@@ -62,6 +62,14 @@ function opensshKey (): string {
 
 let keys: ReturnType<typeof generatedKeys> | null = null
 
+/** 40 characters of base64 with a digit and both cases, as AWS issues them (a draw without one is rare; redraw it). */
+function awsSecretKey (): string {
+  for (;;) {
+    const key = pick(B64, 40)
+    if (/[0-9]/.test(key) && /[A-Z]/.test(key) && /[a-z]/.test(key)) return key
+  }
+}
+
 function jwt (): string {
   const header = b64url({ alg: 'HS256', typ: 'JWT' })
   const payload = b64url({ sub: `user-${pick(DIGITS, 6)}`, tenant: 'acme', exp: 1_900_000_000 })
@@ -112,6 +120,19 @@ export function secretCorpus (): CorpusSecret[] {
   const clientSecret = pick(ALNUM + '~._-', 34)
   const npm = pick(ALNUM, 36)
   const gitlab = pick(ALNUM + '_-', 20)
+  const awsPairedId = `AKIA${pick(UPPER + DIGITS, 16)}`
+  const awsBare = awsSecretKey()
+  const awsCli = awsSecretKey()
+  const gitlabRunner = pick(ALNUM + '_-', 20)
+  const groq = pick(ALNUM, 52)
+  const xai = pick(ALNUM, 80)
+  const replicate = pick(ALNUM, 37)
+  const shopify = pick(HEX, 32)
+  const vault = pick(B64URL, 91)
+  const age = pick('QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L', 58)
+  const grafana = `${pick(ALNUM, 32)}_${pick(HEX, 8)}`
+  const sentry = pick(HEX, 64)
+  const azure = `${pick(B64, 86)}==`
   return [
     s('AWS access key id', `aws_access_key_id = ${awsId}`, awsId.slice(4)),
     s('AWS temporary access key id', `"AccessKeyId": "${awsTemporaryId}"`, awsTemporaryId.slice(4)),
@@ -152,7 +173,19 @@ export function secretCorpus (): CorpusSecret[] {
     s('environment password', `DB_PASSWORD='${dbPassword}'`, dbPassword),
     s('OAuth client secret', `client_secret: ${clientSecret}`, clientSecret),
     s('npm token', `//registry.npmjs.org/:_authToken=npm_${npm}`, npm),
-    s('GitLab token', `PRIVATE-TOKEN: glpat-${gitlab}`, gitlab)
+    s('GitLab token', `PRIVATE-TOKEN: glpat-${gitlab}`, gitlab),
+    s('AWS secret key, bare beside its key id', `Access key ID,Secret access key\n${awsPairedId},${awsBare}`, awsBare),
+    s('AWS secret key, CLI form', `aws configure set aws_secret_access_key ${awsCli}`, awsCli),
+    s('GitLab runner token', `runner glrt-${gitlabRunner}`, gitlabRunner),
+    s('Groq key', `groq gsk_${groq}`, groq),
+    s('xAI key', `xai xai-${xai}`, xai),
+    s('Replicate token', `replicate r8_${replicate}`, replicate),
+    s('Shopify access token', `shopify shpat_${shopify}`, shopify),
+    s('Vault token', `vault hvs.${vault}`, vault),
+    s('age secret key', `# key\nAGE-SECRET-KEY-1${age}`, age),
+    s('Grafana service-account token', `grafana glsa_${grafana}`, grafana),
+    s('Sentry user token', `sentry sntryu_${sentry}`, sentry),
+    s('Azure storage account key', `DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=${azure};EndpointSuffix=core.windows.net`, azure)
   ]
 }
 
@@ -195,7 +228,11 @@ export const NEAR_MISSES: readonly NearMiss[] = Object.freeze([
   { name: 'npm config variable', text: 'npm_config_cache=/tmp/npm' },
   { name: 'hex colour and numbers', text: 'color #ff8800, 1234567890, 0xdeadbeef' },
   { name: 'authority setting', text: 'authority=https://login.example.com/common' },
-  { name: 'lorem ipsum', text: 'Lorem ipsum dolor sit amet, consectetur adipiscing elit.' }
+  { name: 'lorem ipsum', text: 'Lorem ipsum dolor sit amet, consectetur adipiscing elit.' },
+  { name: 'GitLab and Groq prefixes alone', text: 'runner tokens begin with glrt- and Groq keys with gsk_' },
+  { name: 'AWS secret key setting without a value', text: 'aws_secret_access_key is read from ~/.aws/credentials' },
+  { name: 'git SHA beside an AWS key id in the same text', text: 'commit 0beec7b5ea3f0fdbc95d0dd47f3c5bc275da8a33 in the AKIA rotation notes' },
+  { name: 'base64 longer than a secret key', text: 'blob: YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXpBQkNERUZHSElKS0xN' }
 ])
 
 /** One text holding every corpus secret and every near-miss, one per line (PEM blocks span lines). */

@@ -41,7 +41,7 @@ test('an HttpAgent run in custom approval mode gets the approval as a CUSTOM eve
   })
   assert.deepEqual(answers, [200])
   assert.deepEqual(types(events), [
-    'RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END',
+    'RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END',
     'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'CUSTOM:tollgate.approval.requested', 'CUSTOM:tollgate.approval.resolved',
     'TOOL_CALL_RESULT', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED'
   ])
@@ -90,7 +90,7 @@ test('an approval interrupts the AG-UI run; the next run resumes the same turn w
   })
   assert.deepEqual(types(resumed), [
     'RUN_STARTED', 'CUSTOM:tollgate.approval.resolved', 'TOOL_CALL_RESULT',
-    'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED'
+    'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED'
   ])
   assert.equal((resumed[2] as unknown as { content: string }).content, 'done y')
   assert.equal(result.result, 'Finished.')

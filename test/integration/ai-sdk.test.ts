@@ -49,7 +49,7 @@ test('DefaultChatTransport and readUIMessageStream: an approval request ends the
   const first = recorded(await chat.sendMessages({ chatId: 'chat-1', messages: [userMessage('check x')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined }))
   const assistant = await lastMessage(first.stream)
   assert.deepEqual(first.chunks.map((c) => c.type), [
-    'start', 'start-step', 'text-start', 'text-delta', 'text-delta', 'text-end',
+    'start', 'start-step', 'text-start', 'text-delta', 'text-end',
     'tool-input-start', 'tool-input-available', 'tool-approval-request', 'data-tollgate-approval', 'finish-step', 'finish'
   ])
   const turnId = assistant.id
@@ -132,6 +132,21 @@ test('Chat from ai: addToolApprovalResponse denying the call sends the follow-up
   assert.equal(probes.runs.length, 0)
   const turn = await finishedTurn(g, final.id)
   assert.deepEqual([turn.approvals[0].decision, turn.approvals[0].channel, turn.tool_calls[0].status], ['no', 'ai-sdk', 'denied'])
+})
+
+test('a chat whose provider answers without streaming gets every text of the turn, before and after its tool call', async (t) => {
+  const { g } = await startProbeGateway(t, { providers: { fake: { stream: false } } })
+  g.provider.enqueue({ text: 'Let me check.', toolCalls: [{ id: 'c1', name: 'probe', arguments: { label: 'a' } }] }, { text: 'It says done a.' })
+  const { stream, chunks } = recorded(await transport(g.url).sendMessages({
+    chatId: 'chat-plain', messages: [userMessage('check a')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined
+  }))
+  const message = await lastMessage(stream)
+  assert.equal(g.provider.requests[0]?.body.stream, false, 'the provider was asked for one whole answer')
+  assert.deepEqual(message.parts.filter((p) => p.type === 'text').map((p) => p.type === 'text' ? p.text : ''), ['Let me check.', 'It says done a.'])
+  assert.deepEqual(chunks.map((c) => c.type), [
+    'start', 'start-step', 'text-start', 'text-delta', 'text-delta', 'text-end', 'tool-input-start', 'tool-input-available', 'tool-output-available',
+    'finish-step', 'start-step', 'text-start', 'text-delta', 'text-delta', 'text-end', 'finish-step', 'finish'
+  ], 'each text in two pieces: the last word waits for the scrubber to know it is whole')
 })
 
 test('a failing turn ends the UI message stream with an error chunk', async (t) => {

@@ -67,3 +67,20 @@ test('a multi-line command shows each line break to the approver', async (t) => 
   const { requested } = await askAndDeny(g, 'echo hi\ntouch PWN_LINE')
   assert.deepEqual(display(requested), [{ name: 'command', value: 'echo hi⏎\ntouch PWN_LINE' }])
 })
+
+test('the approver sees which path a command deletes when the path was assigned to a credential-named variable', async (t) => {
+  const { g } = await startProbeGateway(t)
+  const command = 'password=/srv/important-data; rm -rf "$password"'
+  const { requested } = await askAndDeny(g, command)
+  assert.deepEqual(display(requested), [{ name: 'command', value: command }])
+})
+
+test('the approver sees a credential assigned in a command as a reference, every word around it shown, and the log never has it', async (t) => {
+  const logs = captureLogs('info')
+  const { g } = await startProbeGateway(t, {}, { logger: logs.logger })
+  const { turnId, requested } = await askAndDeny(g, 'password=Xk9mQ2pL7vR4tW8s; mysql -p"$password" shop')
+  assert.deepEqual(display(requested), [{ name: 'command', value: 'password=‹••••›; mysql -p"$password" shop' }])
+  const turn = await g.http('GET', `/v1/turns/${turnId}`)
+  assert.ok(!JSON.stringify(turn.body).includes('Xk9mQ2pL7vR4tW8s'), 'the turn record has it masked')
+  assert.ok(!logs.text().includes('Xk9mQ2pL7vR4tW8s'), 'no log line has it')
+})

@@ -1,6 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { startGateway, type TestGateway, type TestSocket } from '../helpers/gateway.js'
+import type { EventEnvelope } from '../../schemas/events.js'
+import { requestIdOf, startGateway, type TestGateway, type TestSocket } from '../helpers/gateway.js'
 import { captureLogs, type LogCapture } from '../helpers/log-capture.js'
 import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
@@ -131,9 +132,11 @@ test('several decisions in one turn are all audited, in the order they were made
   s.g.provider.enqueue({ toolCalls: [risky, { id: 'c2', name: 'risky', arguments: { label: 'y' } }] }, { text: 'ok' })
   const ws = await s.g.socket()
   const accepted = await ws.request({ type: 'turn.start', message: 'go' })
-  for (const decision of ['no', 'yes']) {
-    const asked = await ws.next((f) => f.type === 'event' && f.event.kind === 'approval.requested')
-    await ws.request({ type: 'approval.respond', request_id: asked.event.request_id, decision })
+  // An answer is acknowledged once its decision is stored: the next request may have come before.
+  const asked = (): EventEnvelope[] => ws.events(accepted.turn_id).filter((e) => e.event.kind === 'approval.requested')
+  for (const [n, decision] of ['no', 'yes'].entries()) {
+    await ws.waitForEvent(accepted.turn_id, () => asked().length > n)
+    await ws.request({ type: 'approval.respond', request_id: requestIdOf(asked()[n] as EventEnvelope), decision })
   }
   await ws.waitForTerminal(accepted.turn_id)
   const turn = await s.g.http('GET', `/v1/turns/${accepted.turn_id}`)

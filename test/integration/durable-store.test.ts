@@ -60,7 +60,7 @@ function turn (over: Partial<TurnRecord> = {}): TurnRecord {
 }
 
 function envelope (seq: number): BusEnvelope {
-  return { turn_id: 'turn_1', session_id: 'ses_1', seq, ts: new Date().toISOString(), event: { kind: 'iteration', n: seq } }
+  return { turn_id: 'turn_1', session_id: 'ses_1', tenant: 'local', seq, ts: new Date().toISOString(), event: { kind: 'iteration', n: seq } }
 }
 
 for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
@@ -106,7 +106,7 @@ test('postgres: two instances taking over one dead instance\'s turn: exactly one
   assert.equal((await dead.runningTurns())[0]?.instanceId, won[0] === true ? 'inst-b' : 'inst-c')
 })
 
-test('sqlite: a schema-2 database gains the checkpoints table and is marked schema 3', async (t) => {
+test('sqlite: a schema-2 database gains the checkpoints table and is marked with the current schema (4)', async (t) => {
   const defer = deferrer(t)
   const path = await sqlitePath(defer)
   mkdirSync(dirname(path), { recursive: true })
@@ -119,6 +119,6 @@ test('sqlite: a schema-2 database gains the checkpoints table and is marked sche
   assert.equal((await store.readCheckpoint('turn_1'))?.seq, 1)
   await store.close()
   const reopened = new Database(path, { readonly: true })
-  assert.equal(reopened.pragma('user_version', { simple: true }), 3)
+  assert.equal(reopened.pragma('user_version', { simple: true }), 4)
   reopened.close()
 })

@@ -247,3 +247,63 @@ test('a POST stream starts with turn.started and has every event once; repeating
   assert.deepEqual(again.events().map((f) => Number(f.id)), seqs)
   assert.deepEqual(again.events().map((f) => f.event), first.events().map((f) => f.event))
 })
+
+test('a stream resuming past the running turn\'s last seq answers its headers before any event and ends when the turn does', { timeout: 10_000 }, async (t) => {
+  // Keep-alive comments off: before the fix the headers waited for the first body bytes, which never came.
+  const { g } = await startProbeGateway(t, { server: { sse_keepalive_ms: 0 } })
+  g.provider.enqueue({ toolCalls: [risky] }, { text: 'all done' })
+  const started = await startTurn(g, { message: 'go' })
+  await until(async () => (await g.http('GET', '/v1/approvals?status=pending')).body.items.length === 1, 'the approval request')
+  const ahead = await openStream(g, 'GET', `/v1/turns/${started.turn_id}/events`, { lastEventId: '999999999' })
+  assert.equal((await g.http('GET', `/v1/turns/${started.turn_id}`)).body.status, 'running', 'the headers came while the turn was still waiting')
+  assert.deepEqual(ahead.frames, [])
+
+  const requestId = (await g.http('GET', '/v1/approvals?status=pending')).body.items[0].request_id
+  assert.equal((await g.http('POST', `/v1/approvals/${requestId as string}`, { decision: 'yes' })).status, 200)
+  await ahead.ended()
+  assert.equal((await finishedTurn(g, started.turn_id)).status, 'completed')
+  assert.deepEqual(ahead.frames, [], 'nothing after seq 999999999 exists, so nothing was sent')
+})
+
+test('a stream resuming at the running turn\'s last seq answers its headers at once and gets every later event', { timeout: 10_000 }, async (t) => {
+  const { g } = await startProbeGateway(t, { server: { sse_keepalive_ms: 0 } })
+  g.provider.enqueue({ toolCalls: [risky] }, { text: 'all done' })
+  const started = await startTurn(g, { message: 'go' })
+  await until(async () => (await g.http('GET', '/v1/approvals?status=pending')).body.items.length === 1, 'the approval request')
+  const { last_seq: lastSeq } = (await g.http('GET', `/v1/turns/${started.turn_id}`)).body as { last_seq: number }
+  const tail = await openStream(g, 'GET', `/v1/turns/${started.turn_id}/events?after_seq=${lastSeq}`)
+  assert.deepEqual(tail.frames, [])
+
+  const requestId = (await g.http('GET', '/v1/approvals?status=pending')).body.items[0].request_id
+  assert.equal((await g.http('POST', `/v1/approvals/${requestId as string}`, { decision: 'yes' })).status, 200)
+  await tail.ended()
+  const turn = await finishedTurn(g, started.turn_id)
+  assert.deepEqual(tail.events().map((f) => Number(f.id)), Array.from({ length: turn.last_seq - lastSeq }, (_, i) => lastSeq + 1 + i))
+  assert.equal(tail.events()[0]?.event, 'approval.resolved')
+  assert.equal(tail.events().at(-1)?.event, 'turn.completed')
+})
+
+test('an event cursor that is not an exact seq is refused with 400 INVALID_REQUEST on the JSON page and the stream', async (t) => {
+  const { g } = await startProbeGateway(t)
+  g.provider.enqueue({ text: 'hello' })
+  const { turn_id: turnId } = await startTurn(g, { message: 'go' })
+  await finishedTurn(g, turnId)
+  const path = `/v1/turns/${turnId}/events`
+  const refused = async (query: string, headers: Record<string, string>): Promise<[number, string]> => {
+    const res = await g.http('GET', `${path}${query}`, undefined, headers)
+    return [res.status, res.body.code]
+  }
+  for (const accept of [{}, { accept: 'text/event-stream' }] as Array<Record<string, string>>) {
+    for (const bad of ['1e400', '-1', '1.5', '9007199254740992', 'Infinity', 'NaN', '']) {
+      assert.deepEqual(await refused(`?after_seq=${bad}`, accept), [400, 'INVALID_REQUEST'], `after_seq=${bad} ${JSON.stringify(accept)}`)
+    }
+    for (const bad of ['1e400', '-1', '1.5', '9007199254740992', '99999999999999999999', '01', '0x10']) {
+      assert.deepEqual(await refused('', { ...accept, 'last-event-id': bad }), [400, 'INVALID_REQUEST'], `Last-Event-ID ${bad} ${JSON.stringify(accept)}`)
+    }
+  }
+  // The largest exact cursor is a valid resume point: the page is empty, the stream of the ended turn 204.
+  const page = await g.http('GET', `${path}?after_seq=9007199254740991`)
+  assert.deepEqual([page.status, page.body.events], [200, []])
+  const stream = await fetch(`${g.url}${path}`, { headers: { accept: 'text/event-stream', 'last-event-id': '9007199254740991' } })
+  assert.equal(stream.status, 204)
+})

@@ -89,6 +89,7 @@ test('series with a fixed label set exist at zero before anything happened', asy
     assert.equal(presentValueOf(m, 'tollgate_provider_tokens_total', { ...model, token_type: tokenType }), 0)
   }
   assert.equal(m.some((s) => s.name === 'tollgate_provider_tokens_total' && 'type' in s.labels), false, 'the token label is token_type')
+  for (const step of ['model', 'approval', 'dispatch']) assert.equal(presentValueOf(m, 'tollgate_checkpoint_failures_total', { step }), 0, step)
 })
 
 test('a known workload is counted exactly: turns and their durations, sub-millisecond tool calls, provider requests', async (t) => {
@@ -216,7 +217,7 @@ test('no label value is a turn, session or call id', async (t) => {
   for (const id of [res.body.turn_id, res.body.session_id, res.body.tool_calls[0].call_id, 'c1']) assert.equal(text.includes(`"${String(id)}"`), false, id)
   const ours = (await parseExposition(text)).filter((s) => s.name.startsWith('tollgate_'))
   const labelNames = new Set(ours.flatMap((s) => Object.keys(s.labels)))
-  const bounded = new Set(['channel', 'decision', 'le', 'model', 'outcome', 'provider', 'status', 'tool', 'transport', 'token_type'])
+  const bounded = new Set(['channel', 'decision', 'le', 'model', 'outcome', 'provider', 'status', 'step', 'tool', 'transport', 'token_type'])
   for (const name of labelNames) assert.ok(bounded.has(name), `unexpected label ${name}`)
 })
 

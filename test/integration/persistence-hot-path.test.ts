@@ -9,6 +9,7 @@ import type { BusEnvelope, EventBus } from '../../src/bus/bus.js'
 import { MemoryEventBus } from '../../src/bus/memory.js'
 import { SqlCounter } from '../../src/store/sql-probe.js'
 import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite.js'
+import type { TurnRecord } from '../../src/store/store.js'
 import { defineTool, ok, type Tool } from '../../src/tools/contract.js'
 import { startGateway } from '../helpers/gateway.js'
 import { deferrer, type Defer } from '../helpers/services.js'
@@ -34,7 +35,7 @@ function archivingBus (defer: Defer, store: SqliteStore): ArchivingBus {
 }
 
 function envelope (seq: number, doc = `piece ${seq}`): BusEnvelope {
-  return { turn_id: 'turn_1', session_id: 'ses_1', seq, ts: new Date().toISOString(), event: { kind: 'text.delta', text: doc } }
+  return { turn_id: 'turn_1', session_id: 'ses_1', tenant: 'local', seq, ts: new Date().toISOString(), event: { kind: 'text.delta', text: doc } }
 }
 
 /** One turn of the event loop: callbacks queued with setImmediate before this one have run. */
@@ -170,6 +171,99 @@ test('a group whose write fails is still fanned out at once, and reaches the log
   assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1, 2, 3])
 })
 
+/** A running turn's record as it stands after `lastSeq` events. */
+function runningRecord (lastSeq: number): TurnRecord {
+  const at = new Date().toISOString()
+  return {
+    turn_id: 'turn_1', session_id: 'ses_1', agent: 'default', owner: 'local/local', status: 'running', created_at: at, updated_at: at,
+    iterations: 1, tool_calls: [], approvals: [], pending_approvals: [], last_seq: lastSeq
+  }
+}
+
+test('a running turn\'s record saved through the bus is written in its tick\'s group, one transaction with the events before it', async (t) => {
+  const defer = deferrer(t)
+  const { store, counter } = await openStore(defer)
+  const bus = archivingBus(defer, store)
+  const before = counter.snapshot()
+  const record = runningRecord(2)
+  bus.publish(envelope(1))
+  bus.publish(envelope(2))
+  const saved = bus.saveTurn(record)
+  // Saved as it stands at the end of the tick, with whatever was published meanwhile.
+  bus.publish(envelope(3))
+  record.last_seq = 3
+  assert.equal(await store.getTurn('turn_1'), null, 'nothing is written before the end of the tick')
+  await saved
+  const after = counter.snapshot()
+  assert.equal(after.commits - before.commits, 1)
+  assert.equal((await store.getTurn('turn_1'))?.last_seq, 3)
+  assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1, 2, 3])
+})
+
+test('with a store that writes asynchronously (as PostgreSQL), a record saved through the bus is saved after the events before it, as it stood', async (t) => {
+  const defer = deferrer(t)
+  const { store } = await openStore(defer)
+  const writes: string[] = []
+  const asynchronous = new Proxy(store, {
+    get (target, key) {
+      if (key === 'appendEventsNow') return undefined
+      if (key === 'appendEvents') {
+        return async (events: readonly BusEnvelope[]) => {
+          writes.push(`events ${events.map((e) => e.seq).join()}`)
+          await target.appendEvents(events)
+        }
+      }
+      if (key === 'saveTurn') {
+        return async (turn: TurnRecord) => {
+          writes.push(`record ${turn.last_seq}`)
+          await target.saveTurn(turn)
+        }
+      }
+      const value: unknown = Reflect.get(target, key, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    }
+  })
+  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  const bus = new ArchivingBus({ inner, store: asynchronous, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  defer(async () => { await bus.close() })
+  const record = runningRecord(2)
+  bus.publish(envelope(1))
+  bus.publish(envelope(2))
+  const saved = bus.saveTurn(record)
+  record.last_seq = 3
+  bus.publish(envelope(3))
+  await saved
+  assert.equal(writes[0], 'events 1,2')
+  assert.ok(writes.includes('record 2'), JSON.stringify(writes))
+  assert.equal((await store.getTurn('turn_1'))?.last_seq, 2)
+})
+
+test('a record whose group the store refused is saved once the group\'s events, retried, are stored', async (t) => {
+  const defer = deferrer(t)
+  const { store } = await openStore(defer)
+  let failures = 1
+  const flaky = new Proxy(store, {
+    get (target, key) {
+      if (key === 'appendEventsNow' && failures > 0) {
+        return () => {
+          failures--
+          throw new Error('disk I/O error')
+        }
+      }
+      const value: unknown = Reflect.get(target, key, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    }
+  })
+  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  const bus = new ArchivingBus({ inner, store: flaky, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  defer(async () => { await bus.close() })
+  bus.publish(envelope(1))
+  await bus.saveTurn(runningRecord(1))
+  assert.equal(failures, 0)
+  assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1])
+  assert.equal((await store.getTurn('turn_1'))?.last_seq, 1)
+})
+
 test('sqlite: appends never checkpoint the WAL, which keeps every frame until a checkpoint copies them all', async (t) => {
   const { store } = await openStore(deferrer(t))
   // 3000 commits of one page or more each: SQLite's default would have checkpointed every 1000 pages.
@@ -273,7 +367,7 @@ test('sqlite: a turn with two tool calls that answer at once costs at most 4 com
   )
   // At each delivery, what the store already holds of the turn (SQLite reads synchronously).
   const storedAtDelivery: Array<Promise<[number, number[]]>> = []
-  g.gateway.bus.subscribeSession('ses_hot', (e) => {
+  g.gateway.bus.subscribeSession('local', 'ses_hot', (e) => {
     storedAtDelivery.push(store.readEvents(e.turn_id, 0, 100).then((stored) => [e.seq, stored.map((s) => s.seq)]))
   })
   const before = counter.snapshot()

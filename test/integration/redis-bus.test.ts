@@ -18,7 +18,7 @@ async function openBus (defer: Defer, prefix: string, url = REDIS_URL): Promise<
 
 function envelope (seq: number, kind: 'text.delta' | 'turn.completed' = 'text.delta'): BusEnvelope {
   const event = kind === 'text.delta' ? { kind, text: `piece ${seq}` } as const : { kind, final_text: 'done' } as const
-  return { turn_id: 'turn_r', session_id: 'ses_r', seq, ts: new Date().toISOString(), event }
+  return { turn_id: 'turn_r', session_id: 'ses_r', tenant: 'local', seq, ts: new Date().toISOString(), event }
 }
 
 /** Follows turn_r on `bus` from `afterSeq`; resolves with every delivered seq once `until` arrived. */

@@ -119,8 +119,8 @@ async function bombAtItsLimit (g: TestGateway, turnId: string, headers: Record<s
  * then cancels acme's turn and waits until none of acme's processes is left.
  */
 async function bombBeside (g: TestGateway): Promise<{ status: string, results: string[], globexUid: number }> {
-  const acmeUid = g.gateway.workspaces.identityFor('acme').owner?.uid
-  const globexUid = g.gateway.workspaces.identityFor('globex').owner?.uid
+  const acmeUid = g.gateway.workspaces.ownerFor('acme')?.uid
+  const globexUid = g.gateway.workspaces.ownerFor('globex')?.uid
   assert.ok(acmeUid !== undefined && globexUid !== undefined && acmeUid !== globexUid)
   g.provider.enqueue({
     toolCalls: [
@@ -165,7 +165,7 @@ test('without cgroups, a tenant\'s own uid alone keeps another tenant\'s fork bo
 test('each tenant\'s commands run as its own uid and what they and the file tools make belongs to it', async (t) => {
   if (!rootSandbox(t)) return
   const g = await gateway(t)
-  const owner = g.gateway.workspaces.identityFor('acme').owner
+  const owner = g.gateway.workspaces.ownerFor('acme')
   g.provider.enqueue({
     toolCalls: [
       { id: 'w', name: 'file_write', arguments: { path: 'notes/by-tool.txt', content: 'x' } },

@@ -6,6 +6,7 @@ import { startGateway } from '../helpers/gateway.js'
 import { captureLogs } from '../helpers/log-capture.js'
 import { jwtAuth, mintToken } from '../helpers/tokens.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
+import { turnEvents } from '../helpers/turns.js'
 
 // Planted secrets: a vendor API key shape, a password-named field, a bearer header, a GitHub token.
 const API_KEY = 'sk-live0123456789abcdefghijKLMN'
@@ -138,4 +139,60 @@ test('session history shown to clients has tool data scrubbed while the model sa
   const shown = JSON.stringify(session.body.history)
   assert.equal(shown.includes(secret), false)
   assert.match(shown, /\[REDACTED\]/)
+})
+
+test('a bare AWS secret key beside its key id in tool arguments never reaches events, replay, the turn record or logs', async (t) => {
+  const logs = captureLogs('trace')
+  const g = await startGateway({
+    tools: [leakyTool()],
+    overrides: { log: { level: 'trace' }, agents: { default: { tools: ['leaky'] } }, risk_profiles: { default: { auto_approve: ['leaky'] } } },
+    logger: logs.logger
+  })
+  t.after(() => g.close())
+  const secret = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'
+  g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'leaky', arguments: { command: `deploy --key-id AKIAIOSFODNN7EXAMPLE --key ${secret}` } }] }, { text: 'done' })
+  const ws = await g.socket()
+  const accepted = await ws.request({ type: 'turn.start', message: 'deploy it' })
+  const live = await ws.waitForTerminal(accepted.turn_id)
+  const turnId = accepted.turn_id as string
+  const surfaces: Array<[string, string]> = [
+    ['WebSocket events', JSON.stringify(live)],
+    ['replay', JSON.stringify(await turnEvents(g, turnId))],
+    ['turn record', JSON.stringify((await g.http('GET', `/v1/turns/${turnId}`)).body)],
+    ['logs', logs.text()]
+  ]
+  for (const [where, text] of surfaces) assert.ok(!text.includes(secret.slice(4, 16)), `${where} has the secret key`)
+  const call = live.find((e) => e.event.kind === 'tool_call')?.event
+  assert.equal(call?.kind === 'tool_call' && call.arguments.command, 'deploy --key-id AKIA*[REDACTED] --key wJal*[REDACTED]')
+})
+
+test('a secret the model writes is masked in its streamed text, final text, the turn record and the shown history, and kept in the model\'s history', async (t) => {
+  const g = await startGateway({})
+  t.after(() => g.close())
+  // The fake provider streams text eight characters at a time: the key arrives cut into pieces.
+  g.provider.enqueue({ text: `Use ${GITHUB} for the push.` }, { text: 'ok' })
+  const ws = await g.socket()
+  const accepted = await ws.request({ type: 'turn.start', message: 'which token?', session_id: 'model-text' })
+  const live = await ws.waitForTerminal(accepted.turn_id)
+  const turnId = accepted.turn_id as string
+  const streamed = live.flatMap((e) => e.event.kind === 'text.delta' ? [e.event.text] : []).join('')
+  assert.equal(streamed, 'Use ghp_*[REDACTED] for the push.')
+  const completed = live.at(-1)?.event
+  assert.equal(completed?.kind === 'turn.completed' && completed.final_text, 'Use ghp_*[REDACTED] for the push.')
+  assertClean('replay', JSON.stringify(await turnEvents(g, turnId)))
+  assertClean('turn record', JSON.stringify((await g.http('GET', `/v1/turns/${turnId}`)).body))
+  assertClean('session history', JSON.stringify((await g.http('GET', '/v1/sessions/model-text')).body))
+
+  await g.http('POST', '/v1/turns?wait=true', { message: 'thanks', session_id: 'model-text' })
+  assert.ok(JSON.stringify(g.provider.requests[1]?.body.messages).includes(GITHUB), 'the model\'s history keeps its own words')
+})
+
+test('a secret in the user\'s message is masked in the session history shown to clients and reaches the model as written', async (t) => {
+  const g = await startGateway({})
+  t.after(() => g.close())
+  g.provider.enqueue({ text: 'noted' })
+  await g.http('POST', '/v1/turns?wait=true', { message: `my key is ${API_KEY}`, session_id: 'user-text' })
+  assert.ok(JSON.stringify(g.provider.requests[0]?.body.messages).includes(API_KEY))
+  const history = (await g.http('GET', '/v1/sessions/user-text')).body.history as Array<{ role: string, content: string }>
+  assert.deepEqual(history.map((m) => [m.role, m.content]), [['user', 'my key is sk-l*[REDACTED]'], ['assistant', 'noted']])
 })

@@ -67,7 +67,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
     assert.equal(await create(store, 'turn_1', claim()), null)
     assert.deepEqual(await create(store, 'turn_2', claim({ fingerprint: 'other' })), { turnId: 'turn_1', fingerprint: '{"message":"hi"}' })
     assert.equal(await store.getTurn('turn_2'), null)
-    assert.equal(await store.getSession('ses_turn_2'), null)
+    assert.equal(await store.getSession('acme', 'ses_turn_2'), null)
     assert.equal((await store.getTurn('turn_1'))?.status, 'running')
     assert.deepEqual(await store.getIdempotency('acme/alice', 'idem-1'), { turnId: 'turn_1', fingerprint: '{"message":"hi"}' })
   })

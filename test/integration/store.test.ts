@@ -53,7 +53,7 @@ function session (over: Partial<SessionRecord> = {}): SessionRecord {
 }
 
 function envelope (turnId: string, seq: number): BusEnvelope {
-  return { turn_id: turnId, session_id: 'ses_1', seq, ts: new Date().toISOString(), event: { kind: 'text.delta', text: `piece ${seq}` } }
+  return { turn_id: turnId, session_id: 'ses_1', tenant: 'local', seq, ts: new Date().toISOString(), event: { kind: 'text.delta', text: `piece ${seq}` } }
 }
 
 for (const kind of KINDS) {
@@ -63,9 +63,9 @@ for (const kind of KINDS) {
     const tr = turn({ iterations: 2, tool_calls: [{ call_id: 'c1', iteration: 1, index: 0, name: 'file_read', arguments: { path: 'a' }, status: 'ok', success: true, output: 'x', duration_ms: 3 }] })
     await store.saveSession(s)
     await store.saveTurn(tr)
-    assert.deepEqual(await store.getSession('ses_1'), s)
+    assert.deepEqual(await store.getSession('local', 'ses_1'), s)
     assert.deepEqual(await store.getTurn('turn_1'), tr)
-    assert.equal(await store.getSession('ses_missing'), null)
+    assert.equal(await store.getSession('local', 'ses_missing'), null)
     assert.equal(await store.getTurn('turn_missing'), null)
   })
 
@@ -84,17 +84,17 @@ for (const kind of KINDS) {
     const s = session()
     await store.saveTurnAndSession(turn(), session({ history: [] }))
     await store.saveTurnAndSession(turn({ status: 'completed', final_text: 'done', last_seq: 4 }), s)
-    assert.deepEqual(await store.getSession('ses_1'), s)
+    assert.deepEqual(await store.getSession('local', 'ses_1'), s)
     assert.equal((await store.getTurn('turn_1'))?.final_text, 'done')
     await store.saveTurnAndSession(turn({ status: 'failed' }), session({ turn_ids: ['turn_1', 'turn_2'] }))
     assert.equal((await store.getTurn('turn_1'))?.status, 'completed')
-    assert.deepEqual((await store.getSession('ses_1'))?.turn_ids, ['turn_1', 'turn_2'])
+    assert.deepEqual((await store.getSession('local', 'ses_1'))?.turn_ids, ['turn_1', 'turn_2'])
   })
 
   test(`${kind}: a new turn's first event is written with the turn, its session and its claim, and none of them when the claim is held`, async (t) => {
     const store = await openStore(kind, deferrer(t))
     const started = (turnId: string): BusEnvelope => ({
-      turn_id: turnId, session_id: 'ses_1', seq: 1, ts: new Date().toISOString(), event: { kind: 'turn.started', session_id: 'ses_1', agent: 'default' }
+      turn_id: turnId, session_id: 'ses_1', tenant: 'local', seq: 1, ts: new Date().toISOString(), event: { kind: 'turn.started', session_id: 'ses_1', agent: 'default' }
     })
     const claim = { owner: 'local/local', key: 'idem-1', fingerprint: '{}', expiresMs: Date.now() + 60_000 }
     const first = started('turn_1')
@@ -105,18 +105,18 @@ for (const kind of KINDS) {
     assert.deepEqual(held, { turnId: 'turn_1', fingerprint: '{}' })
     assert.equal(await store.getTurn('turn_2'), null)
     assert.deepEqual(await store.readEvents('turn_2', 0, 10), [])
-    assert.deepEqual((await store.getSession('ses_1'))?.turn_ids, ['turn_1'])
+    assert.deepEqual((await store.getSession('local', 'ses_1'))?.turn_ids, ['turn_1'])
     // Without a claim, the same: one write of turn, session and event.
     assert.equal(await store.createTurn(turn({ turn_id: 'turn_3' }), session({ turn_ids: ['turn_1', 'turn_3'] }), null, [started('turn_3')]), null)
     assert.deepEqual((await store.readEvents('turn_3', 0, 10)).map((e) => [e.seq, e.event.kind]), [[1, 'turn.started']])
-    assert.deepEqual((await store.getSession('ses_1'))?.turn_ids, ['turn_1', 'turn_3'])
+    assert.deepEqual((await store.getSession('local', 'ses_1'))?.turn_ids, ['turn_1', 'turn_3'])
   })
 
   test(`${kind}: a turn's final save appends the events it carries, and events already stored are kept as they were`, async (t) => {
     const store = await openStore(kind, deferrer(t))
     await store.appendEvents([envelope('turn_1', 1), envelope('turn_1', 2)])
     const closing: BusEnvelope = {
-      turn_id: 'turn_1', session_id: 'ses_1', seq: 4, ts: new Date().toISOString(), event: { kind: 'turn.completed', final_text: 'done' }
+      turn_id: 'turn_1', session_id: 'ses_1', tenant: 'local', seq: 4, ts: new Date().toISOString(), event: { kind: 'turn.completed', final_text: 'done' }
     }
     await store.saveTurnAndSession(turn({ status: 'completed', final_text: 'done', last_seq: 4 }), session(), [
       { ...envelope('turn_1', 2), event: { kind: 'text.delta', text: 'a rewrite' } }, envelope('turn_1', 3), closing
@@ -227,7 +227,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     const broken = session({ owner: null as unknown as string })
     await assert.rejects(store.saveTurnAndSession(turn(), broken))
     assert.equal(await store.getTurn('turn_1'), null)
-    assert.equal(await store.getSession('ses_1'), null)
+    assert.equal(await store.getSession('local', 'ses_1'), null)
   })
 }
 
@@ -241,7 +241,7 @@ test('postgres: pair saves and single saves of one turn and one session issued w
   }
   await Promise.all(saves)
   assert.equal((await store.getTurn('turn_1'))?.last_seq, 31)
-  assert.deepEqual((await store.getSession('ses_1'))?.turn_ids, ['t32'])
+  assert.deepEqual((await store.getSession('local', 'ses_1'))?.turn_ids, ['t32'])
 })
 
 test('postgres: instances sharing a schema see each other\'s leases, and an expired lease is not live', async (t) => {
@@ -289,7 +289,7 @@ test('sqlite: records and events survive closing and reopening the file', async 
   await first.close()
   const second = new SqliteStore({ path, instanceId: 'inst-b' })
   defer(async () => { await second.close() })
-  assert.deepEqual(await second.getSession('ses_1'), saved)
+  assert.deepEqual(await second.getSession('local', 'ses_1'), saved)
   assert.equal((await second.getTurn('turn_1'))?.final_text, 'done')
   assert.deepEqual((await second.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1, 2])
 })
@@ -303,7 +303,7 @@ test('sqlite: finished turns written with a group of events are all in one trans
     { turn: turn({ turn_id: 'turn_2', session_id: 'ses_2', status: 'failed' }), session: session({ session_id: 'ses_2', turn_ids: ['turn_2'] }) }
   ])
   assert.deepEqual([(await store.getTurn('turn_1'))?.final_text, (await store.getTurn('turn_2'))?.status], ['one', 'failed'])
-  assert.deepEqual((await store.getSession('ses_1'))?.history, [{ role: 'user', content: 'one' }])
+  assert.deepEqual((await store.getSession('local', 'ses_1'))?.history, [{ role: 'user', content: 'one' }])
   // A row the database refuses (a NULL status) rolls the whole write back: no event, no other turn.
   assert.throws(() => {
     store.appendEventsNow([envelope('turn_1', 2)], [], [

@@ -93,28 +93,39 @@ test('another tenant cannot subscribe to or cancel a turn over the socket', asyn
   assert.equal(turn.body.status, 'running')
 })
 
-test('another tenant cannot read or follow a session', async (t) => {
+test('another principal of the tenant cannot read or follow a session, and the attempts are audited', async (t) => {
+  const c = await setup(t)
+  const { sessionId } = await runningTurn(c)
+  const res = await c.g.http('GET', `/v1/sessions/${sessionId}`, undefined, bearer(c.otherSub))
+  assert.equal(res.status, 404)
+  assert.equal(res.body.code, 'SESSION_NOT_FOUND')
+  const intruder = await socketOf(c.g, c.otherSub)
+  const subscribed = await intruder.request({ type: 'subscribe', session_id: sessionId })
+  assert.deepEqual([subscribed.type, subscribed.code], ['error', 'SESSION_NOT_FOUND'])
+  assert.deepEqual(audits(c.logs, 'cross_principal_session').map((r) => r.principal), ['acme/bob', 'acme/bob'])
+})
+
+test('another tenant naming a session id finds no session of its own: 404, nothing of the owner\'s is touched', async (t) => {
   const c = await setup(t)
   const { sessionId } = await runningTurn(c)
   const res = await c.g.http('GET', `/v1/sessions/${sessionId}`, undefined, bearer(c.otherTenant))
-  assert.equal(res.status, 404)
-  assert.equal(res.body.code, 'SESSION_NOT_FOUND')
+  assert.deepEqual([res.status, res.body.code], [404, 'SESSION_NOT_FOUND'])
   const intruder = await socketOf(c.g, c.otherTenant)
   const subscribed = await intruder.request({ type: 'subscribe', session_id: sessionId })
   assert.deepEqual([subscribed.type, subscribed.code], ['error', 'SESSION_NOT_FOUND'])
-  assert.equal(audits(c.logs, 'cross_principal_session').length, 2)
+  assert.equal(audits(c.logs, 'cross_principal_session').length, 0, 'the id names no record of another principal in this tenant')
 })
 
-test('another tenant starting a turn in a session gets 403 FORBIDDEN and the attempt is audited', async (t) => {
+test('another principal of the tenant starting a turn in a session gets 403 FORBIDDEN and the attempt is audited', async (t) => {
   const c = await setup(t)
   c.g.provider.enqueue({ text: 'first' })
   const first = await c.g.http('POST', '/v1/turns?wait=true', { message: 'hi', session_id: 'shared-name' }, bearer(c.owner))
   assert.equal(first.status, 200)
-  const res = await c.g.http('POST', '/v1/turns', { message: 'let me in', session_id: 'shared-name' }, bearer(c.otherTenant))
+  const res = await c.g.http('POST', '/v1/turns', { message: 'let me in', session_id: 'shared-name' }, bearer(c.otherSub))
   assert.equal(res.status, 403)
   assert.equal(res.body.code, 'FORBIDDEN')
   const [record] = audits(c.logs, 'cross_principal_session')
-  assert.deepEqual([record?.principal, record?.session_id], ['globex/alice', 'shared-name'])
+  assert.deepEqual([record?.principal, record?.session_id], ['acme/bob', 'shared-name'])
   assert.equal(c.g.provider.requests.length, 1)
 })
 

@@ -128,7 +128,7 @@ test('file_write gives what it creates in a workspace to the tenant\'s sandbox u
   g.provider.enqueue({ toolCalls: [{ id: 'w', name: 'file_write', arguments: { path: 'deep/er/f.txt', content: 'x' } }] }, { text: 'ok' })
   await turn(g, await mintToken({ tenant: 'acme' }), { message: 'write' })
   const dir = g.tenantWorkspace('acme')
-  const owner = g.gateway.workspaces.identityFor('acme').owner
+  const owner = g.gateway.workspaces.ownerFor('acme')
   assert.ok(owner !== null && owner.uid !== 0)
   for (const p of [dir, join(dir, 'deep'), join(dir, 'deep', 'er'), join(dir, 'deep', 'er', 'f.txt')]) {
     const st = await stat(p)

@@ -184,6 +184,35 @@ test('subscribe with after_seq replays exactly the missed events, then live ones
   assert.equal(ws.events(turnId).length, all.length - 3)
 })
 
+test('a subscribe whose after_seq is not an exact seq is answered with INVALID_FRAME', async (t) => {
+  const g = await gateway(t)
+  const ws = await g.socket()
+  // Written by hand: JSON.stringify cannot spell 1e400, which JSON.parse reads as Infinity.
+  for (const bad of ['1e400', '-1', '1.5', '9007199254740992']) {
+    ws.send(`{"type":"subscribe","turn_id":"turn_x","after_seq":${bad},"ref":"cursor-${bad}"}`)
+    const err = await ws.next((f) => f.ref === `cursor-${bad}`)
+    assert.deepEqual([err.type, err.code], ['error', 'INVALID_FRAME'], `after_seq ${bad}`)
+  }
+  assert.equal(ws.closeCode, null)
+})
+
+test('a subscription resuming past the turn\'s last seq receives nothing and ends with the turn', async (t) => {
+  // One subscription per socket: the next subscribe is accepted only once the first has ended.
+  const g = await gateway(t, { ws: { max_subscriptions: 1 } })
+  const hold = gate()
+  g.provider.enqueue({ text: 'done', gate: hold.promise }, { text: 'second' })
+  const { turn_id: turnId } = await startTurn(g, { message: 'hello' })
+  await until(() => g.provider.requests.length === 1, 'the provider request')
+  const ws = await g.socket()
+  const subscribed = await ws.request({ type: 'subscribe', turn_id: turnId, after_seq: 999999999 })
+  assert.deepEqual([subscribed.type, subscribed.status], ['subscribed', 'running'])
+  hold.open()
+  await finishedTurn(g, turnId)
+  const { turn_id: next } = await startTurn(g, { message: 'again' })
+  await until(async () => (await ws.request({ type: 'subscribe', turn_id: next })).type === 'subscribed', 'the first subscription to end')
+  assert.deepEqual(ws.events(turnId), [])
+})
+
 test('a session subscription delivers the events of later turns of that session', async (t) => {
   const g = await gateway(t)
   g.provider.enqueue({ text: 'first answer' }, readerScript, readerScript)

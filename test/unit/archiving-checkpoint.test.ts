@@ -14,7 +14,7 @@ import type { CheckpointRow } from '../../src/core/envelope.js'
 import type { Store } from '../../src/store/store.js'
 
 function envelope (seq: number): BusEnvelope {
-  return { turn_id: 'turn_1', session_id: 'ses_1', seq, ts: new Date().toISOString(), event: { kind: 'iteration', n: seq } }
+  return { turn_id: 'turn_1', session_id: 'ses_1', tenant: 'local', seq, ts: new Date().toISOString(), event: { kind: 'iteration', n: seq } }
 }
 
 /** A store whose writes complete when the test says so. */

@@ -13,7 +13,7 @@ import type { CheckpointRow } from '../../src/core/envelope.js'
 import type { FinishedTurn, SessionRecord, Store, TurnRecord } from '../../src/store/store.js'
 
 function closing (turnId: string, seq: number): BusEnvelope {
-  return { turn_id: turnId, session_id: `ses_${turnId}`, seq, ts: new Date().toISOString(), event: { kind: 'turn.completed', final_text: 'done' } }
+  return { turn_id: turnId, session_id: `ses_${turnId}`, tenant: 'local', seq, ts: new Date().toISOString(), event: { kind: 'turn.completed', final_text: 'done' } }
 }
 
 function finished (turnId: string): FinishedTurn {

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { promises as fs } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -8,11 +8,11 @@ import { pino } from 'pino'
 import type { Tool, ToolContext, ToolResult } from '../../src/tools/contract.js'
 import { createFileReadTool } from '../../src/tools/builtin/file-read.js'
 import { createFileWriteTool } from '../../src/tools/builtin/file-write.js'
-import { resolveInWorkspace, WorkspaceError } from '../../src/tools/builtin/workspace.js'
+import { WorkspaceFiles } from '../../src/tools/builtin/workspace-files.js'
 
 /** The call's context; the workspace is filled in by the tool wrapper of `tools()`. */
 function context (signal: AbortSignal = new AbortController().signal): ToolContext {
-  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }), workspaceDir: '', sandboxIdentity: { key: 'local', owner: null }, network: false }
+  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }), workspaceDir: '', workspaceOwner: null, network: false }
 }
 
 interface BoundTool {
@@ -24,79 +24,32 @@ function inWorkspace (tool: Tool, dir: string): BoundTool {
   return { execute: async (args, ctx) => await tool.execute(args, { ...ctx, workspaceDir: dir }) }
 }
 
-async function workspace (t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tollgate-files-'))
+type After = { after: (fn: () => Promise<void>) => void }
+
+async function scratch (t: After): Promise<string> {
+  const dir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tollgate-files-')))
   t.after(async () => { await fs.rm(dir, { recursive: true, force: true }) })
   return dir
 }
 
+/** A workspace folder below a workspace root, as the layout makes them. */
+async function workspace (t: After): Promise<string> {
+  const dir = path.join(await scratch(t), 'ws')
+  await fs.mkdir(dir)
+  return dir
+}
+
 function tools (dir: string, limits: { maxReadBytes?: number, maxWriteBytes?: number } = {}): { read: BoundTool, write: BoundTool } {
+  const files = new WorkspaceFiles({ root: path.dirname(dir) })
   return {
-    read: inWorkspace(createFileReadTool({ maxReadBytes: limits.maxReadBytes ?? 1048576 }), dir),
-    write: inWorkspace(createFileWriteTool({ maxWriteBytes: limits.maxWriteBytes ?? 1048576 }), dir)
+    read: inWorkspace(createFileReadTool({ maxReadBytes: limits.maxReadBytes ?? 1048576, files }), dir),
+    write: inWorkspace(createFileWriteTool({ maxWriteBytes: limits.maxWriteBytes ?? 1048576, files }), dir)
   }
 }
 
-async function rejection (promise: Promise<unknown>): Promise<WorkspaceError> {
-  try {
-    await promise
-  } catch (err) {
-    assert.ok(err instanceof WorkspaceError, `expected a WorkspaceError, got ${String(err)}`)
-    return err
-  }
-  assert.fail('expected the path to be refused')
+function refused (error: string): ToolResult {
+  return { success: false, output: '', error }
 }
-
-test('resolveInWorkspace returns the canonical path of a relative path inside the workspace', async (t) => {
-  const dir = await workspace(t)
-  const resolved = await resolveInWorkspace(dir, 'a/b.txt')
-  assert.equal(resolved, path.join(await fs.realpath(dir), 'a', 'b.txt'))
-})
-
-test('resolveInWorkspace refuses a parent-directory escape', async (t) => {
-  const dir = await workspace(t)
-  const err = await rejection(resolveInWorkspace(dir, '../x'))
-  assert.equal(err.code, 'PATH_OUTSIDE_WORKSPACE')
-})
-
-test('resolveInWorkspace refuses an absolute path outside the workspace', async (t) => {
-  const dir = await workspace(t)
-  const err = await rejection(resolveInWorkspace(dir, '/etc/passwd'))
-  assert.equal(err.code, 'PATH_OUTSIDE_WORKSPACE')
-})
-
-test('resolveInWorkspace accepts an absolute path inside the workspace', async (t) => {
-  const dir = await workspace(t)
-  const resolved = await resolveInWorkspace(dir, path.join(dir, 'inside.txt'))
-  assert.equal(resolved, path.join(await fs.realpath(dir), 'inside.txt'))
-})
-
-test('resolveInWorkspace refuses a path through a symlink that points outside', async (t) => {
-  const dir = await workspace(t)
-  await fs.symlink('/etc', path.join(dir, 'etc-link'))
-  const err = await rejection(resolveInWorkspace(dir, 'etc-link/passwd'))
-  assert.equal(err.code, 'PATH_OUTSIDE_WORKSPACE')
-})
-
-test('resolveInWorkspace refuses a dangling symlink whose target is outside', async (t) => {
-  const dir = await workspace(t)
-  const outside = await workspace(t)
-  await fs.symlink(path.join(outside, 'not-yet'), path.join(dir, 'dangling'))
-  const err = await rejection(resolveInWorkspace(dir, 'dangling'))
-  assert.equal(err.code, 'PATH_OUTSIDE_WORKSPACE')
-})
-
-test('resolveInWorkspace refuses a path containing a NUL byte', async (t) => {
-  const dir = await workspace(t)
-  const err = await rejection(resolveInWorkspace(dir, 'a\0b'))
-  assert.equal(err.code, 'INVALID_PATH')
-})
-
-test('resolveInWorkspace refuses an empty path', async (t) => {
-  const dir = await workspace(t)
-  const err = await rejection(resolveInWorkspace(dir, '  '))
-  assert.equal(err.code, 'INVALID_PATH')
-})
 
 test('file_read returns the contents of a text file', async (t) => {
   const dir = await workspace(t)
@@ -127,13 +80,18 @@ test('file_read truncates a file larger than maxReadBytes and says how big it is
   assert.equal(result.output, `${'x'.repeat(10)}\n[file truncated: 100 bytes total]`)
 })
 
-test('file_read refuses paths outside the workspace', async (t) => {
+test('file_read refuses paths outside the workspace, and malformed paths', async (t) => {
   const dir = await workspace(t)
   const { read } = tools(dir)
-  for (const p of ['../x', '/etc/passwd', 'a\0b']) {
-    const result = await read.execute({ path: p }, context())
-    assert.equal(result.success, false, p)
-  }
+  const results = []
+  for (const p of ['../x', 'a/../../x', '/etc/passwd', 'a\0b', '  ']) results.push(await read.execute({ path: p }, context()))
+  assert.deepEqual(results, [
+    refused('path is outside the workspace: ../x'),
+    refused('path is outside the workspace: a/../../x'),
+    refused('path is outside the workspace: /etc/passwd'),
+    refused('path must not contain NUL bytes'),
+    refused('path must be a non-empty string')
+  ])
 })
 
 test('file_read refuses to read through a symlink to /etc', async (t) => {
@@ -291,4 +249,95 @@ test('file_write does nothing once the call is cancelled', async (t) => {
   const result = await tools(dir).write.execute({ path: 'f.txt', content: 'x' }, context(controller.signal))
   assert.deepEqual(result, { success: false, output: '', error: 'cancelled' })
   await assert.rejects(fs.stat(path.join(dir, 'f.txt')), { code: 'ENOENT' })
+})
+
+test('file_write accepts an absolute path inside the workspace', async (t) => {
+  const dir = await workspace(t)
+  const result = await tools(dir).write.execute({ path: path.join(dir, 'inside.txt'), content: 'x' }, context())
+  assert.deepEqual(result, { success: true, output: 'Wrote 1 bytes to inside.txt', error: null })
+})
+
+test('the file tools follow a symlinked folder that stays inside the workspace', async (t) => {
+  const dir = await workspace(t)
+  await fs.mkdir(path.join(dir, 'real', 'deep'), { recursive: true })
+  await fs.symlink('real/deep', path.join(dir, 'short'))
+  await fs.symlink(path.join(dir, 'real'), path.join(dir, 'absolute'))
+  const { read, write } = tools(dir)
+  assert.equal((await write.execute({ path: 'short/new/f.txt', content: 'via link' }, context())).output, `Wrote 8 bytes to ${path.join('real', 'deep', 'new', 'f.txt')}`)
+  assert.equal((await read.execute({ path: 'absolute/deep/new/f.txt' }, context())).output, 'via link')
+  assert.equal(await fs.readFile(path.join(dir, 'real', 'deep', 'new', 'f.txt'), 'utf8'), 'via link')
+})
+
+test('a symlink whose `..` leaves the workspace is refused, one whose `..` stays inside is followed', async (t) => {
+  const dir = await workspace(t)
+  await fs.mkdir(path.join(dir, 'a'))
+  await fs.writeFile(path.join(dir, 'top.txt'), 'top')
+  await fs.symlink('../top.txt', path.join(dir, 'a', 'up'))
+  await fs.symlink('../../ws/top.txt', path.join(dir, 'a', 'out-and-back'))
+  const { read } = tools(dir)
+  assert.equal((await read.execute({ path: 'a/up' }, context())).output, 'top')
+  assert.deepEqual(await read.execute({ path: 'a/out-and-back' }, context()), refused('path resolves outside the workspace: a/out-and-back'))
+})
+
+test('a symlink loop is refused as too many levels of links', async (t) => {
+  const dir = await workspace(t)
+  await fs.symlink('b', path.join(dir, 'a'))
+  await fs.symlink('a', path.join(dir, 'b'))
+  assert.deepEqual(await tools(dir).read.execute({ path: 'a/x' }, context()), refused('too many levels of symbolic links'))
+})
+
+test('file_write refuses a file where a folder of the path should be', async (t) => {
+  const dir = await workspace(t)
+  await fs.writeFile(path.join(dir, 'plain'), 'x')
+  assert.deepEqual(await tools(dir).write.execute({ path: 'plain/f.txt', content: 'x' }, context()), refused('a path component is not a directory'))
+})
+
+test('file_write creates a path deeper than the symlink bound', async (t) => {
+  const dir = await workspace(t)
+  const deep = Array.from({ length: 60 }, (_, i) => `d${i}`).join('/')
+  const result = await tools(dir).write.execute({ path: `${deep}/f.txt`, content: 'deep' }, context())
+  assert.equal(result.success, true, result.error ?? '')
+  assert.equal(await fs.readFile(path.join(dir, deep, 'f.txt'), 'utf8'), 'deep')
+})
+
+/**
+ * A folder `sub` swapped for a symlink to `target` and back as fast as a process can, until
+ * the returned stop() (written in JavaScript so it needs nothing the machine may lack).
+ */
+function swapper (dir: string, target: string): { stop: () => Promise<void> } {
+  const loop = `
+    const fs = require('node:fs'); process.chdir(${JSON.stringify(dir)})
+    fs.mkdirSync('d'); fs.symlinkSync(${JSON.stringify(target)}, 'l')
+    const swap = (a, b) => { try { fs.renameSync(a, b) } catch {} }
+    for (let n = 0; !fs.existsSync('stop'); n++) {
+      // A folder the tools made meanwhile is moved aside, so the loop never sticks.
+      try { fs.renameSync('d', 'sub') } catch { swap('sub', 'aside' + n); swap('d', 'sub') }
+      swap('sub', 'd'); swap('l', 'sub'); swap('sub', 'l')
+    }`
+  const child = execFile(process.execPath, ['-e', loop])
+  const exited = new Promise<void>((resolve) => child.once('exit', () => { resolve() }))
+  return { stop: async () => { await fs.writeFile(path.join(dir, 'stop'), ''); await exited } }
+}
+
+test('a folder swapped for a symlink to an outside folder while the file tools run never leads them outside', async (t) => {
+  const dir = await workspace(t)
+  const outside = await scratch(t)
+  const marker = 'OUTSIDE-MARKER-7f3a'
+  await fs.writeFile(path.join(outside, 'secret.txt'), marker)
+  const { read, write } = tools(dir)
+  const swapping = swapper(dir, outside)
+  const results: ToolResult[] = []
+  try {
+    for (let i = 0; i < 300; i++) {
+      results.push(await write.execute({ path: `sub/w${i}.txt`, content: 'x', create_dirs: i % 2 === 0 }, context()))
+      if (i % 2 === 0) results.push(await read.execute({ path: 'sub/secret.txt' }, context()))
+    }
+  } finally {
+    await swapping.stop()
+  }
+  assert.deepEqual(await fs.readdir(outside), ['secret.txt'])
+  assert.equal(results.some((r) => r.output.includes(marker)), false)
+  // The race did happen: some calls met the link and were refused, some found the folder.
+  assert.ok(results.some((r) => r.error === 'path resolves outside the workspace: sub/secret.txt' || r.error?.startsWith('path resolves outside the workspace: sub/w') === true))
+  assert.ok(results.some((r) => r.success))
 })

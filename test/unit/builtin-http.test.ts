@@ -8,7 +8,7 @@ import { createHttpRequestTool, type HttpOptions } from '../../src/tools/builtin
 import { createDestinationGuard, isPrivateAddress } from '../../src/tools/builtin/net-guard.js'
 
 function context (signal: AbortSignal = new AbortController().signal): ToolContext {
-  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }), workspaceDir: '/nonexistent', sandboxIdentity: { key: 'local', owner: null }, network: false }
+  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }), workspaceDir: '/nonexistent', workspaceOwner: null, network: false }
 }
 
 function httpTool (overrides: Partial<HttpOptions> = {}): Tool {

@@ -2,6 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { BUILTIN_TOOL_NAMES, createBuiltinTools, type BuiltinToolOptions } from '../../src/tools/builtin/index.js'
 import { unconfinedLauncher } from '../../src/tools/builtin/sandbox.js'
+import { WorkspaceFiles } from '../../src/tools/builtin/workspace-files.js'
 
 function options (withShell: boolean): BuiltinToolOptions {
   const shell = {
@@ -9,7 +10,7 @@ function options (withShell: boolean): BuiltinToolOptions {
   }
   return {
     shell: withShell ? { ...shell, launcher: unconfinedLauncher(), ledger: { record: () => () => {} } } : null,
-    files: { maxReadBytes: 1048576, maxWriteBytes: 1048576 },
+    files: { maxReadBytes: 1048576, maxWriteBytes: 1048576, workspace: new WorkspaceFiles({ root: '/nonexistent' }) },
     http: { allowHosts: [], allowPrivate: false, timeoutMs: 30000, maxResponseBytes: 524288, maxRedirects: 5 }
   }
 }

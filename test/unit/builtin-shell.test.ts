@@ -15,7 +15,7 @@ import { untilFileExists, untilNoProcessWith } from '../helpers/processes.js'
 // test can see the command's own pids; test/integration/shell-sandbox.test.ts runs them sandboxed.
 
 function context (signal: AbortSignal = new AbortController().signal): ToolContext {
-  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }), workspaceDir: '', sandboxIdentity: { key: 'local', owner: null }, network: false }
+  return { signal, turnId: 'turn-1', sessionId: 'session-1', callId: 'call-1', log: pino({ level: 'silent' }), workspaceDir: '', workspaceOwner: null, network: false }
 }
 
 interface Shell {

@@ -15,18 +15,18 @@ import { startGateway } from '../helpers/gateway.js'
 
 const run = promisify(execFile)
 
-test('the Dockerfile is multi-stage: a build stage with python3, make and g++, and a node:20-slim runtime', async () => {
+test('the Dockerfile is multi-stage: a build stage with python3, make and g++, and a node:24-slim runtime', async () => {
   const [build, runtime, ...more] = await stages()
   assert.ok(build !== undefined && runtime !== undefined)
   assert.equal(more.length, 0)
   assert.equal(build.name, 'build')
-  assert.match(build.from, /^node:20(-slim)?$/)
+  assert.match(build.from, /^node:24(-slim)?$/)
   const installs = all(build, 'RUN').join(' ')
   for (const pkg of ['python3', 'make', 'g++']) assert.ok(installs.split(/\s+/).includes(pkg), `the build stage installs ${pkg}`)
   assert.match(installs, /npm ci/)
   assert.match(installs, /npm run build/)
   assert.match(installs, /npm prune --omit=dev/)
-  assert.equal(runtime.from, 'node:20-slim')
+  assert.equal(runtime.from, 'node:24-slim')
   assert.equal(all(runtime, 'RUN').some((r) => /apt-get install/.test(r)), false, 'no compilers in the runtime image')
   for (const copy of all(runtime, 'COPY')) assert.match(copy, /^--from=build /, `the runtime only copies build output: ${copy}`)
 })

@@ -9,7 +9,7 @@ const call: McpCall = async (tool, args) => {
   calls.push({ tool, args })
   return ok(`ran ${tool}`)
 }
-const ctx: ToolContext = { signal: new AbortController().signal, turnId: 't', sessionId: 's', callId: 'c', log: pino({ level: 'silent' }), workspaceDir: '/nonexistent', sandboxIdentity: { key: 'local', owner: null }, network: false }
+const ctx: ToolContext = { signal: new AbortController().signal, turnId: 't', sessionId: 's', callId: 'c', log: pino({ level: 'silent' }), workspaceDir: '/nonexistent', workspaceOwner: null, network: false }
 
 test('a wrapper is named <server>__<tool>, carries extension provenance and calls the MCP tool by its own name', async () => {
   const tool = wrapMcpTool('docs', { name: 'pages.search', description: 'Search pages', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } }, call)

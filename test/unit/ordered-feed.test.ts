@@ -4,7 +4,7 @@ import type { BusEnvelope } from '../../src/bus/bus.js'
 import { OrderedFeed, type OrderedFeedOptions } from '../../src/bus/ordered-feed.js'
 
 function envelope (seq: number): BusEnvelope {
-  return { turn_id: 'turn_f', session_id: 'ses_f', seq, ts: '2026-01-01T00:00:00.000Z', event: { kind: 'text.delta', text: String(seq) } }
+  return { turn_id: 'turn_f', session_id: 'ses_f', tenant: 'local', seq, ts: '2026-01-01T00:00:00.000Z', event: { kind: 'text.delta', text: String(seq) } }
 }
 
 function feed (over: Partial<OrderedFeedOptions> = {}): { feed: OrderedFeed, delivered: number[], holes: Array<[number, number]> } {

@@ -2,6 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { envelopesOf, parseControl, parseEnvelope } from '../../src/bus/redis-codec.js'
 import { seqOfEntryId } from '../../src/bus/redis-writer.js'
+import { LEGACY_TENANT } from '../../src/core/envelope.js'
 
 const approval = { type: 'approval', request_id: 'apr_1', principal: 't/s', decision: 'yes', decided_by: 'ws:c1', channel: 'websocket', rpc: { id: 'r1', from: 'inst-b' } }
 
@@ -26,17 +27,23 @@ test('control messages with a missing, mistyped or oversized field are dropped',
 })
 
 test('an envelope needs a turn, a session, a positive integer seq and an event kind', () => {
-  const good = { turn_id: 'turn_1', session_id: 'ses_1', seq: 3, ts: '2026-01-01T00:00:00.000Z', event: { kind: 'iteration', n: 1 } }
+  const good = { turn_id: 'turn_1', session_id: 'ses_1', tenant: 'acme', seq: 3, ts: '2026-01-01T00:00:00.000Z', event: { kind: 'iteration', n: 1 } }
   assert.deepEqual(parseEnvelope(JSON.stringify(good)), good)
   assert.equal(parseEnvelope(JSON.stringify({ ...good, seq: 0 })), null)
   assert.equal(parseEnvelope(JSON.stringify({ ...good, seq: 1.5 })), null)
   assert.equal(parseEnvelope(JSON.stringify({ ...good, event: {} })), null)
   assert.equal(parseEnvelope(JSON.stringify({ ...good, session_id: undefined })), null)
+  assert.equal(parseEnvelope(JSON.stringify({ ...good, tenant: 7 })), null)
   assert.equal(parseEnvelope('{'), null)
 })
 
+test('an envelope sent before sessions were qualified by their tenant is read with the legacy tenant', () => {
+  const old = { turn_id: 'turn_1', session_id: 'ses_1', seq: 3, ts: '2026-01-01T00:00:00.000Z', event: { kind: 'iteration', n: 1 } }
+  assert.deepEqual(parseEnvelope(JSON.stringify(old)), { ...old, tenant: LEGACY_TENANT })
+})
+
 test('stream entries yield their envelopes and skip malformed ones; entry ids give the seq', () => {
-  const e = { turn_id: 'turn_1', session_id: 'ses_1', seq: 1, ts: '2026-01-01T00:00:00.000Z', event: { kind: 'iteration', n: 1 } }
+  const e = { turn_id: 'turn_1', session_id: 'ses_1', tenant: 'acme', seq: 1, ts: '2026-01-01T00:00:00.000Z', event: { kind: 'iteration', n: 1 } }
   assert.deepEqual(envelopesOf([['0-1', ['e', JSON.stringify(e)]], ['0-2', ['e', 'garbage']], ['0-3', ['x', 'y']]]), [e])
   assert.equal(seqOfEntryId('0-42'), 42)
   assert.equal(seqOfEntryId('garbage'), 0)

@@ -14,6 +14,7 @@ import { TOOL_SEARCH_TOOL } from '../../src/tools/scope/tool-search.js'
 import { wrapMcpTool, type McpToolDefinition } from '../../src/mcp/wrap.js'
 import { createBuiltinTools } from '../../src/tools/builtin/index.js'
 import { unconfinedLauncher } from '../../src/tools/builtin/sandbox.js'
+import { WorkspaceFiles } from '../../src/tools/builtin/workspace-files.js'
 import { callEffect, defineTool, ok, type Tool } from '../../src/tools/contract.js'
 
 type Outcome = 'runs' | 'asks' | 'refused'
@@ -37,7 +38,7 @@ const builtins = new Map(createBuiltinTools({
     timeoutMs: 1000, maxOutputBytes: 1024, blockHighRisk: true, requireApprovalForMedium: true, envAllowlist: [], progressAfterMs: 1000,
     launcher: unconfinedLauncher(), ledger: { record: () => () => {} }
   },
-  files: { maxReadBytes: 1024, maxWriteBytes: 1024 },
+  files: { maxReadBytes: 1024, maxWriteBytes: 1024, workspace: new WorkspaceFiles({ root: '/nonexistent' }) },
   http: { timeoutMs: 1000, maxResponseBytes: 1024, maxRedirects: 0, allowHosts: [], allowPrivate: false }
 }).map((t) => [t.name, t]))
 

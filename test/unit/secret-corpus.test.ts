@@ -58,8 +58,9 @@ function globalSpans (text: string): Array<[number, number, string]> {
   })
 }
 
+/** The anchored rules' spans (the context rules' spans are no part of the one alternation). */
 function anchoredSpans (text: string): Array<[number, number, string]> {
-  return findSecretSpans(text).map((s) => [s.start, s.end, s.rule.id])
+  return findSecretSpans(text).filter((s) => SECRET_RULES.includes(s.rule)).map((s) => [s.start, s.end, s.rule.id])
 }
 
 test('searching from anchors finds exactly what one alternation of all rules finds', () => {
@@ -68,7 +69,7 @@ test('searching from anchors finds exactly what one alternation of all rules fin
   const alphabet = 'aAbBeEkKpPsStT:=/@-_.  "\'\nxyz0129ghoruIJKLMNYZ'
   const pieces = ['password', 'token', 'api_key', 'secret', 'Bearer ', 'https://', 'u:p@', 'sk-', 'sk_live_', 'AKIA', 'eyJ',
     '-----BEGIN PRIVATE KEY-----', '-----END', 'xoxb-', 'ghp_', '=', ': ', '=>', ':=', 'hooks.slack.com/services/',
-    'Authorization: Basic ', '"', "'"]
+    'Authorization: Basic ', '"', "'", 'aws_secret_access_key ', 'SecretAccessKey', 'GOCSPX-', 'glrt-', 'dapi', 'hvs.', 'AGE-SECRET-KEY-1']
   for (let round = 0; round < 2000; round++) {
     let text = ''
     while (text.length < 200) text += randomInt(3) === 0 ? pieces[randomInt(pieces.length)] : alphabet[randomInt(alphabet.length)]
@@ -81,4 +82,28 @@ test('the log pre-check lets no corpus secret skip scrubbing, even JSON-encoded'
     assert.ok(mayHoldSecret(secret.text), secret.name)
     assert.ok(mayHoldSecret(JSON.stringify({ msg: `before\n${secret.text}` })), `${secret.name} in JSON`)
   }
+})
+
+const AWS_SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'
+
+test('a bare AWS secret key is masked in a text that holds an AKIA or ASIA key id, before or after it', () => {
+  assert.equal(scrubText(`id AKIAIOSFODNN7EXAMPLE key ${AWS_SECRET}`), 'id AKIA*[REDACTED] key wJal*[REDACTED]')
+  assert.equal(scrubText(`${AWS_SECRET} belongs to ASIAIOSFODNN7EXAMPLE`), 'wJal*[REDACTED] belongs to ASIA*[REDACTED]')
+})
+
+test('a bare 40-character base64 run is left alone without a key id, and a git SHA even with one', () => {
+  assert.equal(scrubText(`checksum ${AWS_SECRET}`), `checksum ${AWS_SECRET}`)
+  const sha = 'commit 3f786850e387550fdab836ed7e6dc881de23001b by AKIAIOSFODNN7EXAMPLE'
+  assert.equal(scrubText(sha), 'commit 3f786850e387550fdab836ed7e6dc881de23001b by AKIA*[REDACTED]')
+})
+
+test('an AWS secret key after its name with a blank, a colon or quotes is masked without a key id', () => {
+  for (const text of [`aws configure set aws_secret_access_key ${AWS_SECRET}`, `"SecretAccessKey": "${AWS_SECRET}"`, `secretAccessKey ${AWS_SECRET}`]) {
+    assert.ok(!scrubText(text).includes(AWS_SECRET.slice(4, 12)), text)
+  }
+})
+
+test('the structured scrubber masks a bare AWS secret key in one string when another string of the value holds the key id', () => {
+  assert.deepEqual(scrubValue({ args: [AWS_SECRET, 'AKIAIOSFODNN7EXAMPLE'] }), { args: ['wJal*[REDACTED]', 'AKIA*[REDACTED]'] })
+  assert.deepEqual(scrubValue({ args: [AWS_SECRET] }), { args: [AWS_SECRET] })
 })

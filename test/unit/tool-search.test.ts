@@ -23,7 +23,7 @@ const STUBS = [
   mcpTool('wiki__issue_log', 'Read the wiki change log')
 ]
 
-const ctx: ToolContext = { signal: new AbortController().signal, turnId: 't', sessionId: 's', callId: 'c', log: pino({ level: 'silent' }), workspaceDir: '/nonexistent', sandboxIdentity: { key: 'local', owner: null }, network: false }
+const ctx: ToolContext = { signal: new AbortController().signal, turnId: 't', sessionId: 's', callId: 'c', log: pino({ level: 'silent' }), workspaceDir: '/nonexistent', workspaceOwner: null, network: false }
 
 function setUp (): { search: Tool, activated: ActivatedToolSet } {
   const activated = new ActivatedToolSet()

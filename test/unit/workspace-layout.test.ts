@@ -7,6 +7,8 @@ import { SandboxIdentities } from '../../src/tools/builtin/sandbox-identity.js'
 import { WorkspaceLayout, workspaceSlug } from '../../src/tools/builtin/workspace-layout.js'
 
 const NOBODY = new SandboxIdentities(null)
+/** A range of one id: every tenant's folders belong to 65534. */
+const ONE_SANDBOX_USER = new SandboxIdentities({ firstUid: 65534, firstGid: 65534, count: 1 })
 
 async function scratch (t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
   const dir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tollgate-layout-')))
@@ -51,6 +53,16 @@ test('with per-session folders each session of a tenant gets its own folder insi
   assert.equal((await fs.stat(one)).isDirectory(), true)
 })
 
+test('with per-session folders the same session id in two tenants gets two folders, each inside its tenant\'s', async (t) => {
+  const root = await scratch(t)
+  const layout = new WorkspaceLayout({ root, perSession: true, identities: NOBODY })
+  const acme = layout.dirFor('acme', 'chat-1')
+  const globex = layout.dirFor('globex', 'chat-1')
+  assert.notEqual(acme, globex)
+  assert.equal(path.dirname(acme), layout.tenantDir('acme'))
+  assert.equal(path.dirname(globex), layout.tenantDir('globex'))
+})
+
 test('the layout creates a missing root and answers canonical paths through a symlinked one', async (t) => {
   const base = await scratch(t)
   await fs.mkdir(path.join(base, 'real'))
@@ -64,19 +76,33 @@ test('the layout refuses a relative root', () => {
   assert.throws(() => new WorkspaceLayout({ root: 'relative/ws', perSession: false, identities: NOBODY }), /absolute/)
 })
 
-test('each tenant\'s folders belong to its own sandbox ids', { skip: process.getuid?.() !== 0 ? 'chown needs root' : false }, async (t) => {
+const ROOT_ONLY = { skip: process.getuid?.() !== 0 ? 'chown needs root' : false }
+
+test('an owner is given the tenant folder the layout makes, private to it, and may pass through the root', ROOT_ONLY, async (t) => {
   const root = await scratch(t)
-  const identities = new SandboxIdentities({ firstUid: 1_879_048_192, firstGid: 1_879_048_192, count: 16_777_216 })
-  const layout = new WorkspaceLayout({ root, perSession: true, identities })
-  for (const tenant of ['acme', 'globex']) {
-    const owner = identities.ownerFor(tenant)
-    const dir = layout.dirFor(tenant, 'ses_1')
-    for (const d of [dir, path.dirname(dir)]) {
-      const st = await fs.stat(d)
-      assert.deepEqual([st.uid, st.gid], [owner?.uid, owner?.gid])
-    }
-  }
-  assert.notEqual(identities.ownerFor('acme')?.uid, identities.ownerFor('globex')?.uid)
+  await fs.chmod(root, 0o700)
+  const layout = new WorkspaceLayout({ root, perSession: false, identities: ONE_SANDBOX_USER })
+  const st = await fs.stat(layout.dirFor('acme', 'ses_1'))
+  assert.deepEqual([st.uid, st.gid, st.mode & 0o777], [65534, 65534, 0o700])
+  assert.equal((await fs.stat(root)).mode & 0o777, 0o701)
+})
+
+test('with per-session folders the owner gets each session\'s folder and the tenant\'s folder stays the gateway\'s, passable only', ROOT_ONLY, async (t) => {
+  const root = await scratch(t)
+  const layout = new WorkspaceLayout({ root, perSession: true, identities: ONE_SANDBOX_USER })
+  const session = await fs.stat(layout.dirFor('acme', 'ses_1'))
+  const tenant = await fs.stat(layout.tenantDir('acme'))
+  assert.deepEqual([session.uid, session.gid, session.mode & 0o777], [65534, 65534, 0o700])
+  assert.deepEqual([tenant.uid, tenant.mode & 0o777], [process.getuid?.(), 0o711])
+})
+
+test('a symlink planted under a session folder\'s name is refused, and what it points to is not given away', ROOT_ONLY, async (t) => {
+  const root = await scratch(t)
+  const outside = await scratch(t)
+  const layout = new WorkspaceLayout({ root, perSession: true, identities: ONE_SANDBOX_USER })
+  await fs.symlink(outside, path.join(layout.tenantDir('acme'), workspaceSlug('ses_1')))
+  assert.throws(() => layout.dirFor('acme', 'ses_1'), { name: 'WorkspaceError', message: 'workspace directory is not a directory' })
+  assert.equal((await fs.stat(outside)).uid, 0)
 })
 
 test('a tenant folder removed while the gateway runs is made again (private) at the tenant\'s next turn', async (t) => {

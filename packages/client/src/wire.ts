@@ -67,7 +67,7 @@ export type ApprovalRequestedEvent = {
   arguments: Record<string, unknown>
   /** One-line record of the scrubbed arguments, as kept in the approval audit; not for deciding */
   summary: string
-  /** What to show the person deciding: every argument exactly as the tool will receive it (path first, then by name) */
+  /** What to show the person deciding: each argument (path first) as the tool gets it, credentials as references (‹ghp_••••›) */
   display: ArgumentDisplay[]
   /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
   risk: ApprovalRisk
@@ -370,6 +370,7 @@ export type SubscribeFrame = {
   ref?: string
   turn_id?: string
   session_id?: string
+  /** Resume after this seq; past the turn's last seq, nothing is sent until its seqs pass it */
   after_seq?: number
 }
 

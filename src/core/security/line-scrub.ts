@@ -3,9 +3,11 @@
  * multi-line secret needs: the body lines of a PEM private key look like any base64, and the
  * scrubber recognises the key only from its BEGIN line. This guard hides the lines after a
  * private-key BEGIN line (which is shown, and scrubbed as usual) through its END line. Single-line
- * secrets stay the scrubber's job (`redact.ts`); the BEGIN pattern is the one of `secret-rules.ts`.
+ * secrets stay the scrubber's job (`redact.ts`).
  */
-const BEGIN = /-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----/
+import { PRIVATE_KEY_BEGIN } from './secret-rules.js'
+
+const BEGIN = new RegExp(PRIVATE_KEY_BEGIN)
 const END = /-----END[ A-Z0-9]{0,40}-----/
 
 /** One guard per line stream: answers the line to show, or null for a line inside a key block. */

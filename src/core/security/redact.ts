@@ -8,7 +8,7 @@
  * anchors costs about as much as serialising the text, where trying every rule at every position
  * costs several times that (`npm run bench:scrub`).
  */
-import { ANCHOR_SOURCE, SECRET_RULES, type SecretRule } from './secret-rules.js'
+import { ANCHOR_SOURCE, CONTEXT_RULES, SECRET_RULES, type SecretRule } from './secret-rules.js'
 
 const REDACTED_SUFFIX = '*[REDACTED]'
 const FULL_MASK = '****'
@@ -30,6 +30,11 @@ const RECEIPT_PREFIXES = ['zc-receipt-', 'tg-receipt-']
 const ANCHORS = new RegExp(ANCHOR_SOURCE, 'g')
 /** Each rule on its own, matched only at a given position: small match objects, no shared groups. */
 const AT_POSITION = SECRET_RULES.map((rule) => new RegExp(rule.pattern, 'y'))
+const CONTEXTS = CONTEXT_RULES.map((rule) => ({
+  rule: { id: rule.id, pattern: rule.pattern, anchor: '' } satisfies SecretRule,
+  context: new RegExp(rule.context),
+  pattern: new RegExp(rule.pattern, 'g')
+}))
 
 export interface SecretSpan {
   rule: SecretRule
@@ -40,8 +45,17 @@ export interface SecretSpan {
   secretEnd: number
 }
 
-/** Every secret-rule match in `text`, left to right and non-overlapping. */
-export function findSecretSpans (text: string): SecretSpan[] {
+/**
+ * The contexts (CONTEXT_RULES ids) found so far in a text made of parts: the strings of one JSON
+ * value, or the deltas of one stream. A context seen in one part applies to the others.
+ */
+export type SecretContext = Set<string>
+
+/**
+ * Every secret-rule match in `text`, left to right and non-overlapping. `context`, when given,
+ * brings in the contexts of the other parts of the same text and takes the ones found here.
+ */
+export function findSecretSpans (text: string, context?: SecretContext): SecretSpan[] {
   const spans: SecretSpan[] = []
   let consumed = 0
   ANCHORS.lastIndex = 0
@@ -58,7 +72,26 @@ export function findSecretSpans (text: string): SecretSpan[] {
     // match, whose inside is covered by it.
     ANCHORS.lastIndex = Math.max(at + 1, consumed)
   }
-  return spans
+  return withContextSpans(text, spans, context)
+}
+
+/** Adds the matches of every context rule whose context is in this text (or in `context`). */
+function withContextSpans (text: string, spans: SecretSpan[], context: SecretContext | undefined): SecretSpan[] {
+  let found = spans
+  for (const c of CONTEXTS) {
+    const inText = spans.some((s) => c.context.test(text.slice(s.secretStart, s.secretEnd)))
+    if (inText) context?.add(c.rule.id)
+    if (!inText && context?.has(c.rule.id) !== true) continue
+    const extra: SecretSpan[] = []
+    for (const m of text.matchAll(c.pattern)) {
+      const secret = m.groups?.secret ?? ''
+      const start = m.index + m[0].length - secret.length
+      const end = start + secret.length
+      if (!found.some((s) => s.start < end && start < s.end)) extra.push({ rule: c.rule, start, end, secretStart: start, secretEnd: end })
+    }
+    if (extra.length > 0) found = [...found, ...extra].sort((a, b) => a.start - b.start)
+  }
+  return found
 }
 
 /** The first rule, in table order, that matches at `at`: what one alternation of all rules would find there. */
@@ -81,23 +114,50 @@ export function mayHoldSecret (text: string): boolean {
   return ANCHORS.test(text) || KEY_FRAGMENT_HINT.test(text.toLowerCase())
 }
 
-/** Decides, for one secret span, whether it is masked; the approver's view masks only plain tokens. */
-export type MaskPolicy = (secret: string) => boolean
+/**
+ * What a masked secret becomes; null leaves it as it is (the approver's display masks only some).
+ * `span` is the secret's span in the text being rewritten.
+ */
+export type SecretRender = (secret: string, span: SecretSpan) => string | null
 
-const ALWAYS: MaskPolicy = () => true
+/** The scrubber's own form: the first four characters and `*[REDACTED]`, or `****` for `full` rules. */
+export const scrubbedForm: SecretRender = (secret, span) => span.rule.mask === 'full' ? FULL_MASK : mask(secret)
 
-export function scrubText (text: string, policy: MaskPolicy = ALWAYS): string {
-  const spans = findSecretSpans(text)
-  if (spans.length === 0) return text
+export function scrubText (text: string, context?: SecretContext): string {
+  const spans = findSecretSpans(text, context)
+  return spans.length === 0 ? text : rewriteSecrets(text, spans, scrubbedForm)
+}
+
+export interface RewriteOptions {
+  /** Rewrite from here on: the text before it is context (already shown), not output. */
+  from?: number
+  /** What the text between secrets becomes (the approver's display escapes invisible characters). */
+  plain?: (text: string) => string
+}
+
+const AS_IS = (text: string): string => text
+
+/**
+ * `text` with each of its secret `spans` (findSecretSpans of it) rendered by `render`. A span that
+ * starts before `from` has its part after `from` masked whole. Receipts and the public values
+ * named like credentials (spl-token) are never secrets.
+ */
+export function rewriteSecrets (text: string, spans: readonly SecretSpan[], render: SecretRender, options: RewriteOptions = {}): string {
+  const { from = 0, plain = AS_IS } = options
   let out = ''
-  let copied = 0
+  let copied = from
   for (const span of spans) {
+    if (span.secretEnd <= from) continue
     const secret = text.slice(span.secretStart, span.secretEnd)
-    if (secret === '' || !policy(secret) || isPublicValue(span, text)) continue
-    out += text.slice(copied, span.secretStart) + (span.rule.mask === 'full' ? FULL_MASK : mask(secret))
+    if (secret === '' || isPublicValue(span, text)) continue
+    const shown = render(secret, span)
+    if (shown === null) continue
+    const start = Math.max(span.secretStart, from)
+    // A secret begun before `from` was not shown: none of it is, even a kept prefix.
+    out += plain(text.slice(copied, start)) + (start === span.secretStart ? shown : FULL_MASK)
     copied = span.secretEnd
   }
-  return copied === 0 ? text : out + text.slice(copied)
+  return out + plain(text.slice(copied))
 }
 
 /** Receipts quoted as a value, and the public mint address a Solana Pay link names `spl-token`. */
@@ -124,23 +184,26 @@ export function isSecretKeyName (key: string): boolean {
  * serialisation) keeps key names such as `access_token` intact while hiding their values.
  */
 export function scrubValue (value: unknown): unknown {
-  return scrubNode(value, 0, new Set())
+  const context: SecretContext = new Set()
+  const once = scrubNode(value, 0, new Set(), context)
+  // A context found in one string (an AWS key id) applies to the strings before it too.
+  return context.size === 0 ? once : scrubNode(value, 0, new Set(), context)
 }
 
-function scrubNode (input: unknown, depth: number, ancestors: Set<object>): unknown {
+function scrubNode (input: unknown, depth: number, ancestors: Set<object>, context: SecretContext): unknown {
   const value = jsonView(input)
-  if (typeof value === 'string') return scrubText(value)
+  if (typeof value === 'string') return scrubText(value, context)
   if (typeof value !== 'object' || value === null) return value
   if (ancestors.has(value)) return '[Circular]'
   if (depth > MAX_VALUE_DEPTH) return '[Truncated]'
   ancestors.add(value)
   try {
-    if (Array.isArray(value)) return value.map((item: unknown) => scrubNode(item, depth + 1, ancestors))
+    if (Array.isArray(value)) return value.map((item: unknown) => scrubNode(item, depth + 1, ancestors, context))
     const copy: Record<string, unknown> = {}
     for (const [key, child] of Object.entries(value)) {
       copy[key] = isSecretKeyName(key) && child !== null && child !== undefined
         ? '[REDACTED]'
-        : scrubNode(child, depth + 1, ancestors)
+        : scrubNode(child, depth + 1, ancestors, context)
     }
     return copy
   } finally {

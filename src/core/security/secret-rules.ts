@@ -24,6 +24,12 @@ export interface SecretRule {
   anchor: string
   /** `prefix` (default): the secret's first four characters stay; `full`: nothing of it stays. */
   mask?: 'prefix' | 'full'
+  /**
+   * What makes the span a secret: its own shape (the default: an issuer's format, a PEM body, a
+   * token after `Bearer`), or only the credential name it is assigned to (`password=<anything>`).
+   * The approver's display masks a `name` span only when the value itself looks like a credential.
+   */
+  evidence?: 'shape' | 'name'
 }
 
 /** Case-insensitive letters without the `i` flag, which would also loosen the case-exact token shapes. */
@@ -37,7 +43,7 @@ export function caseless (pattern: string): string {
  * so `password_policy` or `tokenizer` never match.
  */
 export const CREDENTIAL_NAME_WORDS = [
-  'authorization', 'token', '(?:api|access|secret|private|user|signing|encryption|master)[_-]?key',
+  'authorization', 'token', '(?:api|access|secret|private|user|signing|encryption|master|account)[_-]?key',
   'passw(?:or)?ds?', 'secrets?', 'bearer', 'credentials?', 'cookies?'
 ]
 
@@ -49,6 +55,16 @@ function assignedTo (names: string): string {
 const ASSIGNMENT = assignedTo(CREDENTIAL_NAME_WORDS.join('|'))
 /** The separator of an assignment to a credential name: where the assignment rules match from. */
 const ASSIGNMENT_ANCHOR = String.raw`[:=](?<=(?:${caseless(CREDENTIAL_NAME_WORDS.join('|'))})["']?[ \t]*[:=])`
+
+/**
+ * A credential's quoted value that has opened and not closed yet, at the end of the text: a stream
+ * of text (text-stream.ts) holds it back until the quote closes or the line ends, since the
+ * quoted-assignment rule can only find it whole.
+ */
+export const OPEN_QUOTED_CREDENTIAL = String.raw`${ASSIGNMENT_ANCHOR}[>=]?[ \t]*(?<quote>["'])(?:(?!\k<quote>)[^\\\r\n]|\\.)*\\?$`
+
+/** The BEGIN line of a PEM private key (RSA, EC, OpenSSH, PKCS#8, encrypted, PGP key blocks). */
+export const PRIVATE_KEY_BEGIN = '-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----'
 
 /** Issuers' key formats that are secrets wherever they appear, with no name beside them. */
 const KEY_SHAPES = [
@@ -64,12 +80,35 @@ const KEY_SHAPES = [
   'xox[abeoprs]-[A-Za-z0-9-]{10,}', 'xapp-[A-Za-z0-9-]{10,}',
   // AWS access key ids: long-term, temporary (STS) and the other IAM unique-id prefixes.
   '(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])',
-  // npm, GitLab, SendGrid, Hugging Face.
-  'npm_[A-Za-z0-9]{36}', 'glpat-[A-Za-z0-9_-]{20,}', 'SG\\.[A-Za-z0-9_-]{16,}\\.[A-Za-z0-9_-]{16,}', 'hf_[A-Za-z]{34}'
+  // npm; GitLab personal, deploy, runner, trigger, feed, mail, OAuth-app, SCIM, CI-job, agent and feature-flag tokens.
+  'npm_[A-Za-z0-9]{36}', 'gl(?:pat|dt|rt|ft|soat|ffct|imt|oas|cbt|agent)-[A-Za-z0-9_-]{20,}', 'glptt-[0-9a-f]{40}',
+  // SendGrid, Hugging Face, Grafana (cloud and service-account), Groq, xAI, Replicate.
+  'SG\\.[A-Za-z0-9_-]{16,}\\.[A-Za-z0-9_-]{16,}', 'hf_[A-Za-z]{34}', 'glc_[A-Za-z0-9+/]{32,}={0,3}', 'glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}',
+  'gsk_[A-Za-z0-9]{52}', 'xai-[A-Za-z0-9]{80}', 'r8_[A-Za-z0-9]{37}',
+  // Shopify, Sentry, HashiCorp Vault, age.
+  'shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}', 'sntry[su]_[A-Za-z0-9+/=_-]{40,}', 'hv[sb]\\.[A-Za-z0-9_-]{90,}',
+  'AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}'
 ]
-/** The key shapes' prefixes, grouped by first character: the anchor scan runs markedly faster so. */
-const KEY_SHAPE_ANCHOR = 'A(?:Iza|KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|PKA|ROA|SCA|3T)|[sr]k_|sk-|' +
-  'g(?:h[pousr]_|ithub_pat_|lpat-)|x(?:ox|app-)|whsec_|npm_|SG\\.|hf_'
+/**
+ * The key shapes' prefixes, grouped by first character. The anchor scan's speed depends on how
+ * many different characters an anchor can start with: each new one costs every scan of ordinary
+ * text (a `d` for DigitalOcean, Databricks, Doppler and Docker tokens: 8 %), and a few more make
+ * V8 stop skipping ahead, which doubles it (docs/decisions/0203). A format whose prefix would bring
+ * a new first character is left to the assignment rules (it usually comes with its name).
+ */
+const KEY_SHAPE_ANCHOR = 'A(?:Iza|KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|PKA|ROA|SCA|3T|GE-SECRET-KEY-1)|[sr]k_|s(?:k-|hp|ntry)|' +
+  'g(?:h[pousr]_|ithub_pat_|l(?:pat|dt|rt|ft|soat|ffct|imt|oas|cbt|agent|ptt)-|lc_|lsa_|sk_)|x(?:ox|app-|ai-)|whsec_|npm_|SG\\.|' +
+  'h(?:f_|v[sb]\\.)|r8_'
+
+/**
+ * An AWS secret access key: 40 characters of base64 standing alone, with a digit, an upper- and a
+ * lower-case letter (a git SHA, 40 lower-case hex digits, is not one). Too common a shape to be a
+ * secret by itself; the rules below want a name or a key id beside it.
+ */
+const AWS_SECRET_KEY = '[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])' +
+  '(?<=[0-9][A-Za-z0-9/+]{0,39})(?<=[A-Z][A-Za-z0-9/+]{0,39})(?<=[a-z][A-Za-z0-9/+]{0,39})'
+/** In the spellings credentials files, environments and SDKs use; a caseless anchor would slow every scan. */
+const AWS_SECRET_NAME = '(?:[sS]ecret[_-]?[aA]ccess[_-]?[kK]ey|SECRET[_-]?ACCESS[_-]?KEY)'
 
 /** Order matters where two rules can match at the same position: the earlier one wins. */
 export const SECRET_RULES: readonly SecretRule[] = Object.freeze([
@@ -77,7 +116,7 @@ export const SECRET_RULES: readonly SecretRule[] = Object.freeze([
     // The body up to the END line (its last non-space character), or to the end of the text when
     // output was cut before it. Header lines of encrypted keys (`Proc-Type: …`) belong to the body.
     id: 'pem-private-key',
-    pattern: String.raw`(?<head>-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----\s*)(?<secret>[^\s-](?:(?:[^-]|-(?!----))*[^\s-])?)`,
+    pattern: String.raw`(?<head>${PRIVATE_KEY_BEGIN}\s*)(?<secret>[^\s-](?:(?:[^-]|-(?!----))*[^\s-])?)`,
     anchor: '-----BEGIN'
   },
   {
@@ -94,6 +133,13 @@ export const SECRET_RULES: readonly SecretRule[] = Object.freeze([
     mask: 'full'
   },
   {
+    // `aws_secret_access_key wJalr…`, `SecretAccessKey: "…"`: the name with any separator, a blank
+    // included (`aws configure set aws_secret_access_key …`), which the assignment rules do not take.
+    id: 'aws-secret-key-name',
+    pattern: String.raw`(?<head>${AWS_SECRET_NAME}["']?[ \t]*(?:=>|:=|[:=])?[ \t]*["']?)(?<secret>${AWS_SECRET_KEY})`,
+    anchor: '[sS]ecret(?=[_-]?[aA]ccess[_-]?[kK]ey)|SECRET(?=[_-]?ACCESS[_-]?KEY)'
+  },
+  {
     // `Basic` is too short to be taken for a value by the assignment rules below.
     id: 'basic-auth-header',
     pattern: String.raw`(?<head>${assignedTo('authorization')}["']?${caseless('basic')}[ \t]+)(?<secret>[A-Za-z0-9+/=]{8,})`,
@@ -103,12 +149,14 @@ export const SECRET_RULES: readonly SecretRule[] = Object.freeze([
     // A quoted value ends at its first unescaped closing quote and never spans lines.
     id: 'quoted-assignment',
     pattern: String.raw`(?<head>${ASSIGNMENT}(?<quote>["']))(?<secret>(?:(?!\k<quote>)[^\\\r\n]|\\.){8,})(?=\k<quote>)`,
-    anchor: ASSIGNMENT_ANCHOR
+    anchor: ASSIGNMENT_ANCHOR,
+    evidence: 'name'
   },
   {
     id: 'assignment',
     pattern: String.raw`(?<head>${ASSIGNMENT})(?<secret>[^\s"'\x60,;&|<>(){}\[\]]{8,})`,
-    anchor: ASSIGNMENT_ANCHOR
+    anchor: ASSIGNMENT_ANCHOR,
+    evidence: 'name'
   },
   {
     id: 'bearer-token',
@@ -129,3 +177,26 @@ export const SECRET_RULES: readonly SecretRule[] = Object.freeze([
 
 /** Every anchor once, as one alternation. */
 export const ANCHOR_SOURCE = [...new Set(SECRET_RULES.map((rule) => rule.anchor))].join('|')
+
+/**
+ * Shapes too common to be secrets on their own, masked only in a text that also holds their
+ * context: a span of the rules above whose secret matches `context` (redact.ts looks for these
+ * only once such a span was found, so ordinary text pays nothing for them).
+ */
+export interface ContextRule {
+  id: string
+  /** Regex source tried on the secret of each span the anchored rules found. */
+  context: string
+  /** Regex source searched over the whole text, with a `secret` group (the span is the secret's). */
+  pattern: string
+}
+
+export const CONTEXT_RULES: readonly ContextRule[] = Object.freeze([
+  {
+    // A bare secret key is paired with its key id: long-term (AKIA) or temporary (ASIA).
+    id: 'aws-secret-key-beside-key-id',
+    context: '^(?:AKIA|ASIA)',
+    // The character before is matched, not looked behind for: the search then skips the insides of words.
+    pattern: String.raw`(?:^|[^A-Za-z0-9/+=])(?<secret>${AWS_SECRET_KEY})`
+  }
+])

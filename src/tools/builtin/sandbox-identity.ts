@@ -1,27 +1,15 @@
 /**
  * Who a tenant's tool calls act as on this machine: the one place that maps a tenant to the uid
- * and gid its sandboxed commands run as (and its workspace files belong to); WorkspaceLayout
- * hands it out with the name of the tenant's cgroup (its workspace slug). A root gateway spreads
- * tenants over a configured range of ids, each tenant at a stable offset derived from its name,
- * so one tenant's processes are never counted against another's process limit and never share a
- * uid with them (a hash collision aside). A gateway that is not root has no ids to hand out:
- * every command keeps the gateway's own user.
+ * and gid its sandboxed commands run as, its file tools' worker runs as and its workspace belongs
+ * to (WorkspaceLayout.ownerFor hands it out; tools get it as `ToolContext.workspaceOwner`). A root
+ * gateway spreads tenants over a configured range of ids, each tenant at a stable offset derived
+ * from its name, so one tenant's processes are never counted against another's process limit and
+ * never share a uid with them (a hash collision aside). A gateway that is not root has no ids to
+ * hand out: every command keeps the gateway's own user.
  */
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-
-/** Owner given to every folder and file the gateway creates in a tenant's workspace (root gateway + sandbox). */
-export interface FileOwner {
-  uid: number
-  gid: number
-}
-
-export interface SandboxIdentity {
-  /** The tenant's name on the machine: its cgroup's folder name (its workspace slug: readable, unique, path-safe). */
-  key: string
-  /** The uid/gid its commands run as and its workspace files belong to; null: the gateway's own user. */
-  owner: FileOwner | null
-}
+import type { FileOwner } from '../contract.js'
 
 /** `count` consecutive uids from `firstUid`, and as many gids from `firstGid`. */
 export interface SandboxIdRange {
@@ -29,9 +17,6 @@ export interface SandboxIdRange {
   firstGid: number
   count: number
 }
-
-// The probe's key cannot be any tenant's: every tenant key ends in a 16-hex-digit hash.
-const PROBE_KEY = 'sandbox-probe'
 
 export class SandboxIdentities {
   /** Null: the gateway is not root (or runs commands unconfined); nobody changes user. */
@@ -46,9 +31,9 @@ export class SandboxIdentities {
     return this.ownerAt(this.range === null ? 0 : offsetOf(tenant, this.range.count))
   }
 
-  /** What the start-up probe runs as: the first ids of the range, in a cgroup of its own. */
-  probe (): SandboxIdentity {
-    return { key: PROBE_KEY, owner: this.ownerAt(0) }
+  /** What the start-up probe runs as: the first ids of the range. */
+  probeOwner (): FileOwner | null {
+    return this.ownerAt(0)
   }
 
   private ownerAt (offset: number): FileOwner | null {

@@ -15,7 +15,7 @@ import { access, chown, mkdtemp, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { Readable } from 'node:stream'
 import type { CgroupLimits, CgroupReport, SandboxCgroups } from './sandbox-cgroups.js'
-import type { SandboxIdentity } from './sandbox-identity.js'
+import type { FileOwner } from '../contract.js'
 
 export interface SandboxLimits {
   cpuSeconds: number
@@ -33,8 +33,11 @@ export interface LaunchRequest {
   network: boolean
   /** The whole environment of the process. */
   env: Record<string, string>
-  /** Whose command it is: the uid it runs as (root gateway) and the tenant cgroup it counts against. */
-  identity: SandboxIdentity
+  /**
+   * The tenant's uid/gid (a root gateway's `ToolContext.workspaceOwner`): the command runs as it,
+   * in the cgroup of that uid; null for a gateway that is not root.
+   */
+  owner: FileOwner | null
 }
 
 /** What to hand to spawn(). */
@@ -66,14 +69,14 @@ export interface BwrapOptions {
   bwrapPath: string
   limits: SandboxLimits
   /**
-   * The gateway runs as root: the sandbox then drops to the request's `identity.owner` inside
+   * The gateway runs as root: the sandbox then drops to the request's `owner` inside
    * (setpriv), because the kernel exempts uid 0 from the process limit and root should not run
    * model code. False: the sandbox keeps the gateway's own (unprivileged) uid in a user namespace.
    */
   asRoot: boolean
   /** The seccomp filter (seccomp.ts) every command runs under. */
   seccomp: Buffer
-  /** Per-tenant and per-command cgroups; null where the machine does not let the gateway make them. */
+  /** Per-tenant and per-command cgroups (root only); null where the machine does not let the gateway make them. */
   cgroups: { groups: SandboxCgroups, limits: CgroupLimits } | null
 }
 
@@ -144,7 +147,7 @@ export function bwrapLauncher (options: BwrapOptions): Launcher {
     ? ['--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP']
     : ['--unshare-user', '--disable-userns', '--cap-drop', 'ALL']
   const drop = (request: LaunchRequest): string[] => {
-    const owner = request.identity.owner
+    const owner = request.owner
     if (asRoot !== (owner !== null)) throw new Error('a root gateway runs every command as its tenant\'s uid, any other as its own')
     if (owner === null) return []
     return [
@@ -186,7 +189,9 @@ export function bwrapLauncher (options: BwrapOptions): Launcher {
       const plan = { file: options.bwrapPath, args, cwd: '/', env: request.env, fd3: options.seccomp }
       if (options.cgroups === null) return { plan, finish: async () => [] }
       const { groups, limits: groupLimits } = options.cgroups
-      const group = groups.enter(request.identity.key)
+      // The tenant's group is its uid's: tenants whose ids collide share it, as they share the uid.
+      if (request.owner === null) throw new Error('cgroups are a root gateway\'s, for commands that run as a tenant\'s uid')
+      const group = groups.enter(`uid-${request.owner.uid}`)
       return {
         plan: { ...plan, file: '/bin/sh', args: ['-c', ENTER_CGROUPS, 'tollgate-cgroup', ...group.procsFiles, '--', plan.file, ...plan.args] },
         finish: async () => limitNotices(await group.release(), groupLimits)
@@ -245,14 +250,14 @@ export async function cannotRun (file: string): Promise<string | null> {
  * seccomp filter, cgroups and limits, in a scratch folder of the workspace root). Answers null
  * when it works, else why not.
  */
-export async function probeLauncher (launcher: Launcher, workspaceRoot: string, identity: SandboxIdentity): Promise<string | null> {
+export async function probeLauncher (launcher: Launcher, workspaceRoot: string, owner: FileOwner | null): Promise<string | null> {
   const dir = await mkdtemp(path.join(workspaceRoot, '.sandbox-probe-'))
   try {
-    if (identity.owner !== null) await chown(dir, identity.owner.uid, identity.owner.gid)
+    if (owner !== null) await chown(dir, owner.uid, owner.gid)
     const argv = ['/bin/sh', '-c', `echo ${PROBE_MARK}`]
     let launch: Launch
     try {
-      launch = launcher.prepare({ argv, workspaceDir: dir, network: false, env: { PATH: '/usr/bin:/bin' }, identity })
+      launch = launcher.prepare({ argv, workspaceDir: dir, network: false, env: { PATH: '/usr/bin:/bin' }, owner })
     } catch (err) {
       return `cannot prepare a command: ${err instanceof Error ? err.message : String(err)}`
     }

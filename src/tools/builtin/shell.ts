@@ -243,7 +243,7 @@ export function createShellTool (opts: ShellToolOptions): Tool {
           workspaceDir: ctx.workspaceDir,
           network: ctx.network,
           env: scrubbedEnv(opts.envAllowlist, ctx.workspaceDir),
-          identity: ctx.sandboxIdentity
+          owner: ctx.workspaceOwner
         })
       } catch (err) {
         ctx.log.error({ err }, 'a command could not be given its sandbox')

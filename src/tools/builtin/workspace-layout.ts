@@ -6,17 +6,20 @@
  * with a dot or a dash, or collide with another name's folder.
  */
 import { createHash } from 'node:crypto'
-import { chownSync, existsSync, mkdirSync, realpathSync } from 'node:fs'
+import { chmodSync, closeSync, constants, existsSync, fchmodSync, fchownSync, mkdirSync, openSync, realpathSync, statSync } from 'node:fs'
 import path from 'node:path'
-import type { FileOwner, SandboxIdentities, SandboxIdentity } from './sandbox-identity.js'
+import type { FileOwner } from '../contract.js'
+import type { SandboxIdentities } from './sandbox-identity.js'
+import { errnoCode, WorkspaceError } from './workspace.js'
+import { at, O_PATH } from './workspace-walk.js'
 
-export type { FileOwner }
+export type { FileOwner } from '../contract.js'
 
 export interface WorkspaceLayoutOptions {
   /** The workspace root; created if missing. */
   root: string
   perSession: boolean
-  /** Who each tenant's folders belong to (its sandbox uid/gid when the gateway is root). */
+  /** Who each tenant's workspaces belong to when not the gateway's user (a root gateway's sandbox users). */
   identities: SandboxIdentities
 }
 
@@ -25,11 +28,52 @@ const READABLE_CHARS = 40
 const HASH_HEX = 16
 /** Tenant folders remembered as made (see WorkspaceLayout.known). */
 const KNOWN_TENANTS = 4096
+/** A workspace: its owner's alone. */
+const PRIVATE = 0o700
+/** A folder others only pass through: the root, and a tenant's folder of per-session folders. */
+const PASSAGE = 0o711
 
 export function workspaceSlug (name: string): string {
   const readable = name.replace(/[^A-Za-z0-9_-]/g, '_').replace(/^[-_]+/, '').slice(0, READABLE_CHARS)
   const hash = createHash('sha256').update(name, 'utf8').digest('hex').slice(0, HASH_HEX)
   return `${readable === '' ? 'x' : readable}-${hash}`
+}
+
+/**
+ * Makes (or finds) the folder `name` in `parentDir` and gives it to `owner`, by a descriptor of
+ * the parent: mkdir does not follow a link planted under that name, the open refuses one
+ * (O_NOFOLLOW), and the chown acts on the folder that open found, never on a path again.
+ */
+function ensureFolder (parentDir: string, name: string, owner: FileOwner | null, mode: number): string {
+  const dir = path.join(parentDir, name)
+  const parent = openSync(parentDir, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+  try {
+    let made = true
+    try {
+      mkdirSync(at(parent, name), { mode })
+    } catch (err) {
+      if (errnoCode(err) !== 'EEXIST') throw err
+      made = false
+    }
+    let fd: number
+    try {
+      fd = openSync(at(parent, name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+    } catch (err) {
+      const code = errnoCode(err)
+      if (code === 'ENOTDIR' || code === 'ELOOP') throw new WorkspaceError('INVALID_PATH', 'workspace directory is not a directory')
+      throw err
+    }
+    try {
+      // mkdir's mode passes through the umask; a workspace's is exact.
+      if (made) fchmodSync(fd, mode)
+      if (owner !== null) fchownSync(fd, owner.uid, owner.gid)
+    } finally {
+      closeSync(fd)
+    }
+  } finally {
+    closeSync(parent)
+  }
+  return dir
 }
 
 export class WorkspaceLayout {
@@ -44,6 +88,11 @@ export class WorkspaceLayout {
     this.root = realpathSync(options.root)
     this.perSession = options.perSession
     this.identities = options.identities
+    // A file worker running as an owner reaches each workspace through the root; it may pass, not list.
+    if (this.identities.range !== null) {
+      const { mode } = statSync(this.root)
+      if ((mode & 0o001) === 0) chmodSync(this.root, (mode & 0o7777) | 0o001)
+    }
   }
 
   /**
@@ -53,32 +102,36 @@ export class WorkspaceLayout {
    */
   private readonly known = new Map<string, string>()
 
-  /** The folder a turn's tools see; created (owned by the tenant's sandbox user, private to it) if missing. */
+  /**
+   * Who `tenant`'s workspaces belong to, and so who its commands and file tools act as in them:
+   * null when that is the gateway's own user (sandbox-identity.ts).
+   */
+  ownerFor (tenant: string): FileOwner | null {
+    return this.identities.ownerFor(tenant)
+  }
+
+  /** The folder a turn's tools see; created (owned by the tenant's owner, private to it) if missing. */
   dirFor (tenant: string, sessionId: string): string {
     const tenantDir = this.tenantDir(tenant)
-    return this.perSession ? this.ensure(path.join(tenantDir, workspaceSlug(sessionId)), tenant) : tenantDir
+    return this.perSession ? ensureFolder(tenantDir, workspaceSlug(sessionId), this.ownerFor(tenant), PRIVATE) : tenantDir
   }
 
-  /** Who the tenant's tool processes run as and its folders belong to, and its cgroup's name. */
-  identityFor (tenant: string): SandboxIdentity {
-    return { key: workspaceSlug(tenant), owner: this.identities.ownerFor(tenant) }
-  }
-
-  /** The tenant's folder (its sessions' folders inside it when `perSession`); created if missing. */
+  /**
+   * The tenant's folder; created if missing. Without per-session folders it is the tenant's
+   * workspace (the owner's, private). With them it only holds the sessions' folders and stays the
+   * gateway's: no tenant code ever sees it, and the gateway's own writes (making a session's
+   * folder) never land in a folder a sandbox user can change.
+   */
   tenantDir (tenant: string): string {
     const dir = this.known.get(tenant)
     // Checked again each time: an operator may have removed the folder meanwhile.
     if (dir !== undefined && existsSync(dir)) return dir
-    const made = this.ensure(path.join(this.root, workspaceSlug(tenant)), tenant)
+    const owner = this.ownerFor(tenant)
+    const made = this.perSession
+      ? ensureFolder(this.root, workspaceSlug(tenant), null, owner === null ? PRIVATE : PASSAGE)
+      : ensureFolder(this.root, workspaceSlug(tenant), owner, PRIVATE)
     if (this.known.size >= KNOWN_TENANTS) this.known.clear()
     this.known.set(tenant, made)
     return made
-  }
-
-  private ensure (dir: string, tenant: string): string {
-    mkdirSync(dir, { recursive: true, mode: 0o700 })
-    const owner = this.identities.ownerFor(tenant)
-    if (owner !== null) chownSync(dir, owner.uid, owner.gid)
-    return dir
   }
 }

@@ -1,0 +1,95 @@
+/**
+ * Model text streamed piece by piece (`text.delta`), scrubbed like every other rendering surface
+ * (docs/decisions/0202). A secret can arrive split across pieces (`sk-pro` + `j-abc…`), and a
+ * piece already shown cannot be taken back, so a piece is shown only up to where nothing that
+ * follows can change it:
+ *
+ * - the last word is held (every single-token secret is one word, which may still grow);
+ * - a quoted credential value that has opened and not closed is held from its name's separator;
+ * - a private-key block whose END line has not come is held from its BEGIN line.
+ *
+ * What is released is scrubbed together with the last CONTEXT_CHARS of text already shown, so a
+ * rule whose match begins there (`password = ` shown, the value arriving now; `Bearer ` then the
+ * token) still finds it. Contexts such as an AWS key id stay for the rest of the stream. The cost
+ * is one scrub of a few hundred characters per piece (`npm run bench:scrub`), and text goes out a
+ * word later than it came.
+ */
+import { findSecretSpans, rewriteSecrets, scrubbedForm, type SecretContext } from './redact.js'
+import { OPEN_QUOTED_CREDENTIAL, PRIVATE_KEY_BEGIN } from './secret-rules.js'
+
+/** Raw text already shown that later pieces are scrubbed with: longer than any rule's look back. */
+const CONTEXT_CHARS = 256
+/**
+ * Held text is released, scrubbed as it stands, once it grows past this: a private key block
+ * larger than any real key (16 KiB RSA keys are 13 KB) or a word this long is not worth a stall.
+ */
+const MAX_HELD_CHARS = 32 * 1024
+
+const BLANK = /\s/
+const NON_BLANK = /\S/
+const OPEN_QUOTED = new RegExp(OPEN_QUOTED_CREDENTIAL)
+const KEY_BEGIN = new RegExp(PRIVATE_KEY_BEGIN, 'g')
+const KEY_END = '-----END'
+
+/**
+ * Where the last word of `text` begins (its length when it ends with a blank). Scanned from the
+ * end: a regex anchored at `$` would retry every position of a long held word.
+ */
+function lastWordStart (text: string): number {
+  let at = text.length
+  while (at > 0 && !BLANK.test(text.charAt(at - 1))) at--
+  return at
+}
+
+/** Where in `text` a credential that cannot be complete yet begins, or -1. */
+function openSecretStart (text: string): number {
+  let start = -1
+  KEY_BEGIN.lastIndex = 0
+  for (let m = KEY_BEGIN.exec(text); m !== null; m = KEY_BEGIN.exec(text)) {
+    if (!text.includes(KEY_END, m.index + m[0].length)) {
+      start = m.index
+      break
+    }
+  }
+  const lineStart = text.lastIndexOf('\n') + 1
+  const quoted = OPEN_QUOTED.exec(text.slice(lineStart))
+  if (quoted !== null && (start === -1 || lineStart + quoted.index < start)) start = lineStart + quoted.index
+  return start
+}
+
+export class StreamedTextScrubber {
+  /** The end of the raw text already shown, kept for the rules' look back. */
+  private shown = ''
+  private pending = ''
+  private readonly context: SecretContext = new Set()
+
+  /** The next piece of text; answers what of the text so far may be shown now (maybe nothing). */
+  push (text: string): string {
+    this.pending += text
+    const end = this.releasable()
+    // Blanks alone wait for the word after them: no event for a lone space.
+    return NON_BLANK.test(this.pending.slice(0, end)) ? this.release(end) : ''
+  }
+
+  /** The text is over (the model's answer ended, or another event comes between): the rest, scrubbed. */
+  end (): string {
+    return this.release(this.pending.length)
+  }
+
+  /** How much of `pending` nothing that follows can change. */
+  private releasable (): number {
+    let end = lastWordStart(this.pending)
+    const open = openSecretStart(this.shown + this.pending)
+    if (open !== -1) end = Math.min(end, Math.max(0, open - this.shown.length))
+    return this.pending.length - end > MAX_HELD_CHARS ? this.pending.length : end
+  }
+
+  private release (end: number): string {
+    if (end === 0) return ''
+    const text = this.shown + this.pending.slice(0, end)
+    const out = rewriteSecrets(text, findSecretSpans(text, this.context), scrubbedForm, { from: this.shown.length })
+    this.shown = text.slice(-CONTEXT_CHARS)
+    this.pending = this.pending.slice(end)
+    return out
+  }
+}
