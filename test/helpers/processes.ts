@@ -31,16 +31,3 @@ export async function untilNoProcessWith (marker: string, timeoutMs = 5000): Pro
 export async function untilFileExists (file: string, timeoutMs = 5000): Promise<void> {
   await until(async () => await fs.stat(file).then(() => true, () => false), `${file} to exist`, timeoutMs)
 }
-
-/** Pids of live processes whose real uid is `uid` (a tenant's sandboxed commands under a root gateway). */
-export async function processesOfUid (uid: number): Promise<number[]> {
-  const found: number[] = []
-  for (const name of await fs.readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    const status = await fs.readFile(`/proc/${name}/status`, 'utf8').catch(() => '')
-    const real = /^Uid:\s+(\d+)/m.exec(status)?.[1]
-    const state = /^State:\s+(\S)/m.exec(status)?.[1]
-    if (real !== undefined && Number(real) === uid && state !== 'Z') found.push(Number(name))
-  }
-  return found
-}

@@ -17,7 +17,7 @@ import type { EventEnvelope } from '../../schemas/events.js'
 import { startFakeProvider, type RecordedRequest } from '../helpers/fake-provider.js'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { captureLogs } from '../helpers/log-capture.js'
-import { processesOfUid } from '../helpers/processes.js'
+import { processesWith, untilNoProcessWith } from '../helpers/processes.js'
 import { deferrer } from '../helpers/services.js'
 import { mintToken } from '../helpers/tokens.js'
 import { until } from '../helpers/turns.js'
@@ -116,7 +116,7 @@ async function bombAtItsLimit (g: TestGateway, turnId: string, headers: Record<s
 /**
  * Tenant acme starts a fork bomb and keeps it running; once its output says a fork was refused
  * (its processes are at their limit), tenant globex runs `echo hi | cat`. Answers globex's result,
- * then cancels acme's turn and waits until none of acme's processes is left.
+ * then cancels acme's turn and waits until none of the bomb's processes is left.
  */
 async function bombBeside (g: TestGateway): Promise<{ status: string, results: string[], globexUid: number }> {
   const acmeUid = g.gateway.workspaces.ownerFor('acme')?.uid
@@ -133,7 +133,7 @@ async function bombBeside (g: TestGateway): Promise<{ status: string, results: s
   assert.equal(started.status, 202, JSON.stringify(started.body))
   const turnId = String(started.body.turn_id)
   await until(async () => await bombAtItsLimit(g, turnId, acme), 'acme\'s fork bomb to reach its limit', 20_000)
-  assert.ok((await processesOfUid(acmeUid)).length > 0)
+  assert.notDeepEqual(await processesWith('bomb.py'), [])
 
   g.provider.enqueue({ toolCalls: shellCalls(['echo hi | cat; id -u']) }, { text: 'done' })
   const globex = await g.http('POST', '/v1/turns?wait=true', { message: 'hi' }, await as('globex'))
@@ -142,7 +142,7 @@ async function bombBeside (g: TestGateway): Promise<{ status: string, results: s
   const cancelled = await g.http('DELETE', `/v1/turns/${turnId}`, undefined, acme)
   assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body))
   await until(async () => (await g.http('GET', `/v1/turns/${turnId}`, undefined, acme)).body.status === 'cancelled', 'acme\'s turn to end', 20_000)
-  await until(async () => (await processesOfUid(acmeUid)).length === 0, 'no process of acme\'s uid', 20_000)
+  await untilNoProcessWith('bomb.py', 20_000)
   return { status: globex.body.status, results, globexUid }
 }
 
