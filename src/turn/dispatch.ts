@@ -97,6 +97,9 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
   const controller = new AbortController()
   const onAbort = (): void => controller.abort(state.signal.reason)
   state.signal.addEventListener('abort', onAbort, { once: true })
+  // The announcement above reaches subscribers synchronously; one of them may have cancelled the
+  // turn already, and an abort listener added after the fact never fires.
+  if (state.signal.aborted) onAbort()
   let raw: RawOutcome | Interrupted
   let threw = false
   try {

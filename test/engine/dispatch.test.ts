@@ -142,3 +142,13 @@ test('a call\'s arguments are validated once, in preparation: the dispatcher run
   ])
   assert.deepEqual([validations, checkedRuns], [2, 0])
 })
+
+test('a cancel from a subscriber of the tool_call announcement interrupts that call at once', async (t) => {
+  const e = await createEngine(t, {
+    onEvent: (ev, engine) => { if (ev.kind === 'tool_call') engine.cancel('cancelled by owner') }
+  })
+  e.provider.enqueue({ toolCalls: [call('a', 'slow', { ms: 5000 })] })
+  assert.deepEqual(await e.run(), { status: 'cancelled', reason: 'cancelled by owner' })
+  assert.deepEqual(shape(e.events), ['iteration', 'tool_call:probe', 'tool_result:probe:interrupted'])
+  assert.deepEqual(e.probes.runs.map((r) => [r.label, r.finished]), [['slow', false]])
+})
