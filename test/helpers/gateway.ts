@@ -181,7 +181,7 @@ export class TestSocket {
   }
 
   /** Next frame (after the ones already consumed) matching `match`; earlier non-matching frames stay available to `all`. */
-  async next (match: (f: Frame) => boolean = () => true, timeoutMs = 5000): Promise<Frame> {
+  async next (match: (f: Frame) => boolean = () => true, timeoutMs = 20_000): Promise<Frame> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
       for (let i = this.cursor; i < this.frames.length; i++) {
@@ -202,7 +202,7 @@ export class TestSocket {
   }
 
   /** Sends a frame with a fresh ref and waits for the direct answer (or error) carrying it. */
-  async request (frame: Frame, timeoutMs = 5000): Promise<Frame> {
+  async request (frame: Frame, timeoutMs = 20_000): Promise<Frame> {
     const ref = `r${Math.random().toString(36).slice(2, 10)}`
     this.send({ ...frame, ref })
     return await this.next((f) => f.ref === ref && f.type !== 'event', timeoutMs)
@@ -213,7 +213,7 @@ export class TestSocket {
     return this.frames.filter((f) => f.type === 'event' && f.turn_id === turnId) as EventEnvelope[]
   }
 
-  async waitForEvent (turnId: string, match: (e: TurnEvent) => boolean, timeoutMs = 5000): Promise<EventEnvelope> {
+  async waitForEvent (turnId: string, match: (e: TurnEvent) => boolean, timeoutMs = 20_000): Promise<EventEnvelope> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
       const found = this.events(turnId).find((e) => match(e.event))
@@ -234,12 +234,12 @@ export class TestSocket {
     return await this.request({ type: 'approval.respond', request_id: requestIdOf(requested), decision, ...(replacement === undefined ? {} : { replacement }) })
   }
 
-  async waitForTerminal (turnId: string, timeoutMs = 5000): Promise<EventEnvelope[]> {
+  async waitForTerminal (turnId: string, timeoutMs = 20_000): Promise<EventEnvelope[]> {
     await this.waitForEvent(turnId, (e) => e.kind === 'turn.completed' || e.kind === 'turn.cancelled' || e.kind === 'turn.failed', timeoutMs)
     return this.events(turnId)
   }
 
-  async closed (timeoutMs = 5000): Promise<number> {
+  async closed (timeoutMs = 20_000): Promise<number> {
     const deadline = Date.now() + timeoutMs
     while (this.closeCode === null) {
       const left = deadline - Date.now()

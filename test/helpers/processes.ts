@@ -24,10 +24,10 @@ export async function processesWith (marker: string): Promise<number[]> {
   return found
 }
 
-export async function untilNoProcessWith (marker: string, timeoutMs = 5000): Promise<void> {
+export async function untilNoProcessWith (marker: string, timeoutMs = 20_000): Promise<void> {
   await until(async () => (await processesWith(marker)).length === 0, `no process running "${marker}"`, timeoutMs)
 }
 
-export async function untilFileExists (file: string, timeoutMs = 5000): Promise<void> {
+export async function untilFileExists (file: string, timeoutMs = 20_000): Promise<void> {
   await until(async () => await fs.stat(file).then(() => true, () => false), `${file} to exist`, timeoutMs)
 }

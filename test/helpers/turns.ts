@@ -19,7 +19,7 @@ export function gate (): Gate {
 }
 
 /** Polls `check` until it holds; generous timeout, short interval, no timing assertion. */
-export async function until (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+export async function until (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
@@ -37,7 +37,7 @@ export async function startTurn (
 }
 
 /** Polls GET /v1/turns/:id until the turn is no longer running and returns the turn JSON. */
-export async function finishedTurn (g: TestGateway, turnId: string, timeoutMs = 5000): Promise<any> {
+export async function finishedTurn (g: TestGateway, turnId: string, timeoutMs = 30_000): Promise<any> {
   let turn: any
   await until(async () => {
     const res = await g.http('GET', `/v1/turns/${turnId}`)

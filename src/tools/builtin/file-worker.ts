@@ -25,7 +25,10 @@ export type WorkerReply =
   | { type: 'failed', id: number, message: string }
 
 function send (reply: WorkerReply): void {
-  process.send?.(reply)
+  // The gateway may have gone between the request and its answer (it closed, or died): with a
+  // callback a failed write is reported here instead of as an unhandled 'error' event.
+  if (process.connected !== true) return
+  process.send?.(reply, undefined, undefined, (err: Error | null) => { if (err !== null) process.exit(0) })
 }
 
 function dropTo (uid: number, gid: number): void {
