@@ -82,12 +82,24 @@ export function createProgressReporter (options: {
   }
   // Free when fewer than maxPerSecond events went out in the last second.
   const freeAt = (): number => sentAt.length < limits.maxPerSecond ? 0 : (sentAt[0] as number) + WINDOW_MS
+  const schedule = (delay: number): void => {
+    timer = setTimeout(flush, Math.max(delay, 0))
+    timer.unref()
+  }
   const flush = (): void => {
     timer = null
     if (closed || held === null) return
+    // A timer may fire a millisecond before the wall clock says the window is over (libuv rounds
+    // its monotonic clock); wait out the rest rather than send a third event inside the second.
+    const now = Date.now()
+    const free = freeAt()
+    if (free > now) {
+      schedule(free - now)
+      return
+    }
     const event = held
     held = null
-    send(event, Date.now())
+    send(event, now)
   }
 
   return {
@@ -102,10 +114,7 @@ export function createProgressReporter (options: {
         return
       }
       held = event
-      if (timer === null) {
-        timer = setTimeout(flush, Math.max(free - now, 0))
-        timer.unref()
-      }
+      if (timer === null) schedule(free - now)
     },
     close () {
       closed = true
