@@ -15,7 +15,7 @@ import { parseResponse, type ParsedResponse } from './parse.js'
 import { prepareRound } from './prepare.js'
 import { buildIterationRequest } from './prompt.js'
 import { collectRound } from './results.js'
-import { createThinkFilter } from './stream-filter.js'
+import { createFrameHoldBack, createThinkFilter, unsentRemainder } from './stream-filter.js'
 import { detectToolProtocolIssue, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks } from './text-protocol/index.js'
 
 export type TurnOutcome =
@@ -57,24 +57,41 @@ function cancelled (state: TurnState): TurnOutcome {
   return { status: 'cancelled', reason: reason instanceof CancelReason ? reason.reason : 'cancelled' }
 }
 
-/** Visible text streamed as it arrives, minus reasoning blocks; `shown` says whether any went out. */
+/**
+ * Visible text streamed as it arrives, minus reasoning blocks and, for the text protocol, minus
+ * anything that could be a call frame; `shown` is what went out.
+ */
 interface LiveText {
   push: (text: string) => void
-  shown: () => boolean
+  shown: () => string
 }
 
-function liveText (state: TurnState): LiveText {
-  const filter = createThinkFilter()
-  let shown = false
+function liveText (state: TurnState, textProtocol: boolean): LiveText {
+  const think = createThinkFilter()
+  const frames = textProtocol ? createFrameHoldBack() : null
+  let shown = ''
   return {
     push: (text) => {
-      const visible = filter.push(text)
+      const thought = think.push(text)
+      const visible = frames === null || thought === '' ? thought : frames.push(thought)
       if (visible === '') return
-      shown = true
+      shown += visible
       state.emit({ kind: 'text.delta', text: visible })
     },
     shown: () => shown
   }
+}
+
+/**
+ * The visible text of a response that has not gone out live: all of it when nothing streamed (a
+ * provider that answered in one piece), the held-back tail for the text protocol. Native streams
+ * showed their text as the provider sent it.
+ */
+function unsentText (live: LiveText, textProtocol: boolean, display: string): string {
+  const shown = live.shown()
+  if (shown === '') return display
+  if (!textProtocol) return ''
+  return unsentRemainder(shown, display) ?? ''
 }
 
 function receiptsBlock (exec: ResolvedAgentExecution, state: TurnState, text: string): string {
@@ -164,9 +181,10 @@ type Answer = { kind: 'round', round: RoundCursor } | { kind: 'retry' } | { kind
 
 async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor: LoopCursor): Promise<Answer> {
   const request = buildIterationRequest(exec, state.history, state.systemNotes)
-  // Native providers stream visible text live; text-protocol output would leak call payloads,
-  // so it is shown only after parsing.
-  const live = request.useNative ? liveText(state) : null
+  // Every request streams its visible text live; text-protocol output goes through the frame
+  // hold-back, so no call payload reaches a `text.delta`.
+  const textProtocol = !request.useNative
+  const live = liveText(state, textProtocol)
   const response = await callModel(exec, state, request, live)
   const parsed = parseResponse(response, {
     advertised: new Set(request.specs.map((s) => s.name)),
@@ -188,8 +206,10 @@ async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor:
     return { kind: 'end', outcome: { status: 'failed', code: 'EMPTY_COMPLETION', message: 'the model returned neither text nor tool calls' } }
   }
   // A provider that answered in one piece (`stream = false`, or a server that ignores the request
-  // to stream) streamed nothing: its text goes out whole, as text-protocol text does.
-  if (live?.shown() !== true && parsed.displayText !== '') state.emit({ kind: 'text.delta', text: parsed.displayText })
+  // to stream) streamed nothing: its text goes out whole. Text-protocol text held back as a
+  // possible frame goes out now, as far as the parser found it to be prose.
+  const unsent = unsentText(live, textProtocol, parsed.displayText)
+  if (unsent !== '') state.emit({ kind: 'text.delta', text: unsent })
 
   if (parsed.calls.length === 0) {
     state.history.push({ role: 'assistant', content: response.text })

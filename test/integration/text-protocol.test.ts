@@ -171,3 +171,41 @@ test('a schema-invalid call is never executed', async (t) => {
   assert.match(turn.tool_calls[0]?.output ?? '', /must have required property 'content'/)
   assert.equal(await access(join(g.workspace, 'half.txt')).then(() => true, () => false), false)
 })
+
+/** Text the fake provider streams as 20 pieces of 8 characters, one every 100 ms (2 s in all). */
+const SLOW_ANSWER = 'Streaming answer piece by piece, so a reader sees it grow while the model is still writing it down here ok.'.padEnd(160, '.')
+
+/** Runs a turn over WS and counts the text.delta events that arrived while the provider still streamed. */
+async function deltasWhileStreaming (g: TestGateway): Promise<{ early: number, texts: string[] }> {
+  const ws = await g.socket()
+  const accepted = await ws.request({ type: 'turn.start', message: 'go', session_id: 'live-text' })
+  let early = 0
+  const texts: string[] = []
+  for (;;) {
+    const frame = await ws.next((f) => f.type === 'event' && f.turn_id === accepted.turn_id &&
+      (f.event.kind === 'text.delta' || ['turn.completed', 'turn.failed', 'turn.cancelled'].includes(f.event.kind)))
+    if (frame.event.kind !== 'text.delta') break
+    texts.push(frame.event.text)
+    if (g.provider.open() > 0) early += 1
+  }
+  return { early, texts }
+}
+
+test('an agent with no tools streams its answer live', async (t) => {
+  const g = await gateway(t, { agents: { default: { tools: [] } } })
+  g.provider.enqueue({ text: SLOW_ANSWER, chunkDelayMs: 100 })
+  const { early, texts } = await deltasWhileStreaming(g)
+  assert.ok(early >= 5, `${early} of ${texts.length} text.delta events arrived while the answer streamed`)
+  assert.equal(texts.join(''), SLOW_ANSWER)
+  assert.equal(g.provider.requests[0]?.body.tools, undefined)
+})
+
+test('a text-protocol provider streams its prose live and no frame reaches a text.delta', async (t) => {
+  const g = await gateway(t, TEXT_PROVIDER)
+  const call = '\n<tool_call>{"name":"file_read","arguments":{"path":"hello.txt"}}</tool_call>\nafter the frame'
+  g.provider.enqueue({ text: SLOW_ANSWER + call, chunkDelayMs: 100 }, { text: 'Done.' })
+  const { early, texts } = await deltasWhileStreaming(g)
+  assert.ok(early >= 5, `${early} of ${texts.length} text.delta events arrived while the answer streamed`)
+  for (const text of texts) assert.ok(!/<tool_call|"arguments"|tool_call>/.test(text), `frame leaked: ${text}`)
+  assert.equal(texts.join(''), `${SLOW_ANSWER}\nafter the frame${'Done.'}`)
+})
