@@ -11,10 +11,11 @@ import type { Logger } from 'pino'
 import { Ajv } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { Config } from '../core/config.js'
-import { createAuthenticator, isLoopbackHost } from '../auth/authenticate.js'
+import { createAuthenticator } from '../auth/authenticate.js'
+import { isLoopbackHost } from '../core/security/loopback.js'
 import { enforceAuthentication, WS_PROTOCOL } from '../auth/http.js'
 import { createBus } from '../bus/create.js'
-import type { EventBus } from '../bus/bus.js'
+import type { BusEnvelope, EventBus } from '../bus/bus.js'
 import { InstanceLease } from '../cluster/instance.js'
 import { warnOpenAutoApprovingAgents } from '../service/agent-access.js'
 import { ConnectionRegistry } from '../service/connections.js'
@@ -80,6 +81,8 @@ export interface BuildOptions {
   logger?: Logger
   store?: Store
   bus?: EventBus
+  /** Fault injection for crash tests: called after each group of events is stored, before it is published. */
+  afterEventWrite?: (group: readonly BusEnvelope[]) => void
 }
 
 /** Body validation is strict (no coercion, no stripping); query and params coerce from strings. */
@@ -253,7 +256,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   try {
     const store = options.store ?? await createStore(config, { instanceId, env, log })
     lifecycle.opened('store', async () => { await store.close() })
-    const bus = options.bus ?? await createBus(config, { store, env, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
+    const bus = options.bus ?? await createBus(config, { store, env, log, ...(options.afterEventWrite === undefined ? {} : { afterGroupWrite: options.afterEventWrite }), onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
     lifecycle.opened('bus', async () => { await bus.close() })
     const slots = config.bus.kind === 'redis'
       ? await RedisTurnSlots.connect({

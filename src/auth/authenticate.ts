@@ -8,8 +8,6 @@ import { LOCAL_PRINCIPAL, type Authenticator } from './principal.js'
 
 export type { Authenticator, Credentials } from './principal.js'
 
-export { isLoopbackHost } from './loopback.js'
-
 export function createAuthenticator (config: Config, env: NodeJS.ProcessEnv): Authenticator {
   if (config.auth.mode === 'jwt') return createJwtAuthenticator(config.auth, env)
   return {

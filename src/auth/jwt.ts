@@ -8,7 +8,7 @@ import type { JwtAlgorithm } from '../../schemas/config.js'
 import { ConfigError, type Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
 import type { Authenticator, Credentials } from './principal.js'
-import { isLoopbackHost } from './loopback.js'
+import { isLoopbackHost } from '../core/security/loopback.js'
 import { principalFromClaims } from './claims.js'
 
 export type AuthSettings = Config['auth']

@@ -14,24 +14,11 @@ import { RedisEventBus } from './redis.js'
 const DAY_MS = 86_400_000
 /** Events held for the store while it is unreachable (the oldest go first). */
 const EVENT_LOG_BUFFER = 100_000
-/**
- * Test-only crash point: set to an event kind, the process kills itself (SIGKILL, no shutdown
- * code) right after writing the first group holding such an event and before publishing it.
- * Events a turn's creation writes (`turn.started`; a durable turn's first `iteration`) are not
- * bus groups: they never trigger it.
- */
-export const CRASH_AFTER_EVENT_WRITE_ENV = 'TOLLGATE_TEST_CRASH_AFTER_EVENT_WRITE'
-
-function crashAfterWrite (kind: string | undefined): ((group: readonly BusEnvelope[]) => void) | undefined {
-  if (kind === undefined || kind === '') return undefined
-  return (group) => {
-    if (group.some((e) => e.event.kind === kind)) process.kill(process.pid, 'SIGKILL')
-  }
-}
-
 export interface CreateBusOptions {
   store: Store
   env: NodeJS.ProcessEnv
+  /** Fault injection for crash tests: called after each group of events is stored, before it is published. */
+  afterGroupWrite?: (group: readonly BusEnvelope[]) => void
   log: Logger
   onListenerError: (err: unknown) => void
 }
@@ -63,7 +50,7 @@ export async function createBus (config: Config, options: CreateBusOptions): Pro
     inner = new MemoryEventBus({ maxEventsPerTurn: maxEvents, onListenerError: options.onListenerError })
   }
   if (!archived) return inner
-  const afterGroupWrite = crashAfterWrite(options.env[CRASH_AFTER_EVENT_WRITE_ENV])
+  const { afterGroupWrite } = options
   return new ArchivingBus({
     inner, store, log, maxEventsPerTurn: maxEvents, maxBuffered: EVENT_LOG_BUFFER,
     ...(afterGroupWrite === undefined ? {} : { afterGroupWrite })

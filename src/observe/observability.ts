@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino'
 import type { Config } from '../core/config.js'
-import { modelNameFor } from '../turn/context.js'
+import { modelNameFor } from '../core/agent-model.js'
 import { createLogObserver } from './log-observer.js'
 import { GatewayMetrics, type MetricsSources, type ModelLabels } from './metrics.js'
 import { composeObservers, type Observer } from './observer.js'

@@ -4,10 +4,16 @@
  */
 import type { ReceiptVerifyRequest, ReceiptVerifyResult } from '../../schemas/receipts.js'
 import type { Principal } from '../auth/principal.js'
-import type { TurnService } from '../service/turn-service.js'
+import type { ReceiptKey } from './keys.js'
 
-export async function verifyToolReceipt (
-  turns: TurnService, principal: Principal, request: ReceiptVerifyRequest
+/** What verification needs of the turn service: the caller's turn and the key it was signed under. */
+export interface ReceiptTurns<T> {
+  get (principal: Principal, turnId: string): Promise<T>
+  receiptKeyOf (turn: T): ReceiptKey | null
+}
+
+export async function verifyToolReceipt<T> (
+  turns: ReceiptTurns<T>, principal: Principal, request: ReceiptVerifyRequest
 ): Promise<ReceiptVerifyResult> {
   // Ownership first: another principal's turn answers TURN_NOT_FOUND, like a missing one.
   const turn = await turns.get(principal, request.turn_id)

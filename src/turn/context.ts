@@ -24,6 +24,7 @@ import { assembleScopedTools, type ScopedRegistry, type ToolNarrowing } from '..
 import type { ToolHooks } from './hooks.js'
 import { LoopDetector } from './loop-detector.js'
 import type { ProgressLimits } from './progress.js'
+import { modelNameFor } from '../core/agent-model.js'
 
 export interface ModelBinding {
   provider: ModelProvider
@@ -199,11 +200,6 @@ export function resolveAgent (
   const runtime = ownEntry(config.runtime_profiles, agent.runtime_profile) as RuntimeProfileConfig
   const risk = ownEntry(config.risk_profiles, agent.risk_profile) as RiskProfileConfig
   return { agent, runtime, risk }
-}
-
-/** The model an agent's requests name: its own, else its provider's default. */
-export function modelNameFor (config: Config, agent: AgentConfig): string {
-  return agent.model ?? ownEntry(config.providers, agent.provider)?.model ?? 'default'
 }
 
 export function resolveModelBinding (config: Config, agent: AgentConfig, providers: ReadonlyMap<string, ModelProvider>): ModelBinding {

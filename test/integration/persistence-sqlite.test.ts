@@ -8,7 +8,7 @@ import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.j
 import { assertSeqContiguous, shape, startGateway, type TestGateway, type TestSocket } from '../helpers/gateway.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway } from '../helpers/cluster.js'
 import { deferrer, type Defer } from '../helpers/services.js'
-import { CRASH_AFTER_EVENT_WRITE_ENV } from '../../src/bus/create.js'
+import { CRASH_AFTER_EVENT_WRITE_ENV } from '../fixtures/crash-points.js'
 import { SqliteStore } from '../../src/store/sqlite.js'
 import type { TurnEvent } from '../../schemas/events.js'
 

@@ -7,7 +7,7 @@
 import { isIP } from 'node:net'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
-import { isLoopbackHost, isWildcardHost } from '../../auth/loopback.js'
+import { isLoopbackHost, isWildcardHost } from './loopback.js'
 import { ConfigError, type Config } from '../config.js'
 import { TollgateError } from '../errors.js'
 

@@ -4,7 +4,7 @@
  * loopback gateway without auth. Allowed origins come from configuration and from the address
  * the socket really arrived on, never from the Host header (which a rebinding page controls).
  */
-import { isLoopbackHost } from '../../auth/loopback.js'
+import { isLoopbackHost } from './loopback.js'
 import { ConfigError, type Config } from '../config.js'
 
 export interface OriginPolicy {
