@@ -33,13 +33,13 @@ export default async function agUiRoutes (app: FastifyInstance): Promise<void> {
     const { gateway } = app
     if (plan.kind === 'start') {
       const translator = new AgUiTranslator(input.threadId, input.runId, plan.mode)
-      const stream = { principal, reply, headers: { 'content-type': translator.contentType }, channel: 'ag-ui', translator }
+      const stream = { principal, reply, headers: {}, channel: 'ag-ui', translator }
       await streamNewTurn(gateway, stream, plan.request)
       return
     }
     const waiting = await findApprovals(gateway, principal, input.threadId, plan.answers.map((a) => a.requestId))
     const translator = new AgUiTranslator(input.threadId, input.runId, plan.mode, waiting.callIds)
-    const stream = { principal, reply, headers: { 'content-type': translator.contentType }, channel: 'ag-ui', translator }
+    const stream = { principal, reply, headers: {}, channel: 'ag-ui', translator }
     await resumeTurn(gateway, stream, waiting, plan.answers)
   })
 }

@@ -110,10 +110,6 @@ export class AgUiTranslator implements EventTranslator {
     this.announced = new Set(announcedCalls)
   }
 
-  get contentType (): string {
-    return this.encoder.getContentType()
-  }
-
   private frame (event: BaseEvent): string {
     return this.encoder.encodeSSE(event)
   }

@@ -14,10 +14,7 @@ import type { BusEnvelope } from '../bus/bus.js'
 import { TollgateError } from '../core/errors.js'
 import { approvalRequest, turnMessage, type AdapterAnswer, type EventTranslator, type Translation } from './stream.js'
 
-export const UI_MESSAGE_STREAM_HEADERS = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'x-vercel-ai-ui-message-stream': 'v1'
-} as const
+export const UI_MESSAGE_STREAM_HEADERS = { 'x-vercel-ai-ui-message-stream': 'v1' } as const
 
 export type AiSdkPlan =
   | { kind: 'start', request: TurnRequest }

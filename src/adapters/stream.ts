@@ -17,8 +17,7 @@ import { TollgateError } from '../core/errors.js'
 import type { Connection, ConnectionRegistry } from '../service/connections.js'
 import type { TurnService } from '../service/turn-service.js'
 import { followTurn } from '../transport/follow.js'
-import { sendNow } from '../transport/send-now.js'
-import { isSlowConsumer, logSlowConsumer } from '../transport/slow-consumer.js'
+import { SseWriter } from '../transport/sse-writer.js'
 import type { GatewayMetrics } from '../observe/metrics.js'
 import type { Logger } from 'pino'
 
@@ -48,7 +47,7 @@ export interface EventTranslator {
 export interface AdapterStream {
   principal: Principal
   reply: FastifyReply
-  /** Protocol headers (content type, protocol markers). */
+  /** Protocol markers beside the SSE headers (the writer sets the content type). */
   headers: OutgoingHttpHeaders
   /** Audit and observer label of the turn's front door, e.g. `ag-ui`. */
   channel: string
@@ -178,21 +177,7 @@ const TOO_LATE = new Set(['APPROVAL_ALREADY_RESOLVED', 'APPROVAL_EXPIRED', 'APPR
 
 /** Writes the translated events of the turn after `afterSeq` until its end or an approval park. */
 async function pipe (deps: AdapterDeps, stream: AdapterStream, connection: Connection, turnId: string, afterSeq: number): Promise<void> {
-  const { reply, translator } = stream
-  // Hijacked: headers set by hooks (x-request-id) are passed on by hand.
-  const hookHeaders = reply.getHeaders() as OutgoingHttpHeaders
-  reply.hijack()
-  const raw = reply.raw
-  raw.writeHead(200, {
-    ...hookHeaders,
-    ...stream.headers,
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'x-turn-id': turnId
-  })
-  for (const frame of translator.opening(turnId)) raw.write(frame)
-  sendNow(raw)
+  const { translator } = stream
   let stopped = false
   let unsubscribe: (() => void) | null = null
   const stop = (): void => {
@@ -200,18 +185,23 @@ async function pipe (deps: AdapterDeps, stream: AdapterStream, connection: Conne
     stopped = true
     unsubscribe?.()
     deps.connections.close(connection.id)
-    if (!raw.writableEnded) raw.end()
+    writer.close()
   }
+  const writer = new SseWriter({
+    reply: stream.reply,
+    turnId,
+    headers: stream.headers,
+    config: deps.config,
+    log: deps.log,
+    logFields: { channel: stream.channel },
+    onClose: stop
+  })
+  writer.open()
+  writer.write(translator.opening(turnId))
   const deliver = (envelope: BusEnvelope): void => {
-    if (stopped || raw.writableEnded) return
-    // Same slow-consumer policy as SSE and WebSocket: a reader this far behind loses the stream.
-    if (isSlowConsumer(deps.config, raw.writableLength)) {
-      logSlowConsumer(deps.log, 'SSE', { turn_id: turnId, channel: stream.channel }, raw.writableLength)
-      raw.destroy()
-      return
-    }
+    if (stopped) return
     const { frames, park } = translator.translate(envelope)
-    for (const frame of frames) raw.write(frame)
+    if (!writer.write(frames)) return
     deps.metrics?.eventSent('sse')
     if (park === true) {
       deps.turns.setOwner(stream.principal, turnId, null)
@@ -227,12 +217,11 @@ async function pipe (deps: AdapterDeps, stream: AdapterStream, connection: Conne
     onEnd: stop
   })
   if (followed.kind === 'gap') {
-    for (const frame of translator.failure('REPLAY_GAP', 'the turn\'s events are no longer retained; refetch the turn')) raw.write(frame)
+    writer.write(translator.failure('REPLAY_GAP', 'the turn\'s events are no longer retained; refetch the turn'))
     stop()
   } else if (stopped) {
     followed.unsubscribe()
   } else {
     unsubscribe = followed.unsubscribe
-    raw.on('close', stop)
   }
 }

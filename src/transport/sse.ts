@@ -3,19 +3,16 @@
  * (`id:` = seq, `event:` = kind, `data:` = the envelope without its session id), a comment line
  * every `server.sse_keepalive_ms` so idle-cutting proxies keep the stream, and the end after the
  * terminal event. The owning POST stream and the never-owning GET stream both use it; who owns
- * what is the caller's business. The response is hijacked from Fastify, so headers that hooks set
- * (x-request-id, CORS) are passed on by hand. A slow reader loses the stream by the same policy
- * as a WebSocket (slow-consumer.ts).
+ * what is the caller's business. Headers, keep-alive and the slow-consumer policy are the
+ * writer's (sse-writer.ts).
  */
-import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { Gateway } from '../app/gateway.js'
 import type { BusEnvelope } from '../bus/bus.js'
 import { wireEnvelope } from '../core/envelope.js'
 import { TollgateError } from '../core/errors.js'
 import { followFromStart, followTurn } from './follow.js'
-import { isSlowConsumer, logSlowConsumer } from './slow-consumer.js'
-import { sendNow } from './send-now.js'
+import { SseWriter } from './sse-writer.js'
 
 export interface StreamOptions {
   turnId: string
@@ -30,19 +27,17 @@ function frame (envelope: BusEnvelope): string {
   return `id: ${envelope.seq}\nevent: ${envelope.event.kind}\ndata: ${JSON.stringify(wireEnvelope(envelope))}\n\n`
 }
 
-/** One turn's event stream over a hijacked response: headers once, then frames, then the end. */
+/** One turn's event stream: the replay and live events written through one SseWriter. */
 class TurnStream {
-  private readonly raw: FastifyReply['raw']
   /** Events delivered before the headers are out wait here, in order; null once they are out. */
   private early: BusEnvelope[] | null = []
   private ended = false
   private closed = false
-  private flushed = false
-  private keepalive: NodeJS.Timeout | undefined
+  private readonly writer: SseWriter
   stop: (() => void) | undefined
 
-  constructor (private readonly gateway: Gateway, private readonly reply: FastifyReply, private readonly options: StreamOptions) {
-    this.raw = reply.raw
+  constructor (private readonly gateway: Gateway, reply: FastifyReply, private readonly options: StreamOptions) {
+    this.writer = new SseWriter({ reply, turnId: options.turnId, config: gateway.config, log: gateway.log, onClose: this.close })
   }
 
   readonly deliver = (envelope: BusEnvelope): void => {
@@ -58,65 +53,29 @@ class TurnStream {
   readonly close = (): void => {
     if (this.closed) return
     this.closed = true
-    clearInterval(this.keepalive)
     this.stop?.()
-    if (!this.raw.writableEnded) this.raw.end()
+    this.writer.close()
     this.options.onClose()
   }
 
   private write (envelope: BusEnvelope): void {
-    if (this.closed) return
-    const { config, log, metrics } = this.gateway
-    if (isSlowConsumer(config, this.raw.writableLength)) {
-      logSlowConsumer(log, 'SSE', { turn_id: this.options.turnId }, this.raw.writableLength)
-      this.raw.destroy()
-      this.close()
-      return
-    }
-    this.raw.write(frame(envelope))
-    if (!this.flushed) {
-      this.flushed = true
-      sendNow(this.raw)
-    }
-    metrics?.eventSent('sse')
+    if (this.writer.write(frame(envelope))) this.gateway.metrics?.eventSent('sse')
   }
 
   /** Sends the headers and whatever waited for them; from here on events are written as they come. */
   begin (): void {
     if (this.early === null) return
-    const raw = this.raw
-    const hookHeaders = this.reply.getHeaders() as OutgoingHttpHeaders
-    this.reply.hijack()
-    raw.writeHead(200, {
-      ...hookHeaders,
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'x-turn-id': this.options.turnId
-    })
-    raw.on('close', this.close)
+    this.writer.open()
     const waiting = this.early
     this.early = null
     // The client may have gone while the replay was read: its 'close' already fired.
-    if (raw.destroyed) {
+    if (this.writer.gone) {
       this.close()
       return
     }
     for (const envelope of waiting) this.write(envelope)
-    // Node holds the headers until the first body bytes. A stream resuming at the turn's last seq
-    // (or past it) has nothing to write yet: the client would see no answer until an event or
-    // the first keep-alive comment, so the headers go out on their own.
-    if (waiting.length === 0) raw.flushHeaders()
-    if (this.ended) {
-      this.close()
-      return
-    }
-    const every = this.gateway.config.server.sse_keepalive_ms
-    if (every > 0) {
-      this.keepalive = setInterval(() => { if (!this.closed) raw.write(': keep-alive\n\n') }, every)
-      this.keepalive.unref()
-    }
+    this.writer.flushHeaders()
+    if (this.ended) this.close()
   }
 }
 
