@@ -345,6 +345,11 @@ class ChatSession implements Chat {
       case 'turn.failed':
         this.line(`✗ failed (${terminalSafe(e.code)}): ${terminalSafe(e.message)}`)
         return 'failed'
+      default: {
+        // A new event kind fails to compile here until the terminal client shows it.
+        const unshown: never = e
+        return unshown
+      }
     }
   }
 

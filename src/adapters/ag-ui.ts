@@ -227,6 +227,14 @@ export class AgUiTranslator implements EventTranslator {
         break
       case 'turn.failed':
         return { frames: this.failure(e.code, e.message) }
+      // AG-UI has no progress event for a running tool call.
+      case 'tool.progress':
+        break
+      default: {
+        // A new event kind fails to compile here until it is mapped (or deliberately dropped).
+        const unmapped: never = e
+        return unmapped
+      }
     }
     return { frames: out }
   }

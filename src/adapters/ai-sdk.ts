@@ -158,6 +158,14 @@ export class AiSdkTranslator implements EventTranslator {
         return { frames: [...out.map((c) => AiSdkTranslator.frame(c)), 'data: [DONE]\n\n'] }
       case 'turn.failed':
         return { frames: this.failure(e.code, e.message) }
+      // The UI message stream has no progress part for a running tool call.
+      case 'tool.progress':
+        break
+      default: {
+        // A new event kind fails to compile here until it is mapped (or deliberately dropped).
+        const unmapped: never = e
+        return unmapped
+      }
     }
     return { frames: out.map((c) => AiSdkTranslator.frame(c)) }
   }
