@@ -14,6 +14,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { CHROMIUM, CHROMIUM_ARGS, listingRouteMissing, requireChromium } from '../helpers/chromium.js'
 import type { TestGateway } from '../helpers/gateway.js'
 import { startDropperGateway } from '../helpers/socket-drop.js'
+import { eventually } from '../helpers/eventually.js'
 
 const WAIT = { timeout: 20_000 }
 const PHONE = { width: 390, height: 844 }
@@ -103,11 +104,7 @@ test('in Chromium, a turn waiting on an approval survives a reload and is answer
   const countdown = again.locator('.countdown')
   const first = String(await countdown.textContent())
   assert.match(first, /^expires in [12]:\d\d$/)
-  const deadline = Date.now() + 5000
-  while (await countdown.textContent() === first) {
-    assert.ok(Date.now() < deadline, 'the countdown never moved')
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+  await eventually(async () => await countdown.textContent() !== first, { what: 'the countdown to move' })
   const always = again.locator('.always-grant')
   assert.ok(await always.isVisible(), 'what Always grants is visible text, not a tooltip')
   assert.equal(await always.textContent(),

@@ -14,6 +14,7 @@ import { CHROMIUM, CHROMIUM_ARGS, listingRouteMissing, requireChromium } from '.
 import type { TestGateway } from '../helpers/gateway.js'
 import { startDropperGateway, type SocketDropper } from '../helpers/socket-drop.js'
 import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
+import { eventually } from '../helpers/eventually.js'
 
 const WAIT = { timeout: 20_000 }
 
@@ -188,8 +189,7 @@ test('in Chromium, a token typed on the page is offered as the bearer.<token> We
   await page.click('#token-form button[type="submit"]')
   await page.locator('#notices li', { hasText: 'token set; reconnecting' }).waitFor(WAIT)
   await page.locator('#connection[data-state="open"]').waitFor(WAIT)
-  const deadline = Date.now() + 10_000
-  while (offered.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+  await eventually(() => offered.length > 0, { what: 'the page to offer a subprotocol' })
   assert.deepEqual(offered, ['tollgate.v1, bearer.eyJhbGciOiJIUzI1NiJ9.e30.c2lnbmF0dXJl'])
 
   await page.fill('#token', 'not a token')

@@ -12,7 +12,7 @@ import { workspaceSlug } from '../../src/tools/builtin/workspace-layout.js'
 import { startFakeProvider, type FakeProvider } from './fake-provider.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway, type GatewayProcess } from './cluster.js'
 import { type Defer } from './services.js'
-import { until } from './turns.js'
+import { eventually } from './eventually.js'
 
 export interface Setup {
   provider: FakeProvider
@@ -44,10 +44,10 @@ export async function events (g: GatewayProcess, turnId: string): Promise<EventE
 
 export async function finished (g: GatewayProcess, turnId: string): Promise<any> {
   let turn: any
-  await until(async () => {
+  await eventually(async () => {
     turn = (await g.http('GET', `/v1/turns/${turnId}`)).body
     return turn.status !== 'running'
-  }, `turn ${turnId} to finish`, 15_000)
+  }, { what: `turn ${turnId} to finish`, timeoutMs: 15_000 })
   return turn
 }
 
@@ -78,9 +78,9 @@ export async function turnWaitingForApproval (
 /** Waits for the turn's first pending approval request as `GET /v1/approvals` lists it. */
 export async function firstPendingApproval (g: GatewayProcess, turnId: string, what: string): Promise<any> {
   let pending: any
-  await until(async () => {
+  await eventually(async () => {
     pending = (await g.http('GET', `/v1/approvals?status=pending&turn_id=${turnId}`)).body.items?.[0]
     return pending !== undefined
-  }, what, 10_000)
+  }, { what, timeoutMs: 10_000 })
   return pending
 }

@@ -24,14 +24,6 @@ export function httpServerConfig (url: string, extra: Record<string, unknown> = 
   return { transport: 'http', url, ...extra }
 }
 
-export async function waitUntil (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
-
 /** Starts a turn over a fresh WebSocket (the turn's owner and backchannel) and waits for its end. */
 export async function runTurn (
   g: TestGateway, request: Record<string, unknown>

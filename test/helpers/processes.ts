@@ -3,7 +3,7 @@
  * sandbox's own pid namespace or not) is still alive, by a marker in its command line.
  */
 import { promises as fs } from 'node:fs'
-import { until } from './turns.js'
+import { eventually } from './eventually.js'
 
 function running (stat: string): boolean {
   // A killed orphan stays a zombie until it is reaped; it no longer does anything.
@@ -25,9 +25,9 @@ export async function processesWith (marker: string): Promise<number[]> {
 }
 
 export async function untilNoProcessWith (marker: string, timeoutMs = 20_000): Promise<void> {
-  await until(async () => (await processesWith(marker)).length === 0, `no process running "${marker}"`, timeoutMs)
+  await eventually(async () => (await processesWith(marker)).length === 0, { what: `no process running "${marker}"`, timeoutMs })
 }
 
 export async function untilFileExists (file: string, timeoutMs = 20_000): Promise<void> {
-  await until(async () => await fs.stat(file).then(() => true, () => false), `${file} to exist`, timeoutMs)
+  await eventually(async () => await fs.stat(file).then(() => true, () => false), { what: `${file} to exist`, timeoutMs })
 }

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import type { EventEnvelope } from '../../schemas/events.js'
+import { eventually } from './eventually.js'
 import type { TestGateway } from './gateway.js'
 
 export interface Gate {
@@ -18,15 +19,6 @@ export function gate (): Gate {
   return { promise, open }
 }
 
-/** Polls `check` until it holds; generous timeout, short interval, no timing assertion. */
-export async function until (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
-
 /** POST /v1/turns that must be accepted; returns the 202 body. */
 export async function startTurn (
   g: TestGateway, body: Record<string, unknown>
@@ -39,12 +31,12 @@ export async function startTurn (
 /** Polls GET /v1/turns/:id until the turn is no longer running and returns the turn JSON. */
 export async function finishedTurn (g: TestGateway, turnId: string, timeoutMs = 30_000): Promise<any> {
   let turn: any
-  await until(async () => {
+  await eventually(async () => {
     const res = await g.http('GET', `/v1/turns/${turnId}`)
     assert.equal(res.status, 200)
     turn = res.body
     return turn.status !== 'running'
-  }, `turn ${turnId} to finish`, timeoutMs)
+  }, { what: `turn ${turnId} to finish`, timeoutMs })
   return turn
 }
 

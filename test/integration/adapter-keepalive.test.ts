@@ -8,7 +8,8 @@ import { HttpAgent } from '@ag-ui/client'
 import type { BaseEvent } from '@ag-ui/core'
 import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai'
 import { startProbeGateway } from '../helpers/tools.js'
-import { gate, until } from '../helpers/turns.js'
+import { gate } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 const KEEPALIVE = ': keep-alive\n\n'
 const ANSWER = 'Answer after a long think.'
@@ -51,7 +52,7 @@ test('the AI SDK stream carries keep-alive comments while the model is silent, a
     for await (const message of readUIMessageStream({ stream })) last = message
     return last
   })()
-  await until(() => keepalives(recorder.text()) >= 3, 'keep-alive comments while the model is silent')
+  await eventually(() => keepalives(recorder.text()) >= 3, { what: 'keep-alive comments while the model is silent' })
   assert.ok(!recorder.text().includes('text-delta'), 'no text before the model answered')
   held.open()
   const message = await reading
@@ -71,7 +72,7 @@ test('the AG-UI stream carries keep-alive comments while the model is silent, an
   })
   const events: BaseEvent[] = []
   const run = agent.runAgent({ runId: 'run-1' }, { onEvent: ({ event }) => { events.push(event) } })
-  await until(() => keepalives(recorder.text()) >= 3, 'keep-alive comments while the model is silent')
+  await eventually(() => keepalives(recorder.text()) >= 3, { what: 'keep-alive comments while the model is silent' })
   assert.ok(!events.some((e) => e.type === 'TEXT_MESSAGE_CONTENT'), 'no text before the model answered')
   held.open()
   await run

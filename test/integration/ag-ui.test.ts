@@ -4,7 +4,8 @@ import { HttpAgent } from '@ag-ui/client'
 import type { BaseEvent } from '@ag-ui/core'
 import { shape } from '../helpers/gateway.js'
 import { startProbeGateway } from '../helpers/tools.js'
-import { finishedTurn, gate, turnEvents, until } from '../helpers/turns.js'
+import { finishedTurn, gate, turnEvents } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 import { jwtAuth, mintToken } from '../helpers/tokens.js'
 
 const risky = (label: string): { id: string, name: string, arguments: Record<string, unknown> } => ({ id: 'c1', name: 'risky', arguments: { label } })
@@ -171,7 +172,7 @@ test('an AG-UI client that aborts its run cancels the turn like an SSE owner goi
   g.provider.enqueue({ text: 'never', gate: held.promise })
   const { agent: a, events } = agent(g.url, 'thread-abort', 'wait')
   const run = a.runAgent({ runId: 'run-1' }, { onEvent: ({ event }) => { events.push(event) } })
-  await until(() => events.length > 0, 'RUN_STARTED')
+  await eventually(() => events.length > 0, { what: 'RUN_STARTED' })
   const turnId = (events[0] as unknown as { metadata: { tollgate: { turn_id: string } } }).metadata.tollgate.turn_id
   a.abortRun()
   await run.catch(() => {})
@@ -214,14 +215,14 @@ test('resuming needs approvals:answer, and the resuming request owns the turn ag
   const run = a.runAgent({ runId: 'run-3', resume: [{ interruptId, status: 'resolved', payload: { decision: 'yes' } }] }, {
     onEvent: ({ event }) => { events.push(event) }
   })
-  await until(() => probes.runs.length === 1, 'the approved tool to start')
+  await eventually(() => probes.runs.length === 1, { what: 'the approved tool to start' })
   a.abortRun()
   await run.catch(() => {})
   let turn: any
-  await until(async () => {
+  await eventually(async () => {
     turn = (await g.http('GET', `/v1/turns/${turnId}`, undefined, { authorization: `Bearer ${full}` })).body
     return turn.status !== 'running'
-  }, 'the turn to end')
+  }, { what: 'the turn to end' })
   assert.equal(turn.status, 'cancelled')
   assert.equal(turn.tool_calls[0].status, 'interrupted')
   assert.equal(probes.runs[0]?.aborted, true)

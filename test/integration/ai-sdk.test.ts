@@ -6,7 +6,8 @@ import {
 } from 'ai'
 import { shape } from '../helpers/gateway.js'
 import { startProbeGateway } from '../helpers/tools.js'
-import { finishedTurn, gate, turnEvents, until } from '../helpers/turns.js'
+import { finishedTurn, gate, turnEvents } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 import { jwtAuth, mintToken } from '../helpers/tokens.js'
 
 const risky = (label: string): { id: string, name: string, arguments: Record<string, unknown> } => ({ id: 'c1', name: 'risky', arguments: { label } })
@@ -122,7 +123,7 @@ test('Chat from ai: addToolApprovalResponse denying the call sends the follow-up
   const asked = chat.memory.messages.at(-1)?.parts.find((p) => p.type === 'dynamic-tool')
   assert.ok(asked !== undefined && asked.type === 'dynamic-tool' && asked.state === 'approval-requested')
   await chat.addToolApprovalResponse({ id: asked.approval.id, approved: false })
-  await until(() => chat.status === 'ready' && chat.memory.messages.at(-1)?.parts.some((p) => p.type === 'text') === true, 'the follow-up response')
+  await eventually(() => chat.status === 'ready' && chat.memory.messages.at(-1)?.parts.some((p) => p.type === 'text') === true, { what: 'the follow-up response' })
   const final = chat.memory.messages.at(-1)
   assert.ok(final !== undefined)
   assert.equal(chat.memory.messages.length, 2)
@@ -156,7 +157,7 @@ test('a failing turn ends the UI message stream with an error chunk', async (t) 
     chatId: 'chat-3', messages: [userMessage('hi')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined
   }))
   await lastMessage(stream)
-  await until(() => chunks.some((c) => c.type === 'error'), 'the error chunk')
+  await eventually(() => chunks.some((c) => c.type === 'error'), { what: 'the error chunk' })
   assert.deepEqual(chunks.map((c) => c.type), ['start', 'start-step', 'error'])
   const error = chunks.find((c) => c.type === 'error')
   assert.match(error?.type === 'error' ? error.errorText : '', /^PROVIDER_[A-Z_]+: /)
@@ -235,11 +236,11 @@ test('two approvals in one turn: each ends a stream, each answer resumes the sam
   const first = waitingApproval()
   assert.ok(first !== undefined)
   await chat.addToolApprovalResponse({ id: first.approval.id, approved: true })
-  await until(() => chat.status === 'ready' && waitingApproval() !== undefined, 'the second approval request')
+  await eventually(() => chat.status === 'ready' && waitingApproval() !== undefined, { what: 'the second approval request' })
   const second = waitingApproval()
   assert.ok(second !== undefined && second.approval.id !== first.approval.id)
   await chat.addToolApprovalResponse({ id: second.approval.id, approved: true })
-  await until(() => chat.status === 'ready' && chat.memory.messages.at(-1)?.parts.some((p) => p.type === 'text') === true, 'the final text')
+  await eventually(() => chat.status === 'ready' && chat.memory.messages.at(-1)?.parts.some((p) => p.type === 'text') === true, { what: 'the final text' })
   const final = chat.memory.messages.at(-1)
   assert.ok(final !== undefined)
   assert.equal(chat.memory.messages.length, 2)

@@ -17,7 +17,8 @@ import { parse } from 'yaml'
 import type { TestGateway } from '../helpers/gateway.js'
 import { mintToken, jwtAuth } from '../helpers/tokens.js'
 import { startProbeGateway } from '../helpers/tools.js'
-import { gate, until } from '../helpers/turns.js'
+import { gate } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 type Json = Record<string, any>
 type AddFormats = (ajv: Ajv2020) => Ajv2020
@@ -217,7 +218,7 @@ test('every route answers its success as documented', async (t) => {
   conforms('POST', '/v1/turns', accepted)
   const acceptedId = JSON.parse(accepted.body).turn_id as string
   const status = async (): Promise<string> => JSON.parse((await call(g, 'GET', `/v1/turns/${acceptedId}`, { headers: auth })).body).status
-  await until(async () => await status() !== 'running', 'the 202 turn ended')
+  await eventually(async () => await status() !== 'running', { what: 'the 202 turn ended' })
   const waited = await call(g, 'POST', '/v1/turns?wait=true', { body: { message: 'hi', session_id: 'conf-2' }, headers: auth })
   conforms('POST', '/v1/turns', waited, 200)
   const streamed = { ...auth, accept: 'text/event-stream' }

@@ -3,16 +3,9 @@ import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import { shape, type TestGateway } from '../helpers/gateway.js'
 import { startProbeGateway } from '../helpers/tools.js'
+import { eventually } from '../helpers/eventually.js'
 
 const slow = { toolCalls: [{ id: 'a', name: 'probe', arguments: { label: 'slow', ms: 10_000 } }] }
-
-async function until (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 async function statusOf (g: TestGateway, turnId: string): Promise<string> {
   return (await g.http('GET', `/v1/turns/${turnId}`)).body.status
@@ -25,7 +18,7 @@ test('closing the owner socket cancels its turn and the running tool is interrup
   const { turn_id: turnId } = await owner.request({ type: 'turn.start', message: 'go' })
   await owner.waitForEvent(turnId, (e) => e.kind === 'tool_call')
   owner.close()
-  await until(async () => await statusOf(g, turnId) === 'cancelled', 'the turn to be cancelled')
+  await eventually(async () => await statusOf(g, turnId) === 'cancelled', { what: 'the turn to be cancelled' })
   const events = (await g.http('GET', `/v1/turns/${turnId}/events`)).body.events
   assert.deepEqual(shape(events), ['turn.started', 'iteration', 'tool_call:probe', 'tool_result:probe:interrupted', 'turn.cancelled'])
   assert.equal(events.at(-1).event.reason, 'owner connection closed')
@@ -37,10 +30,10 @@ test('closing the owner socket while the model is answering aborts the provider 
   g.provider.enqueue({ hang: true })
   const owner = await g.socket()
   const { turn_id: turnId } = await owner.request({ type: 'turn.start', message: 'go' })
-  await until(() => g.provider.open() === 1, 'the provider request')
+  await eventually(() => g.provider.open() === 1, { what: 'the provider request' })
   owner.close()
-  await until(() => g.provider.open() === 0, 'the provider request to be aborted')
-  await until(async () => await statusOf(g, turnId) === 'cancelled', 'the turn to be cancelled')
+  await eventually(() => g.provider.open() === 0, { what: 'the provider request to be aborted' })
+  await eventually(async () => await statusOf(g, turnId) === 'cancelled', { what: 'the turn to be cancelled' })
 })
 
 test('a detached turn keeps running after its owner socket closes', async (t) => {
@@ -49,7 +42,7 @@ test('a detached turn keeps running after its owner socket closes', async (t) =>
   const owner = await g.socket()
   const { turn_id: turnId } = await owner.request({ type: 'turn.start', message: 'go', detach: true })
   owner.close()
-  await until(async () => await statusOf(g, turnId) === 'completed', 'the turn to complete')
+  await eventually(async () => await statusOf(g, turnId) === 'completed', { what: 'the turn to complete' })
 })
 
 test('disconnect_grace_ms gives the owner time to come back before cancelling', async (t) => {
@@ -58,7 +51,7 @@ test('disconnect_grace_ms gives the owner time to come back before cancelling', 
   const owner = await g.socket()
   const quick = await owner.request({ type: 'turn.start', message: 'go', session_id: 'grace-1' })
   owner.close()
-  await until(async () => await statusOf(g, quick.turn_id) === 'completed', 'a turn that ends within the grace period to complete')
+  await eventually(async () => await statusOf(g, quick.turn_id) === 'completed', { what: 'a turn that ends within the grace period to complete' })
 
   const second = await g.socket()
   const { turn_id: turnId } = await second.request({ type: 'turn.start', message: 'again' })
@@ -66,7 +59,7 @@ test('disconnect_grace_ms gives the owner time to come back before cancelling', 
   second.close()
   await new Promise((resolve) => setTimeout(resolve, 100))
   assert.equal(await statusOf(g, turnId), 'running', 'still running inside the grace period')
-  await until(async () => await statusOf(g, turnId) === 'cancelled', 'the turn to be cancelled after the grace period')
+  await eventually(async () => await statusOf(g, turnId) === 'cancelled', { what: 'the turn to be cancelled after the grace period' })
 })
 
 test('an owner that reconnects and resumes within disconnect_grace_ms keeps its turn and becomes its owner again', async (t) => {
@@ -87,7 +80,7 @@ test('an owner that reconnects and resumes within disconnect_grace_ms keeps its 
   const { turn_id: second } = await again.request({ type: 'turn.start', message: 'again', detach: false })
   await again.waitForEvent(second, (e) => e.kind === 'tool_call')
   again.close()
-  await until(async () => await statusOf(g, second) === 'cancelled', 'a turn whose owner does not come back to be cancelled')
+  await eventually(async () => await statusOf(g, second) === 'cancelled', { what: 'a turn whose owner does not come back to be cancelled' })
 })
 
 test('after the grace, a resumed socket is the owner: closing it cancels the turn', async (t) => {
@@ -102,7 +95,7 @@ test('after the grace, a resumed socket is the owner: closing it cancels the tur
   await new Promise((resolve) => setTimeout(resolve, 400))
   assert.equal(await statusOf(g, turnId), 'running')
   again.close()
-  await until(async () => await statusOf(g, turnId) === 'cancelled', 'the adopted owner closing to cancel the turn')
+  await eventually(async () => await statusOf(g, turnId) === 'cancelled', { what: 'the adopted owner closing to cancel the turn' })
 })
 
 test('closing an SSE request cancels the turn it started', async (t) => {
@@ -130,7 +123,7 @@ test('closing an SSE request cancels the turn it started', async (t) => {
     req.end(JSON.stringify({ message: 'go' }))
     setTimeout(() => reject(new Error('no tool_call on the SSE stream')), 5000)
   })
-  await until(async () => await statusOf(g, turnId) === 'cancelled', 'the SSE-owned turn to be cancelled')
+  await eventually(async () => await statusOf(g, turnId) === 'cancelled', { what: 'the SSE-owned turn to be cancelled' })
 })
 
 test('closing a ?wait=true request cancels the turn it started', async (t) => {
@@ -138,20 +131,20 @@ test('closing a ?wait=true request cancels the turn it started', async (t) => {
   g.provider.enqueue(slow)
   const controller = new AbortController()
   const pending = fetch(`${g.url}/v1/turns?wait=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'go', session_id: 'wait-close' }), signal: controller.signal }).catch(() => null)
-  await until(async () => (await g.http('GET', '/v1/sessions/wait-close')).status === 200, 'the session to exist')
+  await eventually(async () => (await g.http('GET', '/v1/sessions/wait-close')).status === 200, { what: 'the session to exist' })
   const session = await g.http('GET', '/v1/sessions/wait-close')
   const turnId = session.body.turn_ids[0] as string
-  await until(async () => (await g.http('GET', `/v1/turns/${turnId}`)).body.tool_calls.length === 0 && (await g.http('GET', `/v1/turns/${turnId}/events`)).body.events.some((e: { event: { kind: string } }) => e.event.kind === 'tool_call'), 'the tool to start')
+  await eventually(async () => (await g.http('GET', `/v1/turns/${turnId}`)).body.tool_calls.length === 0 && (await g.http('GET', `/v1/turns/${turnId}/events`)).body.events.some((e: { event: { kind: string } }) => e.event.kind === 'tool_call'), { what: 'the tool to start' })
   controller.abort()
   await pending
-  await until(async () => await statusOf(g, turnId) === 'cancelled', 'the long-polled turn to be cancelled')
+  await eventually(async () => await statusOf(g, turnId) === 'cancelled', { what: 'the long-polled turn to be cancelled' })
 })
 
 test('DELETE cancels a running turn and answers with its final status', async (t) => {
   const { g } = await startProbeGateway(t)
   g.provider.enqueue(slow)
   const started = await g.http('POST', '/v1/turns', { message: 'go' })
-  await until(async () => (await g.http('GET', `/v1/turns/${started.body.turn_id}/events`)).body.events.some((e: { event: { kind: string } }) => e.event.kind === 'tool_call'), 'the tool to start')
+  await eventually(async () => (await g.http('GET', `/v1/turns/${started.body.turn_id}/events`)).body.events.some((e: { event: { kind: string } }) => e.event.kind === 'tool_call'), { what: 'the tool to start' })
   const res = await g.http('DELETE', `/v1/turns/${started.body.turn_id}`)
   assert.deepEqual([res.status, res.body], [200, { turn_id: started.body.turn_id, status: 'cancelled' }])
   const again = await g.http('DELETE', `/v1/turns/${started.body.turn_id}`)

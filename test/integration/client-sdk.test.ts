@@ -5,6 +5,7 @@ import { createNodeClient } from '@tollgate/client/node'
 import { shape, startGateway, type TestGateway } from '../helpers/gateway.js'
 import { startDropperGateway, type SocketDropper } from '../helpers/socket-drop.js'
 import { jwtAuth, mintToken } from '../helpers/tokens.js'
+import { eventually } from '../helpers/eventually.js'
 
 interface Setup { g: TestGateway, client: TollgateClient, dropper: SocketDropper, notices: ClientNotice[] }
 
@@ -164,7 +165,5 @@ test('setting a token on a client that gave up connecting reconnects with it', a
   t.after(() => { client.close() })
   await assert.rejects(client.connect(), { code: 'CONNECT_FAILED' })
   client.setToken(await mintToken())
-  const deadline = Date.now() + 10_000
-  while (client.state !== 'open' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
-  assert.equal(client.state, 'open')
+  await eventually(() => client.state === 'open', { what: 'the client to reconnect with its new token' })
 })

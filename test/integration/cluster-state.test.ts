@@ -6,7 +6,8 @@ import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway } from '../helpers/cluster.js'
 import { cleanupStack, deferrer, scratchPrefix, scratchSchema, startPrivateRedis } from '../helpers/services.js'
 import { createProbes, type Probes } from '../helpers/tools.js'
-import { finishedTurn, gate, startTurn, until } from '../helpers/turns.js'
+import { finishedTurn, gate, startTurn } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 const MASTER = randomBytes(32).toString('base64')
 const SHARED = {
@@ -116,15 +117,15 @@ test('the running-turn slots of a SIGKILLed instance free themselves once its le
   defer(async () => { await survivor.close() })
   provider.enqueue({ hang: true }, { hang: true })
   for (const message of ['one', 'two']) assert.equal((await doomed.http('POST', '/v1/turns', { message })).status, 202)
-  await until(() => provider.open() === 2, 'both turns to reach the provider')
+  await eventually(() => provider.open() === 2, { what: 'both turns to reach the provider' })
   await doomed.kill()
   assertProblem(await survivor.http('POST', '/v1/turns', { message: 'three' }), 429, 'TOO_MANY_TURNS')
   provider.enqueue({ text: 'three' })
   let started: { status: number, body: any } | undefined
-  await until(async () => {
+  await eventually(async () => {
     started = await survivor.http('POST', '/v1/turns', { message: 'three' })
     return started.status === 202
-  }, 'a slot to free itself', 10_000)
+  }, { what: 'a slot to free itself', timeoutMs: 10_000 })
   assert.equal((await finishedTurn(survivor, started?.body.turn_id)).final_text, 'three')
 })
 

@@ -4,17 +4,18 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { requestIdOf, shape, startGateway, type TestGateway } from '../helpers/gateway.js'
 import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
 import { createProbes, probeOverrides, startProbeGateway } from '../helpers/tools.js'
-import { finishedTurn, startTurn, turnEvents, until } from '../helpers/turns.js'
+import { finishedTurn, startTurn, turnEvents } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 const risky = (id: string, label: string): { id: string, name: string, arguments: Record<string, unknown> } => ({ id, name: 'risky', arguments: { label } })
 
 /** Polls GET /v1/turns/:id until it lists a pending approval; returns the turn. */
 async function pendingTurn (g: TestGateway, turnId: string, headers: Record<string, string> = {}): Promise<any> {
   let turn: any
-  await until(async () => {
+  await eventually(async () => {
     turn = (await g.http('GET', `/v1/turns/${turnId}`, undefined, headers)).body
     return turn.pending_approvals?.length > 0
-  }, `a pending approval on ${turnId}`)
+  }, { what: `a pending approval on ${turnId}` })
   return turn
 }
 

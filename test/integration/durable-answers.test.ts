@@ -17,7 +17,7 @@ import { startFakeProvider, type RecordedRequest, type ScriptedReply } from '../
 import { assertSeqContiguous } from '../helpers/gateway.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway, type GatewayProcess } from '../helpers/cluster.js'
 import { deferrer } from '../helpers/services.js'
-import { until } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 const TURNS = 60
 const TERMINAL = new Set(['turn.completed', 'turn.cancelled', 'turn.failed'])
@@ -80,7 +80,7 @@ for (const delayMs of [15, 30]) {
       turnIds.push(started.body.turn_id)
     }
     let pending = new Map<string, { request_id: string }>()
-    await until(async () => (pending = await pendingByTurn(first)).size === TURNS, 'every turn waiting for approval', 30_000)
+    await eventually(async () => (pending = await pendingByTurn(first)).size === TURNS, { what: 'every turn waiting for approval', timeoutMs: 30_000 })
 
     // Even turns are approved, odd ones denied: the outcome shows which answer decided.
     const decisionOf = (turnId: string): 'yes' | 'no' => turnIds.indexOf(turnId) % 2 === 0 ? 'yes' : 'no'

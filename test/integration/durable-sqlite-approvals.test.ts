@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises'
 import { assertSeqContiguous } from '../helpers/gateway.js'
 import { CRASH_AFTER_EVENT_WRITE_ENV } from '../fixtures/crash-points.js'
 import { deferrer } from '../helpers/services.js'
-import { until } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 import { events, finished, firstPendingApproval, kinds, setup, tenantFile, turnWaitingForApproval } from '../helpers/durable-sqlite.js'
 
 for (const stop of ['SIGKILL', 'SIGTERM'] as const) {
@@ -64,10 +64,10 @@ test('a ?wait=true request held over a graceful stop answers with the parked tur
   s.provider.enqueue({ toolCalls: [{ id: 'w1', name: 'file_write', arguments: { path: 'out.txt', content: 'later\n' } }] })
   const waiting = first.http('POST', '/v1/turns?wait=true', { message: 'write the file' })
   let pending: any
-  await until(async () => {
+  await eventually(async () => {
     pending = (await first.http('GET', '/v1/approvals?status=pending')).body.items?.[0]
     return pending !== undefined
-  }, 'the approval request', 10_000)
+  }, { what: 'the approval request', timeoutMs: 10_000 })
   await first.stop()
   const answered = await waiting
   assert.equal(answered.status, 200, JSON.stringify(answered.body))

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { assertSeqContiguous } from '../helpers/gateway.js'
 import { untilFileExists } from '../helpers/processes.js'
 import { deferrer } from '../helpers/services.js'
-import { until } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 import { events, finished, kinds, setup, turnWaitingForApproval } from '../helpers/durable-sqlite.js'
 
 test('a turn killed while a tool runs: the call is recorded interrupted, not run again, and the next round tells the model', async (t) => {
@@ -26,7 +26,7 @@ test('a turn killed while a tool runs: the call is recorded interrupted, not run
   const turnId = started.body.turn_id as string
   await untilFileExists(marker, 10_000)
   // Its card is stored too (the tick's group): the log shows the call started.
-  await until(async () => (await events(first, turnId)).some((e) => e.event.kind === 'tool_call'), 'the tool_call event')
+  await eventually(async () => (await events(first, turnId)).some((e) => e.event.kind === 'tool_call'), { what: 'the tool_call event' })
   await first.kill()
 
   const second = await s.start()
@@ -112,7 +112,7 @@ test('a turn killed while its model call was in flight makes that call again aft
   s.provider.enqueue({ hang: true }, { text: 'Answered after the restart.' })
   const started = await first.http('POST', '/v1/turns', { message: 'answer me', detach: true })
   const turnId = started.body.turn_id as string
-  await until(() => s.provider.requests.length === 1, 'the model call')
+  await eventually(() => s.provider.requests.length === 1, { what: 'the model call' })
   await first.kill()
 
   const second = await s.start()

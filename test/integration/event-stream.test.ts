@@ -5,7 +5,8 @@ import { EventSource, type FetchLike } from 'eventsource'
 import { TurnEvent } from '../../schemas/events.js'
 import type { TestGateway } from '../helpers/gateway.js'
 import { startProbeGateway } from '../helpers/tools.js'
-import { finishedTurn, startTurn, until } from '../helpers/turns.js'
+import { finishedTurn, startTurn } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 const risky = { id: 'c1', name: 'risky', arguments: { label: 'x' } }
 /** Every event kind, from the schema (an EventSource dispatches each `event:` name to its own listeners). */
@@ -58,12 +59,12 @@ class SseReader {
   }
 
   async waitFor (match: (f: SseFrame) => boolean, what: string): Promise<SseFrame> {
-    await until(() => this.frames.some(match), what)
+    await eventually(() => this.frames.some(match), { what })
     return this.frames.find(match) as SseFrame
   }
 
   async ended (): Promise<void> {
-    await until(() => this.done, 'the stream to end')
+    await eventually(() => this.done, { what: 'the stream to end' })
   }
 
   drop (): void {
@@ -147,9 +148,9 @@ test('an EventSource client resumes with Last-Event-ID after a drop with no gap 
       received.push({ seq: envelope.seq, kind, lastEventId: message.lastEventId })
     })
   }
-  await until(() => received.some((r) => r.kind === 'approval.requested'), 'approval.requested over the EventSource')
+  await eventually(() => received.some((r) => r.kind === 'approval.requested'), { what: 'approval.requested over the EventSource' })
   // Keep-alive comments flow while the turn waits for its approval.
-  await until(() => es.raw.join('').split(': keep-alive\n\n').length > 3, 'keep-alive comments while waiting')
+  await eventually(() => es.raw.join('').split(': keep-alive\n\n').length > 3, { what: 'keep-alive comments while waiting' })
   const seenBeforeDrop = received.length
   es.cut()
   await sleep(300)
@@ -159,9 +160,9 @@ test('an EventSource client resumes with Last-Event-ID after a drop with no gap 
   assert.equal((await g.http('POST', `/v1/approvals/${requestId as string}`, { decision: 'yes' })).status, 200)
   const turn = await finishedTurn(g, started.turn_id)
   assert.equal(turn.status, 'completed')
-  await until(() => received.some((r) => r.kind === 'turn.completed'), 'the rest of the events after the reconnect', 15_000)
+  await eventually(() => received.some((r) => r.kind === 'turn.completed'), { what: 'the rest of the events after the reconnect', timeoutMs: 15_000 })
   // After the terminal event the stream ends; the next reconnect hears 204 and the client stops.
-  await until(() => es.source.readyState === es.source.CLOSED, 'the EventSource to stop after 204', 15_000)
+  await eventually(() => es.source.readyState === es.source.CLOSED, { what: 'the EventSource to stop after 204', timeoutMs: 15_000 })
 
   assert.deepEqual(received.map((r) => r.seq), Array.from({ length: turn.last_seq }, (_, i) => i + 1))
   assert.deepEqual(received.map((r) => r.lastEventId), received.map((r) => String(r.seq)))
@@ -253,7 +254,7 @@ test('a stream resuming past the running turn\'s last seq answers its headers be
   const { g } = await startProbeGateway(t, { server: { sse_keepalive_ms: 0 } })
   g.provider.enqueue({ toolCalls: [risky] }, { text: 'all done' })
   const started = await startTurn(g, { message: 'go' })
-  await until(async () => (await g.http('GET', '/v1/approvals?status=pending')).body.items.length === 1, 'the approval request')
+  await eventually(async () => (await g.http('GET', '/v1/approvals?status=pending')).body.items.length === 1, { what: 'the approval request' })
   const ahead = await openStream(g, 'GET', `/v1/turns/${started.turn_id}/events`, { lastEventId: '999999999' })
   assert.equal((await g.http('GET', `/v1/turns/${started.turn_id}`)).body.status, 'running', 'the headers came while the turn was still waiting')
   assert.deepEqual(ahead.frames, [])
@@ -269,7 +270,7 @@ test('a stream resuming at the running turn\'s last seq answers its headers at o
   const { g } = await startProbeGateway(t, { server: { sse_keepalive_ms: 0 } })
   g.provider.enqueue({ toolCalls: [risky] }, { text: 'all done' })
   const started = await startTurn(g, { message: 'go' })
-  await until(async () => (await g.http('GET', '/v1/approvals?status=pending')).body.items.length === 1, 'the approval request')
+  await eventually(async () => (await g.http('GET', '/v1/approvals?status=pending')).body.items.length === 1, { what: 'the approval request' })
   const { last_seq: lastSeq } = (await g.http('GET', `/v1/turns/${started.turn_id}`)).body as { last_seq: number }
   const tail = await openStream(g, 'GET', `/v1/turns/${started.turn_id}/events?after_seq=${lastSeq}`)
   assert.deepEqual(tail.frames, [])

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { startGateway, shape, assertSeqContiguous, type TestGateway } from '../helpers/gateway.js'
-import { finishedTurn, gate, runTurn, startTurn, turnEvents, until } from '../helpers/turns.js'
+import { finishedTurn, gate, runTurn, startTurn, turnEvents } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 import type { EventEnvelope } from '../../schemas/events.js'
 
 const READ_THEN_ANSWER = [
@@ -123,7 +124,7 @@ test('GET of a running turn shows it running with the tool calls made so far', a
   const hold = gate()
   g.provider.enqueue(READ_THEN_ANSWER[0] as object, { ...READ_THEN_ANSWER[1], gate: hold.promise })
   const { turn_id: turnId } = await startTurn(g, { message: 'read hello.txt' })
-  await until(() => g.provider.requests.length === 2, 'the second provider request')
+  await eventually(() => g.provider.requests.length === 2, { what: 'the second provider request' })
   const running = await g.http('GET', `/v1/turns/${turnId}`)
   assert.equal(running.status, 200)
   assert.equal(running.body.status, 'running')

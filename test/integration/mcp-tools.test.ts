@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { deepMerge } from '../../src/core/config.js'
 import { startGateway, shape, type TestGateway } from '../helpers/gateway.js'
-import { advertised, httpServerConfig, runTurn, stdioServerConfig, toolResults, waitUntil } from '../helpers/mcp.js'
+import { advertised, httpServerConfig, runTurn, stdioServerConfig, toolResults } from '../helpers/mcp.js'
+import { eventually } from '../helpers/eventually.js'
 import { startHttpMcpServer, type HttpMcpServer } from '../fixtures/mcp/http-server.js'
 
 const FULL = { risk_profiles: { default: { level: 'full' } } }
@@ -127,12 +128,12 @@ test('cancelling a turn cancels the running MCP request on the server', async (t
   const ws = await g.socket()
   const accepted = await ws.request({ type: 'turn.start', message: 'wait' })
   await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'tool_call', 20_000)
-  await waitUntil(() => server.events.includes('call wait'), 'the server sees the call')
+  await eventually(() => server.events.includes('call wait'), { what: 'the server sees the call' })
   ws.send({ type: 'cancel', turn_id: accepted.turn_id })
   const events = await ws.waitForTerminal(accepted.turn_id, 20_000)
   assert.equal(events.at(-1)?.event.kind, 'turn.cancelled')
   assert.equal(toolResults(events)[0]?.status, 'interrupted')
-  await waitUntil(() => server.events.includes('cancelled wait'), 'the server sees the cancellation')
+  await eventually(() => server.events.includes('cancelled wait'), { what: 'the server sees the cancellation' })
 })
 
 test('an MCP call that outlives the server\'s timeout_ms fails with a clear error', async (t) => {
@@ -225,7 +226,7 @@ test('a stdio MCP server that exits is started again and its tools work afterwar
   const first = await runTurn(g, { message: 'pid, then exit' })
   const pid = toolResults(first.events)[0]?.output
   assert.match(pid ?? '', /^\d+$/)
-  await waitUntil(() => g.gateway.mcp.status()[0]?.connects === 2 && g.gateway.mcp.status()[0]?.state === 'ready', 'the server is reconnected', 60_000)
+  await eventually(() => g.gateway.mcp.status()[0]?.connects === 2 && g.gateway.mcp.status()[0]?.state === 'ready', { what: 'the server is reconnected', timeoutMs: 60_000 })
 
   g.provider.enqueue({ toolCalls: [{ id: 'c3', name: 'files__pid' }] }, { text: 'again' })
   const second = await runTurn(g, { message: 'pid again' })
@@ -249,7 +250,7 @@ test('an HTTP MCP server that was down at start is connected once it answers, an
   assert.deepEqual((await g.http('GET', '/readyz')).body, { status: 'degraded' })
   const server = await startHttpMcpServer({ port })
   t.after(() => server.close())
-  await waitUntil(async () => (await g.http('GET', '/readyz')).body.status === 'ready', 'the server is connected', 60_000)
+  await eventually(async () => (await g.http('GET', '/readyz')).body.status === 'ready', { what: 'the server is connected', timeoutMs: 60_000 })
   const listing = await g.http('GET', '/v1/tools')
   assert.equal(listing.body.tools.some((tool: { name: string }) => tool.name === 'web__echo'), true)
 })

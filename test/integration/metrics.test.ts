@@ -5,6 +5,7 @@ import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { parseExposition, presentValueOf, valueOf, type Sample } from '../helpers/prometheus.js'
 import { jwtAuth } from '../helpers/tokens.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
+import { eventually } from '../helpers/eventually.js'
 
 async function setup (t: { after: (fn: () => Promise<void>) => void }, extra: Record<string, unknown> = {}): Promise<TestGateway> {
   const g = await startGateway({ tools: createProbes().tools, overrides: probeOverrides(extra) })
@@ -19,14 +20,10 @@ async function scrape (g: TestGateway): Promise<Sample[]> {
 }
 
 /** Gauges follow server-side state that settles a moment after the client acts; no timing assumed, only a bound. */
-async function eventually (g: TestGateway, check: (samples: Sample[]) => boolean): Promise<Sample[]> {
-  const deadline = Date.now() + 5000
-  for (;;) {
-    const samples = await scrape(g)
-    if (check(samples)) return samples
-    if (Date.now() > deadline) throw new Error('metric did not reach the expected value')
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+async function scrapeUntil (g: TestGateway, check: (samples: Sample[]) => boolean): Promise<Sample[]> {
+  let samples: Sample[] = []
+  await eventually(async () => check(samples = await scrape(g)), { what: 'the metric to reach the expected value' })
+  return samples
 }
 
 const probe = (id: string, args: Record<string, unknown>): { id: string, name: string, arguments: Record<string, unknown> } => ({ id, name: 'probe', arguments: args })
@@ -113,7 +110,7 @@ test('a known workload is counted exactly: turns and their durations, sub-millis
   await ws.request({ type: 'cancel', turn_id: accepted.turn_id })
   await ws.waitForTerminal(accepted.turn_id)
   // turn_end is recorded once the turn is persisted, just after its terminal event went out.
-  const m = await eventually(g, (s) => valueOf(s, 'tollgate_turns_total', { status: 'cancelled' }) === 1)
+  const m = await scrapeUntil(g, (s) => valueOf(s, 'tollgate_turns_total', { status: 'cancelled' }) === 1)
 
   for (const status of ['completed', 'failed', 'cancelled']) {
     assert.equal(presentValueOf(m, 'tollgate_turns_total', { status }), 1, status)
@@ -195,7 +192,7 @@ test('turns_active and ws_connections follow the live turns and sockets', async 
   g.provider.enqueue({ toolCalls: [probe('c1', { label: 'slow', ms: 10_000 })] })
   const owner = await g.socket()
   const watcher = await g.socket()
-  await eventually(g, (m) => valueOf(m, 'tollgate_ws_connections') === 2)
+  await scrapeUntil(g, (m) => valueOf(m, 'tollgate_ws_connections') === 2)
   const accepted = await owner.request({ type: 'turn.start', message: 'go' })
   await owner.waitForEvent(accepted.turn_id, (e) => e.kind === 'tool_call')
   assert.equal(valueOf(await scrape(g), 'tollgate_turns_active'), 1)
@@ -203,7 +200,7 @@ test('turns_active and ws_connections follow the live turns and sockets', async 
   await owner.waitForTerminal(accepted.turn_id)
   owner.close()
   watcher.close()
-  const m = await eventually(g, (s) => valueOf(s, 'tollgate_ws_connections') === 0)
+  const m = await scrapeUntil(g, (s) => valueOf(s, 'tollgate_ws_connections') === 0)
   assert.equal(valueOf(m, 'tollgate_turns_active'), 0)
   assert.equal(valueOf(m, 'tollgate_turns_total', { status: 'cancelled' }), 1)
   assert.equal(valueOf(m, 'tollgate_tool_calls_total', { tool: 'probe', status: 'interrupted' }), 1)

@@ -9,7 +9,8 @@ import { createServer, type Socket } from 'node:net'
 import type { EventEnvelope } from '../../schemas/events.js'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { captureLogs } from '../helpers/log-capture.js'
-import { runTurn, startTurn, until } from '../helpers/turns.js'
+import { runTurn, startTurn } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 type Logger = ReturnType<typeof captureLogs>['logger']
 
@@ -144,7 +145,7 @@ test('a trickling stream ends at total_timeout_ms with PROVIDER_TIMEOUT', async 
   assert.match(last?.kind === 'turn.failed' ? last.message : '', /total_timeout_ms \(400 ms\)/)
   assert.ok(streamedText(events).length < 800, 'the stream was cut, not read to its end')
   assert.equal(g.provider.requests.length, 1)
-  await until(() => g.provider.open() === 0, 'the provider request to be closed')
+  await eventually(() => g.provider.open() === 0, { what: 'the provider request to be closed' })
 })
 
 test('a stream that sends [DONE] but never ends its response completes the turn, and the response is cut off', async (t) => {
@@ -155,14 +156,14 @@ test('a stream that sends [DONE] but never ends its response completes the turn,
   assert.equal(turn.final_text, 'whole answer')
   assert.equal(streamedText(events), 'whole answer')
   assert.equal(g.provider.requests.length, 1)
-  await until(() => g.provider.open() === 0, 'the provider response to be cut off')
+  await eventually(() => g.provider.open() === 0, { what: 'the provider response to be cut off' })
 })
 
 test('cancelling a turn ends a retry wait at once', async (t) => {
   const g = await gateway(t, { retry_initial_delay_ms: 60_000, retry_max_delay_ms: 60_000 })
   g.provider.enqueue({ status: 500 }, { text: 'never asked' })
   const { turn_id: turnId } = await startTurn(g, { message: 'hi' })
-  await until(() => g.provider.requests.length === 1, 'the first attempt')
+  await eventually(() => g.provider.requests.length === 1, { what: 'the first attempt' })
   const cancelled = await g.http('DELETE', `/v1/turns/${turnId}`)
   assert.equal(cancelled.status, 200)
   const turn = (await g.http('GET', `/v1/turns/${turnId}`)).body

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import { startGateway } from '../helpers/gateway.js'
 import { deferrer, scratchPrefix, scratchSchema, startPrivateRedis } from '../helpers/services.js'
+import { eventually } from '../helpers/eventually.js'
 
 /** A TCP relay in front of the real PostgreSQL that a test can cut and restore: a network fault. */
 async function relayToPostgres (): Promise<{ port: number, cut: () => void, restore: () => void, close: () => Promise<void> }> {
@@ -43,14 +44,6 @@ async function readiness (url: string): Promise<{ status: number, body: { status
   return { status: res.status, body: await res.json() as { status: string } }
 }
 
-async function until (check: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
-
 test('/readyz answers 503 store_unavailable once the store refuses lease renewals for a lease time, and recovers with it', async (t) => {
   const defer = deferrer(t)
   const relay = await relayToPostgres()
@@ -66,12 +59,12 @@ test('/readyz answers 503 store_unavailable once the store refuses lease renewal
   assert.deepEqual(await readiness(g.url), { status: 200, body: { status: 'ready' } })
 
   relay.cut()
-  await until(async () => (await readiness(g.url)).status === 503, 'readiness to drop')
+  await eventually(async () => (await readiness(g.url)).status === 503, { what: 'readiness to drop' })
   assert.deepEqual((await readiness(g.url)).body, { status: 'store_unavailable' })
   assert.equal((await fetch(`${g.url}/healthz`)).status, 200, 'still alive: only not ready')
 
   relay.restore()
-  await until(async () => (await readiness(g.url)).status === 200, 'readiness to come back')
+  await eventually(async () => (await readiness(g.url)).status === 200, { what: 'readiness to come back' })
 })
 
 test('/readyz answers 503 bus_unavailable once Redis is unreachable for bus.redis.unready_after_ms, and recovers with it', async (t) => {
@@ -87,13 +80,13 @@ test('/readyz answers 503 bus_unavailable once Redis is unreachable for bus.redi
 
   await redis.stop()
   const stoppedAt = Date.now()
-  await until(async () => (await readiness(g.url)).status === 503, 'readiness to drop')
+  await eventually(async () => (await readiness(g.url)).status === 503, { what: 'readiness to drop' })
   assert.ok(Date.now() - stoppedAt >= 500, 'not before unready_after_ms')
   assert.deepEqual((await readiness(g.url)).body, { status: 'bus_unavailable' })
   assert.equal((await fetch(`${g.url}/healthz`)).status, 200, 'still alive: only not ready')
 
   await redis.start()
-  await until(async () => (await readiness(g.url)).status === 200, 'readiness to come back')
+  await eventually(async () => (await readiness(g.url)).status === 200, { what: 'readiness to come back' })
   assert.deepEqual((await readiness(g.url)).body, { status: 'ready' })
 })
 
@@ -105,8 +98,8 @@ test('a Redis outage shorter than bus.redis.unready_after_ms leaves the gateway 
   })
   defer(async () => { await g.close() })
   await redis.stop()
-  await until(async () => g.gateway.bus.unreachableSince() !== null, 'the bus to notice the outage')
+  await eventually(async () => g.gateway.bus.unreachableSince() !== null, { what: 'the bus to notice the outage' })
   assert.deepEqual(await readiness(g.url), { status: 200, body: { status: 'ready' } })
   await redis.start()
-  await until(async () => g.gateway.bus.unreachableSince() === null, 'the bus to reconnect')
+  await eventually(async () => g.gateway.bus.unreachableSince() === null, { what: 'the bus to reconnect' })
 })

@@ -6,6 +6,7 @@ import type { BusEnvelope, ControlMessage } from '../../src/bus/bus.js'
 import { RedisEventBus } from '../../src/bus/redis.js'
 import { followTurn } from '../../src/transport/follow.js'
 import { deferrer, REDIS_URL, scratchPrefix, startPrivateRedis, type Defer } from '../helpers/services.js'
+import { eventually } from '../helpers/eventually.js'
 
 async function openBus (defer: Defer, prefix: string, url = REDIS_URL): Promise<RedisEventBus> {
   const bus = await RedisEventBus.connect({
@@ -62,7 +63,7 @@ test('a follower on another instance replays a turn and then follows it live wit
   const a = await openBus(defer, prefix)
   const b = await openBus(defer, prefix)
   for (const seq of [1, 2, 3]) a.publish(envelope(seq))
-  await within((async () => { while ((await streamSeqs(b)).length < 3) await new Promise((resolve) => setTimeout(resolve, 20)) })(), 5000, 'the stream')
+  await eventually(async () => (await streamSeqs(b)).length >= 3, { what: 'the stream', timeoutMs: 5000 })
   const followed = await follow(b, 1, 6)
   for (const seq of [4, 5]) a.publish(envelope(seq))
   a.publish(envelope(6, 'turn.completed'))
@@ -81,7 +82,7 @@ test('a follower fills a hole from the stream when a live message never reached 
   // Seq 2 lands in the stream without its pub/sub message, as around a subscriber reconnect.
   const raw = new Redis(REDIS_URL)
   defer(async () => { raw.disconnect() })
-  await within((async () => { while ((await streamSeqs(b)).length < 1) await new Promise((resolve) => setTimeout(resolve, 20)) })(), 5000, 'seq 1')
+  await eventually(async () => (await streamSeqs(b)).length >= 1, { what: 'seq 1', timeoutMs: 5000 })
   await raw.xadd(`${prefix}log:turn_r`, '0-2', 'e', JSON.stringify(envelope(2)))
   a.publish(envelope(3))
   await within(followed.done, 5000, 'the filled hole')
@@ -107,7 +108,7 @@ test('events published while Redis restarts empty reach a follower on another in
   const followed = await follow(b, 0, 5)
   a.publish(envelope(1))
   a.publish(envelope(2))
-  await within((async () => { while (followed.seqs.length < 2) await new Promise((resolve) => setTimeout(resolve, 20)) })(), 5000, 'the first events')
+  await eventually(async () => followed.seqs.length >= 2, { what: 'the first events', timeoutMs: 5000 })
   await redis.kill()
   a.publish(envelope(3))
   a.publish(envelope(4))
@@ -115,6 +116,6 @@ test('events published while Redis restarts empty reach a follower on another in
   a.publish(envelope(5, 'turn.completed'))
   await within(followed.done, 15_000, 'the events after the restart')
   assert.deepEqual(followed.seqs, [1, 2, 3, 4, 5])
-  await within((async () => { while ((await streamSeqs(b)).length < 5) await new Promise((resolve) => setTimeout(resolve, 50)) })(), 10_000, 'the rebuilt stream')
+  await eventually(async () => (await streamSeqs(b)).length >= 5, { what: 'the rebuilt stream', timeoutMs: 10_000 })
   assert.deepEqual(await streamSeqs(b), [1, 2, 3, 4, 5])
 })

@@ -20,7 +20,7 @@ import { captureLogs } from '../helpers/log-capture.js'
 import { processesWith, untilNoProcessWith } from '../helpers/processes.js'
 import { deferrer } from '../helpers/services.js'
 import { mintToken } from '../helpers/tokens.js'
-import { until } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 const ROOT = process.getuid?.() === 0
 
@@ -132,7 +132,7 @@ async function bombBeside (g: TestGateway): Promise<{ status: string, results: s
   const started = await g.http('POST', '/v1/turns', { message: 'bomb' }, acme)
   assert.equal(started.status, 202, JSON.stringify(started.body))
   const turnId = String(started.body.turn_id)
-  await until(async () => await bombAtItsLimit(g, turnId, acme), 'acme\'s fork bomb to reach its limit', 20_000)
+  await eventually(async () => await bombAtItsLimit(g, turnId, acme), { what: 'acme\'s fork bomb to reach its limit', timeoutMs: 20_000 })
   assert.notDeepEqual(await processesWith('bomb.py'), [])
 
   g.provider.enqueue({ toolCalls: shellCalls(['echo hi | cat; id -u']) }, { text: 'done' })
@@ -141,7 +141,7 @@ async function bombBeside (g: TestGateway): Promise<{ status: string, results: s
 
   const cancelled = await g.http('DELETE', `/v1/turns/${turnId}`, undefined, acme)
   assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body))
-  await until(async () => (await g.http('GET', `/v1/turns/${turnId}`, undefined, acme)).body.status === 'cancelled', 'acme\'s turn to end', 20_000)
+  await eventually(async () => (await g.http('GET', `/v1/turns/${turnId}`, undefined, acme)).body.status === 'cancelled', { what: 'acme\'s turn to end', timeoutMs: 20_000 })
   await untilNoProcessWith('bomb.py', 20_000)
   return { status: globex.body.status, results, globexUid }
 }

@@ -23,7 +23,8 @@ import { captureLogs } from '../helpers/log-capture.js'
 import { processesWith, untilFileExists, untilNoProcessWith } from '../helpers/processes.js'
 import { deferrer, type Defer } from '../helpers/services.js'
 import { mintToken } from '../helpers/tokens.js'
-import { runTurn, until } from '../helpers/turns.js'
+import { runTurn } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 /** Whether the default gateway offers `shell` on this machine, and if not, why (its start-up log line). */
 const HERE = await (async () => {
@@ -281,7 +282,7 @@ test('with sandbox = "none" the next start kills the command a killed gateway le
   await untilFileExists(join(workspace, 'started'), 10_000)
   // The gateway records the group right after spawning it; on a busy machine the command may
   // have run its first step before that write.
-  await until(async () => (await readdir(ledger).catch(() => [])).length === 1, 'the running command to be recorded')
+  await eventually(async () => (await readdir(ledger).catch(() => [])).length === 1, { what: 'the running command to be recorded' })
   await child.kill()
   assert.notDeepEqual(await processesWith('sleep 30.0717'), [], 'unconfined, the command outlives the crash')
 

@@ -15,7 +15,8 @@ import type { RecordedRequest, ScriptedReply } from '../helpers/fake-provider.js
 import { startGateway, type TestGateway, type TestSocket } from '../helpers/gateway.js'
 import { deferrer, scratchPrefix, scratchSchema, type Defer } from '../helpers/services.js'
 import { bearer, jwtAuth, mintToken } from '../helpers/tokens.js'
-import { gate, until } from '../helpers/turns.js'
+import { gate } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 type Backend = 'sqlite' | 'postgres'
 
@@ -100,7 +101,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     // acme's second turn stays running in its chat-1 while globex runs one in its own.
     const acmeTwo = await g.http('POST', '/v1/turns', { session_id: 'chat-1', message: 'acme two' }, bearer(acme))
     assert.equal(acmeTwo.status, 202)
-    await until(() => g.provider.requests.some((r) => lastUserText(r) === 'acme two'), 'acme\'s second model call')
+    await eventually(() => g.provider.requests.some((r) => lastUserText(r) === 'acme two'), { what: 'acme\'s second model call' })
     const globexTwo = await wait(globex, 'globex two')
     assert.deepEqual([globexTwo.status, globexTwo.body.status], [200, 'completed'], 'acme\'s running turn does not make globex\'s session busy')
     held.open()

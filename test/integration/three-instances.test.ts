@@ -13,7 +13,7 @@ import { startFakeProvider, type RecordedRequest, type ScriptedReply } from '../
 import { requestIdOf, startGateway, type TestSocket } from '../helpers/gateway.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway } from '../helpers/cluster.js'
 import { deferrer, PG_URL, scratchPrefix, scratchSchema } from '../helpers/services.js'
-import { until } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 const TURNS = 100
 const BATCH = 20
@@ -146,11 +146,11 @@ test(NAME, { timeout: 120_000 }, async (t) => {
   // Every turn ends: the killed instance's turns are ended `interrupted` by a survivor.
   const records = new Map<string, any>()
   for (const o of outcomes) {
-    await until(async () => {
+    await eventually(async () => {
       const res = await http('GET', `/v1/turns/${o.turnId}`)
       records.set(o.turnId, res.body)
       return res.body.status !== 'running'
-    }, `turn ${o.turnId} to end`, 30_000)
+    }, { what: `turn ${o.turnId} to end`, timeoutMs: 30_000 })
   }
 
   let verified = 0

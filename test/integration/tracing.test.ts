@@ -6,6 +6,7 @@ import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
+import { eventually } from '../helpers/eventually.js'
 
 /** An SDK registered for this test only, as an operator would register one at process start. */
 function registerSdk (t: { after: (fn: () => Promise<void>) => void }): InMemorySpanExporter {
@@ -166,10 +167,7 @@ test('a model request cut off by cancellation ends with its turn instead of stay
   await ws.request({ type: 'cancel', turn_id: accepted.turn_id })
   await ws.waitForTerminal(accepted.turn_id)
   // The turn span ends right after the terminal event is recorded: wait for it, with a bound.
-  const deadline = Date.now() + 5000
-  while (named(exporter.getFinishedSpans(), 'invoke_agent default').length === 0 && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
+  await eventually(() => named(exporter.getFinishedSpans(), 'invoke_agent default').length > 0, { what: 'the turn span to end' })
   const spans = exporter.getFinishedSpans()
   const [chat] = named(spans, 'chat fake-model')
   const [turn] = named(spans, 'invoke_agent default')

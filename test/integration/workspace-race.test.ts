@@ -19,7 +19,8 @@ import { startFakeProvider, type ScriptedCall } from '../helpers/fake-provider.j
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { processesWith, untilNoProcessWith } from '../helpers/processes.js'
 import { deferrer } from '../helpers/services.js'
-import { finishedTurn, startTurn, until } from '../helpers/turns.js'
+import { finishedTurn, startTurn } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 /** The uid a root gateway gives the `local` tenant (auth "none"): its workspace's owner and its file worker's user. */
 function sandboxUid (g: TestGateway): number {
@@ -75,7 +76,7 @@ test('a shell turn swapping a folder for a symlink to a root-only folder cannot 
 
   g.provider.enqueue({ toolCalls: [{ id: 'swap', name: 'shell', arguments: { command: swap } }] })
   const attacker = await startTurn(g, { message: 'swap', session_id: 'ses_swap' })
-  await until(async () => (await readdir(g.workspace)).includes('d') || (await readdir(g.workspace)).includes('sub'), 'the swap loop to start', 15_000)
+  await eventually(async () => (await readdir(g.workspace)).includes('d') || (await readdir(g.workspace)).includes('sub'), { what: 'the swap loop to start', timeoutMs: 15_000 })
 
   // Turn B: 450 file calls on `sub/…`, 50 to a model response.
   const calls: ScriptedCall[] = Array.from({ length: 450 }, (_, i) => i % 3 === 2

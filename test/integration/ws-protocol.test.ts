@@ -5,7 +5,8 @@ import { join } from 'node:path'
 import { startGateway, shape, assertSeqContiguous, type TestGateway, type TestSocket } from '../helpers/gateway.js'
 import type { RecordedRequest, ScriptedReply } from '../helpers/fake-provider.js'
 import type { EventEnvelope } from '../../schemas/events.js'
-import { finishedTurn, gate, runTurn, startTurn, turnEvents, until } from '../helpers/turns.js'
+import { finishedTurn, gate, runTurn, startTurn, turnEvents } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 const TOOL_TURN = ['turn.started', 'iteration', 'tool_call:file_read', 'tool_result:file_read:ok', 'iteration', 'turn.completed']
 
@@ -164,7 +165,7 @@ test('subscribe with after_seq replays exactly the missed events, then live ones
     { text: 'The file says hi there.', gate: hold.promise }
   )
   const { turn_id: turnId } = await startTurn(g, { message: 'read hello.txt' })
-  await until(() => g.provider.requests.length === 2, 'the second provider request')
+  await eventually(() => g.provider.requests.length === 2, { what: 'the second provider request' })
   const soFar = await turnEvents(g, turnId)
   const ws = await g.socket()
   const subscribed = await ws.request({ type: 'subscribe', turn_id: turnId, after_seq: 3 })
@@ -202,14 +203,14 @@ test('a subscription resuming past the turn\'s last seq receives nothing and end
   const hold = gate()
   g.provider.enqueue({ text: 'done', gate: hold.promise }, { text: 'second' })
   const { turn_id: turnId } = await startTurn(g, { message: 'hello' })
-  await until(() => g.provider.requests.length === 1, 'the provider request')
+  await eventually(() => g.provider.requests.length === 1, { what: 'the provider request' })
   const ws = await g.socket()
   const subscribed = await ws.request({ type: 'subscribe', turn_id: turnId, after_seq: 999999999 })
   assert.deepEqual([subscribed.type, subscribed.status], ['subscribed', 'running'])
   hold.open()
   await finishedTurn(g, turnId)
   const { turn_id: next } = await startTurn(g, { message: 'again' })
-  await until(async () => (await ws.request({ type: 'subscribe', turn_id: next })).type === 'subscribed', 'the first subscription to end')
+  await eventually(async () => (await ws.request({ type: 'subscribe', turn_id: next })).type === 'subscribed', { what: 'the first subscription to end' })
   assert.deepEqual(ws.events(turnId), [])
 })
 
@@ -249,7 +250,7 @@ test('subscribing to a running turn of a watched session replays it once and nev
     { text: 'done' }
   )
   const { turn_id: turnId } = await startTurn(g, { message: 'read hello.txt', session_id: 'watched-twice' })
-  await until(() => g.provider.requests.length === 1, 'the first provider request')
+  await eventually(() => g.provider.requests.length === 1, { what: 'the first provider request' })
   const ws = await g.socket()
   await ws.request({ type: 'subscribe', session_id: 'watched-twice' })
   await ws.request({ type: 'subscribe', turn_id: turnId, after_seq: 0 })
@@ -269,7 +270,7 @@ test('unsubscribe stops the events of that turn', async (t) => {
     { text: 'done', gate: hold.promise }
   )
   const { turn_id: turnId } = await startTurn(g, { message: 'read hello.txt' })
-  await until(() => g.provider.requests.length === 2, 'the second provider request')
+  await eventually(() => g.provider.requests.length === 2, { what: 'the second provider request' })
   const ws = await g.socket()
   await ws.request({ type: 'subscribe', turn_id: turnId })
   await ws.waitForEvent(turnId, (e) => e.kind === 'iteration' && e.n === 2)

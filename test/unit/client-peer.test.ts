@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { WebSocketServer } from 'ws'
 import { checkToken } from '@tollgate/client'
 import { createNodeClient } from '@tollgate/client/node'
+import { eventually } from '../helpers/eventually.js'
 
 test('the client offers tollgate.v1 and bearer.<token> as subprotocols and sends the token as a Bearer header over HTTP', async (t) => {
   const seen: { protocols?: string, authorization?: string } = {}
@@ -69,10 +70,7 @@ test('a socket that stays silent past two heartbeats is dropped and the client r
     await new Promise<void>((resolve) => server.close(() => resolve()))
   })
   await client.connect()
-  const deadline = Date.now() + 10_000
-  // eslint-disable-next-line no-unmodified-loop-condition -- the server's connection handler counts them
-  while (connections < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
-  assert.ok(connections >= 2, 'reconnected after the silent socket was dropped')
+  await eventually(() => connections >= 2, { what: 'a reconnect after the silent socket was dropped' })
   assert.equal(closes[0], 4001)
 })
 

@@ -7,7 +7,7 @@ import path from 'node:path'
 import { pino } from 'pino'
 import { FileProcessLedger, processStartTime, sweepProcessLedger } from '../../src/tools/builtin/process-ledger.js'
 import { processesWith, untilNoProcessWith } from '../helpers/processes.js'
-import { until } from '../helpers/turns.js'
+import { eventually } from '../helpers/eventually.js'
 
 const log = pino({ level: 'silent' })
 const BOOT = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
@@ -22,7 +22,7 @@ async function ledgerDir (t: TestContext): Promise<string> {
 async function group (t: TestContext, marker: string): Promise<ChildProcess & { pid: number }> {
   const child = spawn('/bin/sh', ['-c', `sleep ${marker} & sleep ${marker}`], { detached: true, stdio: 'ignore' })
   t.after(() => { try { process.kill(-(child.pid as number), 'SIGKILL') } catch {} })
-  await until(async () => (await processesWith(`sleep ${marker}`)).length === 3, 'the group to start')
+  await eventually(async () => (await processesWith(`sleep ${marker}`)).length === 3, { what: 'the group to start' })
   return child as ChildProcess & { pid: number }
 }
 
