@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { promisify } from 'node:util'
+import { eventually } from './eventually.js'
 
 const run = promisify(execFile)
 export const TMUX = '/usr/bin/tmux'
@@ -45,14 +46,11 @@ export async function startInTmux (command: string[], cwd: string): Promise<Tmux
     },
     screen,
     waitFor: async (re, timeoutMs = 20_000) => {
-      const deadline = Date.now() + timeoutMs
-      for (;;) {
-        const text = await screen()
-        const m = re.exec(text)
-        if (m !== null) return m
-        if (Date.now() > deadline) throw new Error(`the terminal never showed ${String(re)}; screen:\n${text}`)
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
+      let text = ''
+      let m: RegExpExecArray | null = null
+      await eventually(async () => (m = re.exec(text = await screen())) !== null, { what: String(re), timeoutMs })
+        .catch(() => { throw new Error(`the terminal never showed ${String(re)}; screen:\n${text}`) })
+      return m as unknown as RegExpExecArray
     },
     close: async () => {
       await tmux('kill-server').catch(() => {})

@@ -80,8 +80,8 @@ test('an approval interrupts the AG-UI run; the next run resumes the same turn w
   assert.equal(seenByClient, interrupt.id)
   assert.deepEqual([interrupt.reason, interrupt.toolCallId], ['tool_approval', (events[1] as unknown as { toolCallId: string }).toolCallId])
   // The run ended; the Tollgate turn did not: it waits for the answer with the request pending.
+  // (The resume below, answered and completed, shows it was still waiting.)
   const turnId = (events[0] as unknown as { metadata: { tollgate: { turn_id: string } } }).metadata.tollgate.turn_id
-  await new Promise((resolve) => setTimeout(resolve, 50))
   assert.equal((await g.http('GET', `/v1/turns/${turnId}`)).body.status, 'running')
   assert.equal(probes.runs.length, 0)
 

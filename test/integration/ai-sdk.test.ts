@@ -62,8 +62,7 @@ test('DefaultChatTransport and readUIMessageStream: an approval request ends the
   const display = assistant.parts.find((p) => p.type === 'data-tollgate-approval') as { data: { display: unknown, request_id: string } } | undefined
   assert.deepEqual(display?.data.display, [{ name: 'label', value: 'x' }])
   assert.equal(display?.data.request_id, approvalId)
-  // The stream ended; the turn waits for the answer.
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  // The stream ended; the turn waits for the answer (the approval response below resumes it).
   assert.equal((await g.http('GET', `/v1/turns/${turnId}`)).body.status, 'running')
   assert.equal(probes.runs.length, 0)
 

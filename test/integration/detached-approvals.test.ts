@@ -35,6 +35,7 @@ test('a turn POSTed with no owner waits with its approval listed on GET, and a s
   assert.equal(Date.parse(pending.expires_at) - Date.parse(pending.requested_at), 120_000)
   assert.equal(probes.runs.length, 0)
 
+  // The scenario: nobody is connected for a while (a second) before a socket comes to answer.
   await sleep(1000)
   const ws = await g.socket()
   await ws.request({ type: 'subscribe', turn_id: started.turn_id })
@@ -178,8 +179,9 @@ test('GET /v1/approvals pages newest first, filters by session and turn, and ref
     const started = await startTurn(g, { message: 'go', session_id: session })
     await pendingTurn(g, started.turn_id)
     turnIds.push(started.turn_id)
-    // Distinct request times, so newest-first is unambiguous.
-    await sleep(5)
+    // Distinct request times, so newest-first is unambiguous: wait for the clock to move on.
+    const stamp = Date.now()
+    await eventually(() => Date.now() > stamp, { what: 'the next millisecond' })
   }
   const first = await g.http('GET', '/v1/approvals?status=pending&limit=2')
   assert.deepEqual(first.body.items.map((p: { session_id: string }) => p.session_id), ['ses-c', 'ses-b'])
@@ -207,7 +209,9 @@ test('sessions and turns are listed newest first with pagination, the running tu
   for (const session of ['ses-1', 'ses-2', 'ses-3']) {
     g.provider.enqueue({ text: 'hi' })
     await finishedTurn(g, (await startTurn(g, { message: 'go', session_id: session })).turn_id)
-    await sleep(5)
+    // Distinct times, so newest-first is unambiguous: wait for the clock to move on.
+    const stamp = Date.now()
+    await eventually(() => Date.now() > stamp, { what: 'the next millisecond' })
   }
   g.provider.enqueue({ toolCalls: [risky('c1', 'x')] })
   const running = await startTurn(g, { message: 'again', session_id: 'ses-1' })

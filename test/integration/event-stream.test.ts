@@ -153,7 +153,7 @@ test('an EventSource client resumes with Last-Event-ID after a drop with no gap 
   await eventually(() => es.raw.join('').split(': keep-alive\n\n').length > 3, { what: 'keep-alive comments while waiting' })
   const seenBeforeDrop = received.length
   es.cut()
-  await sleep(300)
+  // The answer below completing the turn shows that dropping the GET stream cancelled nothing.
   assert.equal((await g.http('GET', `/v1/turns/${started.turn_id}`)).body.status, 'running', 'dropping the GET stream cancels nothing')
 
   const requestId = (await g.http('GET', '/v1/approvals?status=pending')).body.items[0].request_id
@@ -200,6 +200,7 @@ test('a POST stream owner that reconnects with Last-Event-ID within disconnect_g
   const turnId = owner.response.headers.get('x-turn-id') as string
   owner.drop()
   await owner.closed()
+  // The scenario: the owner is away for a moment, then resumes; the turn must outlive the grace.
   await sleep(200)
   const resumed = await openStream(g, 'GET', `/v1/turns/${turnId}/events`, { lastEventId: asked.id as string })
   await sleep(1500)

@@ -17,6 +17,7 @@ import { ArchivingBus } from '../../src/bus/archiving.js'
 import { MemoryEventBus } from '../../src/bus/memory.js'
 import { SqliteStore } from '../../src/store/sqlite.js'
 import { startProbeGateway } from '../helpers/tools.js'
+import { eventually } from '../helpers/eventually.js'
 
 interface Wiring { store: SqliteStore, inner: MemoryEventBus, bus: ArchivingBus, path: string }
 
@@ -75,11 +76,14 @@ test('a finished turn\'s record is not kept alive by its retention entry', async
   const record = new WeakRef(active.get(turnId)?.record ?? {})
   assert.notEqual(record.deref(), undefined)
   await ws.waitForTerminal(turnId)
-  // Let the turn's closing callbacks settle, then collect: only a leak keeps the record now.
-  await new Promise((resolve) => setTimeout(resolve, 50))
-  gc()
-  await new Promise((resolve) => setImmediate(resolve))
-  gc()
+  // The turn's closing callbacks settle a moment after its terminal event: collect until the
+  // record is gone; only a leak keeps it past the wait.
+  await eventually(async () => {
+    gc()
+    await new Promise((resolve) => setImmediate(resolve))
+    gc()
+    return record.deref() === undefined
+  }, { what: 'the finished turn\'s record to be collected', timeoutMs: 5000 })
   assert.equal(record.deref(), undefined, 'the finished turn\'s record is still reachable')
   // Still answered: from the store (the memory store keeps the record's JSON).
   assert.equal((await g.http('GET', `/v1/turns/${turnId}`)).body.status, 'completed')

@@ -10,6 +10,7 @@ import { SqliteStore } from '../../src/store/sqlite.js'
 import { SqlCounter } from '../../src/store/sql-probe.js'
 import type { SessionRecord, Store, TurnRecord } from '../../src/store/store.js'
 import { deferrer, PG_URL, scratchSchema, type Defer } from '../helpers/services.js'
+import { eventually } from '../helpers/eventually.js'
 
 type Kind = 'memory' | 'sqlite' | 'postgres'
 const KINDS: Kind[] = ['memory', 'sqlite', 'postgres']
@@ -252,7 +253,7 @@ test('postgres: instances sharing a schema see each other\'s leases, and an expi
   await a.renewLease(60_000)
   await b.renewLease(150)
   assert.deepEqual((await a.liveInstances()).sort(), ['inst-a', 'inst-b'])
-  await new Promise((resolve) => setTimeout(resolve, 400))
+  await eventually(async () => (await a.liveInstances()).length === 1, { what: 'inst-b\'s 150 ms lease to expire' })
   assert.deepEqual(await a.liveInstances(), ['inst-a'])
 })
 

@@ -10,6 +10,7 @@ import { unconfinedLauncher } from '../../src/tools/builtin/sandbox.js'
 import { createShellTool, type ShellOptions } from '../../src/tools/builtin/shell.js'
 import { classifyCommand, type CommandRisk } from '../../src/tools/builtin/shell-policy.js'
 import { untilFileExists, untilNoProcessWith } from '../helpers/processes.js'
+import { eventually } from '../helpers/eventually.js'
 
 // The launch mechanics (process groups, timeouts, output) are tested unconfined here, where the
 // test can see the command's own pids; test/integration/shell-sandbox.test.ts runs them sandboxed.
@@ -57,21 +58,16 @@ async function anyAlive (pids: number[]): Promise<boolean> {
 }
 
 async function waitUntilDead (pids: number[], ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    if (!(await anyAlive(pids))) return true
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  return !(await anyAlive(pids))
+  return await eventually(async () => !(await anyAlive(pids)), { what: 'the processes to die', timeoutMs: ms }).then(() => true, () => false)
 }
 
 async function readPids (file: string, count: number): Promise<number[]> {
-  for (let i = 0; i < 100; i++) {
-    const pids = (await fs.readFile(file, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '').map(Number)
-    if (pids.length >= count) return pids
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  assert.fail('the command did not record its process ids')
+  let pids: number[] = []
+  await eventually(async () => {
+    pids = (await fs.readFile(file, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '').map(Number)
+    return pids.length >= count
+  }, { what: 'the command to record its process ids', timeoutMs: 5000 })
+  return pids
 }
 
 test('shell runs a command and returns its output', async (t) => {

@@ -83,9 +83,10 @@ test('closing the client while a connection attempt is still pending throws noth
   const { port } = server.address() as AddressInfo
   const client = createNodeClient({ url: `http://127.0.0.1:${port}` })
   const connecting = client.connect()
-  await new Promise((resolve) => setTimeout(resolve, 100))
+  await eventually(() => held.length > 0, { what: 'the connection attempt to reach the server' })
   client.close()
   await assert.rejects(connecting, { code: 'CLOSED' })
+  // No event says "nothing else will be thrown": give a late error the chance to surface.
   await new Promise((resolve) => setTimeout(resolve, 100))
   for (const socket of held) socket.destroy()
   await new Promise<void>((resolve) => server.close(() => resolve()))

@@ -2,6 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { BusEnvelope } from '../../src/bus/bus.js'
 import { OrderedFeed, type OrderedFeedOptions } from '../../src/bus/ordered-feed.js'
+import { eventually } from '../helpers/eventually.js'
 
 function envelope (seq: number): BusEnvelope {
   return { turn_id: 'turn_f', session_id: 'ses_f', tenant: 'local', seq, ts: '2026-01-01T00:00:00.000Z', event: { kind: 'text.delta', text: String(seq) } }
@@ -20,14 +21,6 @@ function feed (over: Partial<OrderedFeedOptions> = {}): { feed: OrderedFeed, del
     ...over
   })
   return { feed: f, delivered, holes }
-}
-
-async function until (check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5000
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not reached')
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
 }
 
 test('events offered twice or out of order are delivered once, in seq order', () => {
@@ -52,7 +45,7 @@ test('a hole is filled from the shared log before later events are delivered', a
   const { feed: f, delivered } = feed({ fetch: async (afterSeq) => log.filter((e) => e.seq > afterSeq) })
   f.start(1)
   f.offer(envelope(5))
-  await until(() => delivered.length === 4)
+  await eventually(() => delivered.length === 4, { what: '4 deliveries' })
   assert.deepEqual(delivered, [2, 3, 4, 5])
   f.close()
 })
@@ -62,7 +55,7 @@ test('a catch-up after a reconnect delivers what was missed although nothing arr
   const { feed: f, delivered } = feed({ fetch: async (afterSeq) => log.filter((e) => e.seq > afterSeq) })
   f.start(1)
   f.catchUp()
-  await until(() => delivered.length === 2)
+  await eventually(() => delivered.length === 2, { what: '2 deliveries' })
   assert.deepEqual(delivered, [2, 3])
   f.close()
 })
@@ -74,7 +67,7 @@ test('a hole nobody can fill is reported and skipped after the give-up time, nev
   f.offer(envelope(4))
   f.offer(envelope(5))
   assert.deepEqual(delivered, [1])
-  await until(() => delivered.length === 3)
+  await eventually(() => delivered.length === 3, { what: '3 deliveries' })
   assert.deepEqual(delivered, [1, 4, 5])
   assert.deepEqual(holes, [[2, 3]])
   f.close()

@@ -15,25 +15,28 @@ function reporter (limits: { maxPerSecond: number, maxPerCall: number, maxMessag
   return { events, report: r.report, close: r.close }
 }
 
-const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
-
-test('updates over the per-second limit are held back, and only the latest is sent once the second is over', async () => {
+// The clock is mocked: the rate limit is checked against Date.now and waited out with setTimeout.
+test('updates over the per-second limit are held back, and only the latest is sent once the second is over', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 })
   const r = reporter({ maxPerSecond: 2, maxPerCall: 100, maxMessageBytes: 512 })
   for (let i = 1; i <= 5; i++) r.report({ progress: i })
   assert.deepEqual(r.events.map((e) => e.event), [1, 2].map((n) => ({ kind: 'tool.progress', call_id: 'c1', progress: n })))
-  await sleep(1100)
+  t.mock.timers.tick(999)
+  assert.equal(r.events.length, 2, 'nothing more inside the second')
+  t.mock.timers.tick(1)
   assert.deepEqual(r.events.map((e) => e.event), [1, 2, 5].map((n) => ({ kind: 'tool.progress', call_id: 'c1', progress: n })))
   assert.ok((r.events[2]?.at ?? 0) - (r.events[0]?.at ?? 0) >= 1000)
   r.close()
 })
 
-test('closing drops a held-back update and ignores later reports', async () => {
+test('closing drops a held-back update and ignores later reports', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 })
   const r = reporter({ maxPerSecond: 1, maxPerCall: 100, maxMessageBytes: 512 })
   r.report({ message: 'first' })
   r.report({ message: 'held' })
   r.close()
   r.report({ message: 'late' })
-  await sleep(1100)
+  t.mock.timers.tick(2000)
   assert.deepEqual(r.events.map((e) => e.event), [{ kind: 'tool.progress', call_id: 'c1', message: 'first' }])
 })
 
@@ -82,12 +85,13 @@ test('output lines split at LF, CR and CRLF per stream; an over-long line is rep
   assert.deepEqual(lines, ['a', 'b', 'err 1', 'c', 'x'.repeat(8192), 'next'])
 })
 
-test('lines before progress_after_ms collapse into the latest one, reported when the time is up', async () => {
+test('lines before progress_after_ms collapse into the latest one, reported when the time is up', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] })
   const lines: string[] = []
   const p = lineProgress((u) => { lines.push(u.message ?? '') }, 100)
   p.stdout(Buffer.from('one\ntwo\nthree\n'))
   assert.deepEqual(lines, [])
-  await sleep(150)
+  t.mock.timers.tick(100)
   p.stdout(Buffer.from('four\n'))
   p.close()
   assert.deepEqual(lines, ['three', 'four'])
