@@ -309,6 +309,9 @@ class ChatSession implements Chat {
       case 'iteration':
         this.narration = ''
         return undefined
+      case 'user.message':
+        this.line(`» ${clip(oneLine(terminalSafe(e.message)), MAX_ARGS_CHARS)} (joins before the next model call)`)
+        return undefined
       case 'turn.resumed':
         // A model call the restart cut off is made again: its narration starts over.
         this.line('↻ resumed after a gateway restart')
