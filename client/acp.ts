@@ -4,7 +4,6 @@
  * plugins). Each prompt runs as a turn on the gateway over the WebSocket protocol, owned by this
  * process; the mapping lives in src/acp/. stdout carries protocol only: notes go to stderr.
  */
-import { readFileSync } from 'node:fs'
 import { Readable, Writable } from 'node:stream'
 import { parseArgs } from 'node:util'
 import { ndJsonStream } from '@agentclientprotocol/sdk'
@@ -13,6 +12,7 @@ import { createNodeClient } from '@tollgate/client/node'
 import type { HistoryMessage } from '../schemas/session.js'
 import { createAcpAgent } from '../src/acp/agent.js'
 import type { AcpBackend } from '../src/acp/backend.js'
+import { tollgateVersion } from '../src/acp/version.js'
 
 export const ACP_HELP = `usage: tollgate acp [options]
 
@@ -24,16 +24,6 @@ options:
   --agent NAME     agent to run (default: the gateway's default agent)
   -h, --help       show this help
 `
-
-function version (): string {
-  // The checkout's package.json (from source) or the installed package's (from dist/client/).
-  for (const path of ['../package.json', '../../package.json']) {
-    try {
-      return (JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { version: string }).version
-    } catch {}
-  }
-  return '0.0.0'
-}
 
 /** The gateway over its WebSocket protocol (turns, answers, cancels, steering) and one HTTP read (a session's history). */
 export function websocketBackend (client: TollgateClient, url: string, token: string | undefined): AcpBackend {
@@ -82,7 +72,7 @@ export async function acpMain (args: string[]): Promise<number> {
   }
   const app = createAcpAgent(websocketBackend(client, url, token), {
     ...(values.agent === undefined ? {} : { agent: values.agent }),
-    version: version(),
+    version: tollgateVersion(),
     warn: (message) => { process.stderr.write(`tollgate acp: ${message}\n`) }
   })
   const stream = ndJsonStream(
