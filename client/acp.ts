@@ -34,6 +34,8 @@ export function websocketBackend (client: TollgateClient, url: string, token: st
     },
     answer: async (requestId, decision) => { await client.respond(requestId, decision) },
     cancel: async (turnId) => { await client.cancel(turnId) },
+    // Reading a turn that is ending answers once it has released its session.
+    released: async (turnId) => { await client.getTurn(turnId) },
     steer: async (turnId, message) => { await client.steer(turnId, message) },
     history: async (sessionId) => {
       const res = await fetch(`${url.replace(/\/+$/, '')}/v1/sessions/${encodeURIComponent(sessionId)}`, {

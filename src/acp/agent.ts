@@ -149,6 +149,8 @@ export function createAcpAgent (backend: AcpBackend, options: AcpAgentOptions): 
           break
         }
       }
+      // The prompt answers once the session takes its next turn (an editor sends it right away).
+      await backend.released(turn.turnId)
     } catch (err) {
       ending = asRequestError(err)
     } finally {

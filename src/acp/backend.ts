@@ -16,6 +16,11 @@ export interface AcpBackend {
   startTurn (request: { message: string, sessionId: string, agent?: string }): Promise<AcpTurn>
   answer (requestId: string, decision: 'yes' | 'no' | 'always'): Promise<void>
   cancel (turnId: string): Promise<void>
+  /**
+   * Resolves once the ended turn has released its session: its terminal event goes out just
+   * before, and the session's next turn would be refused with SESSION_BUSY until then.
+   */
+  released (turnId: string): Promise<void>
   steer (turnId: string, message: string): Promise<void>
   /** The session's stored history; null when the principal has no such session. */
   history (sessionId: string): Promise<HistoryMessage[] | null>

@@ -92,6 +92,7 @@ export function gatewayBackend (gateway: Gateway, principal: Principal, connecti
       await gateway.turns.answerApproval(principal, requestId, { decision, decidedBy: `acp:${connection.id}`, channel: 'acp' })
     },
     cancel: async (turnId) => { await gateway.turns.cancel(principal, turnId, 'cancelled by client') },
+    released: async (turnId) => { await gateway.turns.waitFor(principal, turnId) },
     steer: async (turnId, message) => { await gateway.turns.steer(principal, turnId, message) },
     history: async (sessionId) => {
       try {

@@ -12,7 +12,7 @@ import { WebSocket } from 'ws'
 import { createWebSocketStream, type WebSocketConstructor } from '@agentclientprotocol/sdk/experimental/ws-client'
 import { startGateway, TestSocket, type TestGateway } from '../helpers/gateway.js'
 import { jwtAuth, mintToken } from '../helpers/tokens.js'
-import { until } from '../helpers/turns.js'
+import { gate, until } from '../helpers/turns.js'
 import { acpHarness, messageText, updateKinds, type PermissionAnswer } from '../helpers/acp.js'
 
 async function jwtGateway (t: { after: (fn: () => Promise<void>) => void }): Promise<{ g: TestGateway, token: string, acpUrl: string }> {
@@ -108,4 +108,50 @@ test('/v1/acp refuses an upgrade without a token (401) and one that does not off
     assert.equal(err.body?.code, 'SUBPROTOCOL_REQUIRED')
     return true
   })
+})
+
+test('a client that opts into steering sends a second prompt while the turn runs: it joins the running turn as a user_message_chunk and both prompts end with it', async (t) => {
+  const { g, token, acpUrl } = await jwtGateway(t)
+  const held = gate()
+  g.provider.enqueue({ text: 'Long answer.', gate: held.promise }, { text: 'Short answer.' })
+  const h = overSocket(acpUrl, token)
+  const { first, second, init } = await h.run(async (ctx) => {
+    const init = await ctx.request('initialize', { protocolVersion: 1, clientCapabilities: {}, _meta: { tollgate: { steering: true } } })
+    const { sessionId } = await ctx.request('session/new', { cwd: '/tmp', mcpServers: [] })
+    const first = ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'explain' }] })
+    await until(() => g.provider.open() === 1, 'the model call')
+    const second = ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'shorter please' }] })
+    await until(async () => (await g.http('GET', '/v1/turns')).body.items.length === 1 &&
+      h.updates.some((u) => u.update.sessionUpdate === 'user_message_chunk'), 'the steering message')
+    held.open()
+    return { init, first: await first, second: await second }
+  })
+  assert.deepEqual(init._meta, { tollgate: { steering: true } })
+  assert.equal(first.stopReason, 'end_turn')
+  assert.equal(second.stopReason, 'end_turn')
+  assert.equal(messageText(h.updates), 'Long answer.Short answer.')
+  assert.equal(g.provider.requests[1]?.body.messages.at(-1)?.content, 'shorter please')
+  const turns = (await g.http('GET', '/v1/turns')).body.items
+  assert.equal(turns.length, 1, 'one turn, steered')
+})
+
+test('without the opt-in, a second prompt while the turn runs waits and runs as the next turn of the session', async (t) => {
+  const { g, token, acpUrl } = await jwtGateway(t)
+  const held = gate()
+  g.provider.enqueue({ text: 'First.', gate: held.promise }, { text: 'Second.' })
+  const h = overSocket(acpUrl, token)
+  const { first, second } = await h.run(async (ctx) => {
+    await ctx.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+    const { sessionId } = await ctx.request('session/new', { cwd: '/tmp', mcpServers: [] })
+    const first = ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'one' }] })
+    await until(() => g.provider.open() === 1, 'the model call')
+    const second = ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'two' }] })
+    held.open()
+    return { first: await first, second: await second }
+  })
+  assert.deepEqual([first.stopReason, second.stopReason], ['end_turn', 'end_turn'])
+  assert.equal(messageText(h.updates), 'First.Second.')
+  const turns = (await g.http('GET', '/v1/turns')).body.items
+  assert.deepEqual(turns.map((x: { status: string }) => x.status), ['completed', 'completed'])
+  assert.deepEqual(g.provider.requests[1]?.body.messages.slice(-3).map((m) => m.content), ['one', 'First.', 'two'])
 })
