@@ -15,6 +15,7 @@ const HELP = `usage: tollgate chat [options] [message...]
 Talk to a Tollgate gateway. With a message, runs that one turn and exits (0 when it completed);
 without, reads messages line by line (/new: new session, /quit or Ctrl-D: end).
 Approvals are asked at the prompt: [y]es, [n]o, [a]lways (for the rest of the session), [e]dit.
+In a terminal, a line typed while a turn runs steers it: the model reads it at its next call.
 Ctrl-C cancels the running turn.
 
 options:
