@@ -100,6 +100,8 @@ class LineQueue {
   private ended = false
   /** A TTY prompt is on screen waiting for input: other output must start on a fresh line. */
   prompting = false
+  /** Takes a line nobody is waiting for (true: taken); a line it leaves is queued for the next prompt. */
+  divert: ((entry: Entry) => boolean) | null = null
 
   constructor (
     private readonly rl: Interface, private readonly output: NodeJS.WritableStream, private readonly terminal: boolean,
@@ -112,7 +114,7 @@ class LineQueue {
       const waiter = this.waiter
       this.waiter = null
       if (waiter !== null) waiter(entry)
-      else this.lines.push(entry)
+      else if (this.divert?.(entry) !== true) this.lines.push(entry)
     })
     rl.on('close', () => {
       this.ended = true
@@ -194,6 +196,8 @@ class ChatSession implements Chat {
   private readonly guard: AnswerGuard
   private sessionId: string | undefined
   private running: string | null = null
+  /** An approval question is on screen (or about to be): lines are its answers, never steering. */
+  private asking = false
   private midLine = false
   private narration = ''
   private stopping = false
@@ -206,6 +210,8 @@ class ChatSession implements Chat {
       createInterface({ input: options.input, output: options.output, terminal: options.terminal }), options.output,
       options.terminal, () => { this.interrupt() }
     )
+    // In a terminal, a line typed while a turn runs steers it; piped input stays a queue of turns.
+    if (options.terminal) this.lines.divert = (entry) => this.steer(entry)
     options.client.on((notice) => {
       if (this.finished) return
       if (notice.type === 'state' && notice.state === 'reconnecting') this.note(`… connection lost (${notice.closeCode ?? '?'}); reconnecting, attempt ${notice.attempt}`)
@@ -229,6 +235,21 @@ class ChatSession implements Chat {
     this.note('… cancelling the turn (Ctrl-C again to quit)')
     this.running = null
     this.options.client.cancel(turnId).catch((err: unknown) => { this.note(`! cancel failed: ${describe(err)}`) })
+  }
+
+  /**
+   * A line typed while a turn runs and no question is asked: sent to the turn as a steering
+   * message (it joins the history before the next model call). Commands, empty lines and
+   * answer-shaped lines (y, n, always…: typed ahead of a question, the stray-key guard judges
+   * them there) wait for the prompt; the guard also holds back a line just after a withdrawal.
+   */
+  private steer (entry: Entry): boolean {
+    const turnId = this.running
+    const message = entry.text.trim()
+    if (turnId === null || this.asking || message === '' || message.startsWith('/') || parseDecision(message) !== null) return false
+    if (!this.admit(entry.text, entry.at, { kind: 'message' })) return true
+    this.options.client.steer(turnId, message).catch((err: unknown) => { this.line(`! not sent to the running turn: ${describe(err)}`) })
+    return true
   }
 
   private write (text: string): void {
@@ -257,7 +278,7 @@ class ChatSession implements Chat {
       const outcome = await this.turn(this.options.message)
       return outcome === 'completed' ? 0 : 1
     }
-    this.line(`connected to ${this.options.client.url}. Type a message; /new starts a new session, /quit or Ctrl-D ends.`)
+    this.line(`connected to ${this.options.client.url}. Type a message (while a turn runs, a line steers it); /new starts a new session, /quit or Ctrl-D ends.`)
     for (;;) {
       const input = await this.lines.next('you> ', undefined, (text, at) => this.admit(text, at, { kind: 'message' }))
       if (input === null || this.stopping) return 0
@@ -308,6 +329,9 @@ class ChatSession implements Chat {
         return undefined
       case 'iteration':
         this.narration = ''
+        return undefined
+      case 'user.message':
+        this.line(`» ${clip(oneLine(terminalSafe(e.message)), MAX_ARGS_CHARS)} (joins before the next model call)`)
         return undefined
       case 'turn.resumed':
         // A model call the restart cut off is made again: its narration starts over.
@@ -377,6 +401,15 @@ class ChatSession implements Chat {
    * the reason, and the stray-key guard (client/answer-guard.ts) keeps a late key from counting.
    */
   private async askApproval (e: TurnEventOf<'approval.requested'>, seq: number, stream: TurnStream): Promise<void> {
+    this.asking = true
+    try {
+      await this.askApprovalNow(e, seq, stream)
+    } finally {
+      this.asking = false
+    }
+  }
+
+  private async askApprovalNow (e: TurnEventOf<'approval.requested'>, seq: number, stream: TurnStream): Promise<void> {
     const tool = oneLine(e.name)
     this.line(`? ${tool} needs approval; it runs with exactly these arguments:`)
     const columns = this.options.terminal ? (this.options.output as { columns?: number }).columns : undefined

@@ -4,15 +4,18 @@
  * a --token argument is visible to other local users in the process list).
  */
 import { parseArgs } from 'node:util'
+import { acpMain } from './acp.js'
 import { DEFAULT_ANSWER_GUARD_MS, startChat } from './chat.js'
 import { TollgateClientError } from '@tollgate/client'
 import { createNodeClient } from '@tollgate/client/node'
 
 const HELP = `usage: tollgate chat [options] [message...]
+       tollgate acp [--url URL] [--agent NAME]   (Agent Client Protocol on stdio; see tollgate acp --help)
 
 Talk to a Tollgate gateway. With a message, runs that one turn and exits (0 when it completed);
 without, reads messages line by line (/new: new session, /quit or Ctrl-D: end).
 Approvals are asked at the prompt: [y]es, [n]o, [a]lways (for the rest of the session), [e]dit.
+In a terminal, a line typed while a turn runs steers it: the model reads it at its next call.
 Ctrl-C cancels the running turn.
 
 options:
@@ -35,6 +38,7 @@ async function main (argv: string[]): Promise<number> {
     process.stdout.write(HELP)
     return command === undefined ? 2 : 0
   }
+  if (command === 'acp') return await acpMain(rest)
   if (command !== 'chat') {
     process.stderr.write(`tollgate: unknown command ${JSON.stringify(command)}\n\n${HELP}`)
     return 2

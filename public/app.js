@@ -240,6 +240,13 @@ var TollgateClient = class {
   async cancel(turnId) {
     return await this.request({ type: "cancel", turn_id: turnId }, CANCEL_TIMEOUT_MS);
   }
+  /**
+   * Steers a running turn: the message joins its history before its next model call (and shows up
+   * in its stream as a `user.message` event). Refused with `STEERING_CLOSED` once the turn ends.
+   */
+  async steer(turnId, message) {
+    return await this.request({ type: "turn.steer", turn_id: turnId, message });
+  }
   async getTurn(turnId) {
     return await this.http("GET", `/v1/turns/${encodeURIComponent(turnId)}`);
   }
@@ -1001,6 +1008,10 @@ var TurnView = class {
         this.body.append(el("p", { class: "turn-resumed", text: "Resumed after a gateway restart" }));
         this.text = null;
         return;
+      case "user.message":
+        this.body.append(el("p", { class: "turn-steer", text: `You: ${e.message}` }));
+        this.text = null;
+        return;
       case "turn.started":
         return;
     }
@@ -1142,7 +1153,21 @@ function logEvent(page, envelope) {
 }
 function setRunning(page, delta) {
   page.running += delta;
-  page.send.disabled = page.running > 0;
+  showSendMode(page);
+}
+function showSendMode(page) {
+  const steering = page.running > 0 && page.current !== null;
+  page.send.disabled = page.running > 0 && page.current === null;
+  page.send.textContent = steering ? "Send to the running turn" : "Start turn";
+  page.form.dataset.mode = steering ? "steer" : "start";
+}
+async function steerTurn(page, turnId, message) {
+  try {
+    await page.client.steer(turnId, message);
+  } catch (err) {
+    page.formError.hidden = false;
+    page.formError.textContent = describe3(err);
+  }
 }
 function setSession(page, sessionId) {
   if (page.state.sessionId !== sessionId) page.state.turns = [];
@@ -1197,8 +1222,11 @@ async function runTurn(page, request) {
     }
     setSession(page, stream.sessionId ?? page.state.sessionId);
     remember(page, stream.turnId, request.message);
+    page.current = stream.turnId;
+    showSendMode(page);
     await render2(page, newView(page, stream.turnId, request.message), stream);
   } finally {
+    page.current = null;
     setRunning(page, -1);
   }
 }
@@ -1230,7 +1258,8 @@ function start() {
     send: byId("send"),
     formError: byId("form-error"),
     session: byId("session-id"),
-    running: 0
+    running: 0,
+    current: null
   };
   const openTurn = (turnId) => {
     followTurn(page, turnId, null);
@@ -1258,6 +1287,11 @@ function start() {
     const message = page.message.value.trim();
     if (message === "") return;
     page.formError.hidden = true;
+    if (page.current !== null) {
+      page.message.value = "";
+      void steerTurn(page, page.current, message);
+      return;
+    }
     const agent = page.agent.value.trim();
     const request = {
       message,

@@ -127,6 +127,10 @@ export const TurnsConfig = Type.Object({
     minimum: 1, default: 16, description: 'Counted across all instances when bus.kind is redis'
   }),
   max_event_output_chars: Type.Integer({ minimum: 256, default: 16_384, description: 'Bound on tool output carried in streamed events' }),
+  max_steering_messages: Type.Integer({
+    minimum: 1, maximum: 1024, default: 8,
+    description: 'Steering messages that may wait for a running turn\'s next model call; one more is refused with STEERING_QUEUE_FULL'
+  }),
   tool_arguments: Type.Object({
     // Far below the depth at which JSON.stringify, structuredClone and the other recursive walks of a value run out of stack.
     max_depth: Type.Integer({

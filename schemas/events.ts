@@ -107,6 +107,17 @@ export const ApprovalResolvedEvent = Type.Object({
   decided_by: Type.String()
 })
 
+/**
+ * A person added a message while the turn runs (steering, `POST /v1/turns/{turn_id}/messages`). It
+ * joins the model's history as a user message before the turn's next model call, in the order
+ * given; written when it is queued, so a turn parked for a restart keeps it.
+ */
+export const UserMessageEvent = Type.Object({
+  kind: Type.Literal('user.message'),
+  message: Type.String({ description: 'The message, secrets scrubbed' }),
+  n: Type.Integer({ minimum: 1, description: 'Its place among this turn\'s steering messages, from 1' })
+})
+
 export const IterationEvent = Type.Object({
   kind: Type.Literal('iteration'),
   n: Type.Integer({ minimum: 1 })
@@ -170,6 +181,7 @@ export const TurnEvent = Type.Union([
   ApprovalRequestedEvent,
   ApprovalResolvedEvent,
   IterationEvent,
+  UserMessageEvent,
   TurnResumedEvent,
   TurnCompletedEvent,
   TurnCancelledEvent,

@@ -1,8 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { ClientId, EventCursor, OpaqueId } from './common.js'
 import { TurnEvent } from './events.js'
-import { TurnRequestProperties, TurnStatus } from './turn.js'
+import { MAX_MESSAGE_CHARS, TurnRequestProperties, TurnStatus } from './turn.js'
 import { OperatorDecision, MAX_REPLACEMENT_CHARS } from './approval.js'
+import { SteerAccepted } from './steering.js'
 
 /** Optional client-chosen correlation id, echoed on the direct answer or error for that frame. */
 const Ref = Type.Optional(Type.String({ minLength: 1, maxLength: 64 }))
@@ -51,6 +52,14 @@ export const CancelFrame = Type.Object({
   turn_id: OpaqueId
 }, { additionalProperties: false })
 
+/** A message for a running turn's next model call (steering), as `POST /v1/turns/{turn_id}/messages`. */
+export const TurnSteerFrame = Type.Object({
+  type: Type.Literal('turn.steer'),
+  ref: Ref,
+  turn_id: OpaqueId,
+  message: Type.String({ minLength: 1, maxLength: MAX_MESSAGE_CHARS })
+}, { additionalProperties: false })
+
 export const PingFrame = Type.Object({
   type: Type.Literal('ping'),
   ref: Ref
@@ -63,6 +72,7 @@ export const ClientFrameSchemas = {
   'turn.start': TurnStartFrame,
   'approval.respond': ApprovalRespondFrame,
   cancel: CancelFrame,
+  'turn.steer': TurnSteerFrame,
   ping: PingFrame
 } as const
 
@@ -125,6 +135,12 @@ export const CancelAckFrame = Type.Object({
   status: TurnStatus
 })
 
+export const SteerAckFrame = Type.Object({
+  type: Type.Literal('steer.accepted'),
+  ref: Ref,
+  ...SteerAccepted.properties
+})
+
 export const PongFrame = Type.Object({ type: Type.Literal('pong'), ref: Ref })
 
 export const ErrorFrame = Type.Object({
@@ -136,6 +152,6 @@ export const ErrorFrame = Type.Object({
 
 export const ServerFrame = Type.Union([
   WelcomeFrame, EventFrame, SubscribedFrame, UnsubscribedFrame, TurnAcceptedFrame, ApprovalAckFrame,
-  CancelAckFrame, PongFrame, ErrorFrame
+  CancelAckFrame, SteerAckFrame, PongFrame, ErrorFrame
 ], { title: 'ServerFrame' })
 export type ServerFrame = Static<typeof ServerFrame>

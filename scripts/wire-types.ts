@@ -10,7 +10,8 @@ import { ApprovalRisk, ApprovalsPage, ArgumentDisplay, OperatorDecision, Pending
 import { SessionSummary, SessionsPage } from '../schemas/session.js'
 import {
   ApprovalDecision, ApprovalRequestedEvent, ApprovalResolvedEvent, EventEnvelope, IterationEvent, TextDeltaEvent, ToolCallEvent,
-  ToolCallStatus, ToolResultEvent, TurnCancelledEvent, TurnCompletedEvent, TurnEvent, TurnFailedEvent, TurnResumedEvent, TurnStartedEvent
+  ToolCallStatus, ToolResultEvent, TurnCancelledEvent, TurnCompletedEvent, TurnEvent, TurnFailedEvent, TurnResumedEvent, TurnStartedEvent,
+  UserMessageEvent
 } from '../schemas/events.js'
 import {
   ApprovalAuditEntry, CancelResult, EventsPage, ToolCallRecord, ToolNarrowing, Turn, TurnAccepted, TurnError, TurnRequest, TurnStatus,
@@ -19,8 +20,9 @@ import {
 import {
   ApprovalAckFrame, ApprovalRespondFrame, CancelAckFrame, CancelFrame, ClientFrame, ErrorFrame, EventFrame, HelloFrame, PingFrame,
   PongFrame, ServerFrame, SubscribeFrame, SubscribedFrame, TurnAcceptedFrame, TurnStartFrame, UnsubscribeFrame, UnsubscribedFrame,
-  WelcomeFrame
+  WelcomeFrame, TurnSteerFrame, SteerAckFrame
 } from '../schemas/ws.js'
+import { SteerAccepted, SteerRequest } from '../schemas/steering.js'
 
 export const WIRE_TYPES_PATH = fileURLToPath(new URL('../packages/client/src/wire.ts', import.meta.url))
 
@@ -39,6 +41,7 @@ export const WIRE_SCHEMAS: ReadonlyArray<readonly [string, unknown]> = [
   ['ApprovalRequestedEvent', ApprovalRequestedEvent],
   ['ApprovalResolvedEvent', ApprovalResolvedEvent],
   ['IterationEvent', IterationEvent],
+  ['UserMessageEvent', UserMessageEvent],
   ['TurnResumedEvent', TurnResumedEvent],
   ['TurnCompletedEvent', TurnCompletedEvent],
   ['TurnCancelledEvent', TurnCancelledEvent],
@@ -60,6 +63,8 @@ export const WIRE_SCHEMAS: ReadonlyArray<readonly [string, unknown]> = [
   ['SessionsPage', SessionsPage],
   ['ApprovalsPage', ApprovalsPage],
   ['CancelResult', CancelResult],
+  ['SteerRequest', SteerRequest],
+  ['SteerAccepted', SteerAccepted],
   ['Problem', Problem],
   ['HelloFrame', HelloFrame],
   ['SubscribeFrame', SubscribeFrame],
@@ -67,6 +72,7 @@ export const WIRE_SCHEMAS: ReadonlyArray<readonly [string, unknown]> = [
   ['TurnStartFrame', TurnStartFrame],
   ['ApprovalRespondFrame', ApprovalRespondFrame],
   ['CancelFrame', CancelFrame],
+  ['TurnSteerFrame', TurnSteerFrame],
   ['PingFrame', PingFrame],
   ['ClientFrame', ClientFrame],
   ['WelcomeFrame', WelcomeFrame],
@@ -76,6 +82,7 @@ export const WIRE_SCHEMAS: ReadonlyArray<readonly [string, unknown]> = [
   ['TurnAcceptedFrame', TurnAcceptedFrame],
   ['ApprovalAckFrame', ApprovalAckFrame],
   ['CancelAckFrame', CancelAckFrame],
+  ['SteerAckFrame', SteerAckFrame],
   ['PongFrame', PongFrame],
   ['ErrorFrame', ErrorFrame],
   ['ServerFrame', ServerFrame]

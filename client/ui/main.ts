@@ -35,6 +35,8 @@ interface Page {
   formError: HTMLElement
   session: HTMLElement
   running: number
+  /** The turn the form started and still runs: the form steers it (its messages join its history). */
+  current: string | null
 }
 
 /** How long a prompt waits before it is announced: a replay that settles it right after shows it only briefly, silently. */
@@ -76,7 +78,24 @@ function logEvent (page: Page, envelope: EventEnvelope): void {
 
 function setRunning (page: Page, delta: number): void {
   page.running += delta
-  page.send.disabled = page.running > 0
+  showSendMode(page)
+}
+
+/** While the form's turn runs, the button sends the message to it; until its id is known, it waits. */
+function showSendMode (page: Page): void {
+  const steering = page.running > 0 && page.current !== null
+  page.send.disabled = page.running > 0 && page.current === null
+  page.send.textContent = steering ? 'Send to the running turn' : 'Start turn'
+  page.form.dataset.mode = steering ? 'steer' : 'start'
+}
+
+async function steerTurn (page: Page, turnId: string, message: string): Promise<void> {
+  try {
+    await page.client.steer(turnId, message)
+  } catch (err) {
+    page.formError.hidden = false
+    page.formError.textContent = describe(err)
+  }
 }
 
 function setSession (page: Page, sessionId: string | undefined): void {
@@ -138,8 +157,11 @@ async function runTurn (page: Page, request: TurnRequest): Promise<void> {
     }
     setSession(page, stream.sessionId ?? page.state.sessionId)
     remember(page, stream.turnId, request.message)
+    page.current = stream.turnId
+    showSendMode(page)
     await render(page, newView(page, stream.turnId, request.message), stream)
   } finally {
+    page.current = null
     setRunning(page, -1)
   }
 }
@@ -174,7 +196,8 @@ function start (): void {
     send: byId<HTMLButtonElement>('send'),
     formError: byId('form-error'),
     session: byId('session-id'),
-    running: 0
+    running: 0,
+    current: null as string | null
   }
   const openTurn = (turnId: string): void => { followTurn(page, turnId, null) }
   const page: Page = {
@@ -197,6 +220,11 @@ function start (): void {
     const message = page.message.value.trim()
     if (message === '') return
     page.formError.hidden = true
+    if (page.current !== null) {
+      page.message.value = ''
+      void steerTurn(page, page.current, message)
+      return
+    }
     const agent = page.agent.value.trim()
     const request: TurnRequest = {
       message,

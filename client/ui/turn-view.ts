@@ -92,6 +92,11 @@ export class TurnView {
         this.body.append(el('p', { class: 'turn-resumed', text: 'Resumed after a gateway restart' }))
         this.text = null
         return
+      case 'user.message':
+        // A steering message: shown where it was sent; the model reads it at its next call.
+        this.body.append(el('p', { class: 'turn-steer', text: `You: ${e.message}` }))
+        this.text = null
+        return
       case 'turn.started':
         return
     }

@@ -146,7 +146,9 @@ export class AgUiTranslator implements EventTranslator {
     const e = envelope.event
     const out: string[] = []
     switch (e.kind) {
+      // A steering message (user.message): the model reads it at its next call, announced by the next iteration.
       case 'turn.started':
+      case 'user.message':
         break
       // After a restart the model call that was streaming is made again: its text is a new message.
       case 'iteration':

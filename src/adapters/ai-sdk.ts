@@ -104,8 +104,10 @@ export class AiSdkTranslator implements EventTranslator {
     const e = envelope.event
     const out: Chunk[] = []
     switch (e.kind) {
+      // A steering message (user.message): the model reads it at its next call, a step of its own.
       case 'turn.started':
       case 'approval.resolved':
+      case 'user.message':
         break
       // After a restart the model call that was streaming is made again: a new step.
       case 'iteration':

@@ -50,10 +50,13 @@ import healthRoutes from '../../routes/health.js'
 import metricsRoutes from '../../routes/metrics.js'
 import turnRoutes from '../../routes/turns.js'
 import approvalRoutes from '../../routes/approvals.js'
+import steeringRoutes from '../../routes/steering.js'
 import receiptRoutes from '../../routes/receipts.js'
 import sessionRoutes from '../../routes/sessions.js'
 import toolRoutes from '../../routes/tools.js'
 import wsRoutes from '../../routes/ws.js'
+import acpRoutes from '../../routes/acp.js'
+import { ACP_PROTOCOL } from '../transport/acp-socket.js'
 import uiRoutes from '../../routes/ui.js'
 import openapiRoutes from '../../routes/openapi.js'
 import agUiRoutes from '../../routes/ag-ui.js'
@@ -345,7 +348,10 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       options: {
         maxPayload: config.ws.max_payload_bytes,
         // Echo only our protocol; the `bearer.<JWT>` entry is a credential, never a protocol choice.
-        handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false)
+        handleProtocols: (protocols: Set<string>) => {
+          if (protocols.has(WS_PROTOCOL)) return WS_PROTOCOL
+          return protocols.has(ACP_PROTOCOL) ? ACP_PROTOCOL : false
+        }
       }
     })
     echoRequestIdsOnUpgrade(app.websocketServer, requestIds)
@@ -385,12 +391,14 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(metricsRoutes)
     await app.register(turnRoutes)
     await app.register(approvalRoutes)
+    await app.register(steeringRoutes)
     await app.register(receiptRoutes)
     await app.register(sessionRoutes)
     await app.register(toolRoutes)
     await app.register(agUiRoutes)
     await app.register(aiSdkRoutes)
     await app.register(wsRoutes)
+    await app.register(acpRoutes)
     await app.register(uiRoutes)
     await app.register(openapiRoutes)
     return gateway

@@ -65,11 +65,12 @@ export function summarizeLog (events: readonly BusEnvelope[]): LogSummary {
       case 'turn.failed':
         summary.terminal ??= envelope
         break
-      // Nothing the rebuilt record keeps.
+      // Nothing the rebuilt record keeps (a steering message is in the history the checkpoint keeps).
       case 'turn.started':
       case 'turn.resumed':
       case 'text.delta':
       case 'tool.progress':
+      case 'user.message':
         break
       default: {
         // A new event kind fails to compile here until the rebuild decides what it keeps of it.

@@ -16,6 +16,7 @@ export const REPLIES: Readonly<Record<keyof typeof ClientFrameSchemas, string>> 
   'turn.start': 'turn.accepted',
   'approval.respond': 'approval.accepted',
   cancel: 'cancel.accepted',
+  'turn.steer': 'steer.accepted',
   ping: 'pong'
 }
 
@@ -26,6 +27,7 @@ const SUMMARIES: Readonly<Record<string, string>> = {
   'turn.start': 'Start a turn owned by this socket (same body as POST /v1/turns)',
   'approval.respond': 'Answer a pending approval request',
   cancel: 'Cancel a turn',
+  'turn.steer': 'Add a message to a running turn: it joins the history before the turn\'s next model call (steering)',
   ping: 'Application-level ping',
   welcome: 'Answer to hello',
   event: 'One turn event; seq strictly increasing per turn from 1, no gaps',
@@ -34,6 +36,7 @@ const SUMMARIES: Readonly<Record<string, string>> = {
   'turn.accepted': 'Answer to turn.start',
   'approval.accepted': 'Answer to approval.respond',
   'cancel.accepted': 'Answer to cancel, once the turn recorded its terminal event',
+  'steer.accepted': 'Answer to turn.steer, once its user.message event is stored',
   pong: 'Answer to ping',
   error: 'A frame failed; carries the ref of that frame when it had one. Never closes the socket'
 }

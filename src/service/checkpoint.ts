@@ -67,8 +67,13 @@ export interface CheckpointDoc {
   iteration: number
   malformed: number
   turn: TurnKnobs
-  /** The messages the loop appended after the turn's start (rounds, parse feedback). */
+  /** The messages the loop appended after the turn's start (rounds, parse feedback, steering messages). */
   appended: ChatMessage[]
+  /**
+   * Steering messages in `appended`: the turn's `user.message` events after these are queued again
+   * on resume. Absent in checkpoints of versions before steering (none then).
+   */
+  steered?: number
   loop: {
     dedup: string[]
     prompt_shell: string[]
@@ -119,6 +124,7 @@ export function checkpointDoc (source: CheckpointSource, step: CheckpointStep, r
     malformed: cursor.malformed,
     turn: knobs,
     appended: state.history.slice(knobs.history_base),
+    steered: state.steering?.consumed ?? 0,
     loop: {
       dedup: [...state.dedupSignatures],
       prompt_shell: [...state.promptShellSignatures],

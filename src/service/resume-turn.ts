@@ -17,7 +17,7 @@ import type { ReceiptKeyring } from '../receipts/keyring.js'
 import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
 import { UsageTally } from '../turn/usage.js'
 import { decodeCheckpoint, TurnCheckpointer, type CheckpointDoc, type TurnKnobs } from './checkpoint.js'
-import { loopEntry, restoreLoopState, resumedHistory } from './resume.js'
+import { loopEntry, restoreLoopState, resumedHistory, resumedSteering } from './resume.js'
 import { RunningTurn, type TurnHost } from './running-turn.js'
 import { assembleTurnState, resolveExecution, startingHistory, type ExecutionDeps, type TurnStateDeps } from './turn-state.js'
 
@@ -109,6 +109,7 @@ function continueTurn (scope: ResumeScope, orphan: Orphan): void {
   const exec = resolveExecution(scope.deps, { request, session, grants, channel, tenant, receipts: orphan.receipts })
   const running = new RunningTurn(scope.host, record, null, true)
   running.seq = lastSeq
+  running.steering = resumedSteering(scope.deps.config.turns.max_steering_messages, doc, events)
   record.last_seq = lastSeq
   record.iterations = Math.max(record.iterations, doc.iteration)
   // Nothing waits any more but what the loop reopens.

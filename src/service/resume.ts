@@ -9,6 +9,7 @@ import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import { newRound, type LoopEntry, type RecoveredCall, type ResolvedApproval, type RoundCursor } from '../turn/cursor.js'
 import { resolveTool } from '../turn/prepare.js'
 import { unexecuted, type ToolSlot } from '../turn/results.js'
+import { SteeringQueue } from '../turn/steering.js'
 import type { CheckpointDoc, RoundDoc } from './checkpoint.js'
 
 /** The turn's history: the session's part as the turn began it, then what the loop appended. */
@@ -105,4 +106,18 @@ export function loopEntry (exec: ResolvedAgentExecution, doc: CheckpointDoc, eve
   }
   round.next = round.calls.length
   return { step: 'dispatch', iteration, malformed, round, recovered: recoveredCalls(round, events) }
+}
+
+/**
+ * The turn's steering queue after a restart: every `user.message` in its log was offered; those
+ * past the checkpoint's count had not joined the history it holds, so they wait again (as the log
+ * recorded them: scrubbed).
+ */
+export function resumedSteering (max: number, doc: CheckpointDoc, events: readonly BusEnvelope[]): SteeringQueue {
+  const messages: string[] = []
+  for (const { event } of events) if (event.kind === 'user.message') messages.push(event.message)
+  const consumed = Math.min(doc.steered ?? 0, messages.length)
+  const queue = new SteeringQueue(max, { offered: messages.length, consumed })
+  for (const message of messages.slice(consumed)) queue.restore(message)
+  return queue
 }

@@ -7,7 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { SessionGrants } from '../approval/grants.js'
-import { ERRORS } from '../core/errors.js'
+import type { SteerAccepted } from '../../schemas/steering.js'
+import { ERRORS, TollgateError } from '../core/errors.js'
 import type { BusEnvelope, EventLog } from '../bus/bus.js'
 import type { Config } from '../core/config.js'
 import { scrubText } from '../core/security/redact.js'
@@ -16,6 +17,7 @@ import { tenantOf } from '../core/tenancy.js'
 import { TERMINAL_TURN_STATUSES, type SessionRecord, type Store, type TurnRecord } from '../store/store.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import { CancelReason, runToolLoop, type LoopDurability, type TurnOutcome } from '../turn/loop.js'
+import { SteeringQueue } from '../turn/steering.js'
 import type { ConnectionRegistry } from './connections.js'
 
 /** The cancellation reason of a turn that ran out of `turns.turn_timeout_ms`. */
@@ -41,6 +43,8 @@ export class RunningTurn {
   detach: boolean
   /** The gateway is stopping: the loop stops at its next safe point (durable turns). */
   suspending = false
+  /** Messages a person adds while the turn runs (a resumed turn's are rebuilt from its log). */
+  steering: SteeringQueue
   /** At a place a stopping gateway may leave it (durable turns say where their loop is). */
   parkable: () => boolean = () => true
   /** Parked for a restart: nothing more is published or saved; the last checkpoint stands. */
@@ -58,7 +62,23 @@ export class RunningTurn {
   ) {
     this.ownerConnection = ownerConnection
     this.detach = detach
+    this.steering = new SteeringQueue(host.config.turns.max_steering_messages)
     this.done = new Promise((resolve) => { this.resolveDone = resolve })
+  }
+
+  /**
+   * Queues a message for the turn's next model call and records it as a `user.message` event,
+   * answered once that event is stored: a turn parked for a restart finds it in its log.
+   */
+  async steer (message: string): Promise<SteerAccepted> {
+    if (this.frozen) throw new TollgateError('SHUTTING_DOWN')
+    if (this.controller.signal.aborted || TERMINAL_TURN_STATUSES.has(this.record.status)) throw new TollgateError('STEERING_CLOSED')
+    const { n, queued } = this.steering.offer(message)
+    // The history gets the words as written; the event, like all rendered text, is scrubbed.
+    this.emit({ kind: 'user.message', message: scrubText(message), n })
+    const seq = this.seq
+    await this.written()
+    return { turn_id: this.record.turn_id, seq, n, queued }
   }
 
   emit (event: TurnEvent): void {
@@ -225,6 +245,7 @@ export class RunningTurn {
       state.log.error({ err }, 'turn loop crashed')
       outcome = { status: 'failed', code: 'INTERNAL', message: ERRORS.INTERNAL.message }
     }
+    this.steering.close()
     if (outcome.status === 'suspended' || this.frozen) {
       // Parked for a restart: no terminal event, the record stays running, the checkpoint resumes it.
       this.freeze()

@@ -6,6 +6,7 @@
  * Listings live in listing.ts.
  */
 import type { Logger } from 'pino'
+import type { SteerAccepted } from '../../schemas/steering.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
 import { principalKey, type Principal } from '../auth/principal.js'
@@ -258,6 +259,20 @@ export class TurnService {
     if (turn.status !== 'running') return turn
     await this.remote.cancel(turnId, principalKey(principal), reason)
     return await this.deps.store.getTurn(turnId) ?? turn
+  }
+
+  /**
+   * Steering: a message for the turn's next model call, from its principal (HTTP or WS). Answered
+   * once its `user.message` event is stored. A turn that has ended, or is ending, refuses it.
+   */
+  async steer (principal: Principal, turnId: string, message: string): Promise<SteerAccepted> {
+    if (this.closingFlag) throw new TollgateError('SHUTTING_DOWN')
+    const active = this.active.get(turnId)
+    if (active !== undefined && active.record.owner === principalKey(principal)) return await active.steer(message)
+    const turn = await this.get(principal, turnId)
+    if (turn.status !== 'running') throw new TollgateError('STEERING_CLOSED')
+    // Its queue lives in the process that runs it; steering does not cross instances (yet).
+    throw new TollgateError('TURN_NOT_RUNNING', 'the turn runs on another gateway instance: send the message to that instance')
   }
 
   /** Operator answer from any front door (WS frame or REST), for a turn on any instance. */

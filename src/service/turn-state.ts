@@ -127,6 +127,7 @@ export function assembleTurnState (
     sessionId,
     history,
     signal: running.controller.signal,
+    steering: running.steering,
     interactive: request.interactive !== false,
     ...(durable === null ? {} : { holding: () => durable.checkpointer.holding() }),
     emit,

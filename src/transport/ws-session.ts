@@ -190,6 +190,11 @@ export class SocketSession {
       case 'cancel': {
         const turn = await this.gateway.turns.cancel(this.principal, frame.turn_id, 'cancelled by client')
         this.send({ type: 'cancel.accepted', ...ref, turn_id: turn.turn_id, status: turn.status })
+        return
+      }
+      case 'turn.steer': {
+        const accepted = await this.gateway.turns.steer(this.principal, frame.turn_id, frame.message)
+        this.send({ type: 'steer.accepted', ...ref, ...accepted })
       }
     }
   }

@@ -25,6 +25,7 @@ import type { ToolHooks } from './hooks.js'
 import { LoopDetector } from './loop-detector.js'
 import type { ProgressLimits } from './progress.js'
 import { modelNameFor } from '../core/agent-model.js'
+import type { SteeringQueue } from './steering.js'
 
 export interface ModelBinding {
   provider: ModelProvider
@@ -124,6 +125,8 @@ export interface TurnState {
   history: ChatMessage[]
   signal: AbortSignal
   interactive: boolean
+  /** Messages a person added while the turn runs; absent for delegated sub-turns (they take none). */
+  steering?: SteeringQueue
   /** Durable turns: true once the gateway is stopping; no further tool of a sequential round starts. */
   holding?: () => boolean
   log: Logger

@@ -176,10 +176,13 @@ export async function runToolLoop (exec: ResolvedAgentExecution, state: TurnStat
 
 const SUSPENDED: TurnOutcome = { status: 'suspended' }
 
-/** The model's response of one iteration made into a round, or the turn's end. */
-type Answer = { kind: 'round', round: RoundCursor } | { kind: 'retry' } | { kind: 'end', outcome: TurnOutcome }
+/**
+ * The model's response of one iteration made into a round, or the turn's end; `steered`: a final
+ * answer while a steering message waits, so the loop goes on to the next iteration with it.
+ */
+type Answer = { kind: 'round', round: RoundCursor } | { kind: 'retry' } | { kind: 'steered' } | { kind: 'end', outcome: TurnOutcome }
 
-async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor: LoopCursor): Promise<Answer> {
+async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor: LoopCursor, lastIteration: boolean): Promise<Answer> {
   const request = buildIterationRequest(exec, state.history, state.systemNotes)
   // Every request streams its visible text live; text-protocol output goes through the frame
   // hold-back, so no call payload reaches a `text.delta`.
@@ -213,6 +216,9 @@ async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor:
 
   if (parsed.calls.length === 0) {
     state.history.push({ role: 'assistant', content: response.text })
+    // A message that arrived while the model answered is not dropped: one more iteration reads it.
+    if (!lastIteration && state.steering?.pending() === true) return { kind: 'steered' }
+    state.steering?.close()
     return { kind: 'end', outcome: { status: 'completed', finalText: receiptsBlock(exec, state, parsed.displayText) } }
   }
   return { kind: 'round', round: newRound(response.text, parsed.native, parsed.calls, parallelEligible(exec, parsed.calls)) }
@@ -236,6 +242,8 @@ async function loop (exec: ResolvedAgentExecution, state: TurnState, durability:
       if (entry.step === 'approval') reopen = { request: entry.request, resolved: entry.resolved }
       else recovered = entry.recovered
     } else {
+      // Steering messages join the history before the model call (and its checkpoint), in order.
+      state.steering?.drainInto(state.history)
       if (entry === undefined) {
         state.iteration = i + 1
         const announced = i === first && durability.announced === true
@@ -248,9 +256,9 @@ async function loop (exec: ResolvedAgentExecution, state: TurnState, durability:
         // Resumed at a model call: its iteration event is in the log, the call is simply made again.
         state.iteration = entry.iteration
       }
-      const answer = await askModel(exec, state, cursor)
+      const answer = await askModel(exec, state, cursor, i + 1 >= exec.knobs.maxIterations)
       if (answer.kind === 'end') return answer.outcome
-      if (answer.kind === 'retry') {
+      if (answer.kind === 'retry' || answer.kind === 'steered') {
         entry = undefined
         continue
       }

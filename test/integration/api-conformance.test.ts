@@ -108,9 +108,9 @@ async function call (g: TestGateway, method: string, path: string, options: Call
 }
 
 /** The HTTP answer to a WebSocket upgrade: 101, or the refusal with its body. */
-async function upgrade (g: TestGateway, headers: Record<string, string>): Promise<Answer> {
+async function upgrade (g: TestGateway, headers: Record<string, string>, path = '/v1/ws', protocol = 'tollgate.v1'): Promise<Answer> {
   return await new Promise((resolve, reject) => {
-    const ws = new WebSocket(g.wsUrl, ['tollgate.v1'], { headers })
+    const ws = new WebSocket(g.wsUrl.replace(/\/v1\/ws$/, path), [protocol], { headers })
     ws.on('upgrade', (res) => {
       resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' })
       ws.close()
@@ -212,6 +212,8 @@ test('every route answers its success as documented', async (t) => {
   assert.deepEqual(JSON.parse(verified.body), { valid: true })
   conforms('POST', '/v1/receipts/verify', verified)
   conforms('GET', '/v1/ws', await upgrade(g, auth))
+  conforms('GET', '/v1/acp', await upgrade(g, auth, '/v1/acp', 'tollgate.acp.v1'))
+  conforms('POST', '/v1/turns/{id}/messages', await call(g, 'POST', `/v1/turns/${turn.turnId}/messages`, { body: { message: 'late' }, headers: auth }), 409)
 
   g.provider.enqueue({ text: 'accepted' }, { text: 'waited' }, { text: 'streamed' })
   const accepted = await call(g, 'POST', '/v1/turns', { body: { message: 'hi', session_id: 'conf-1' }, headers: auth })
@@ -235,6 +237,14 @@ test('every route answers its success as documented', async (t) => {
   assert.equal(chat.headers['x-vercel-ai-ui-message-stream'], 'v1')
   assert.match(chat.body, /data: \[DONE\]\n\n$/)
   conforms('POST', '/v1/ai-sdk/chat', chat)
+
+  const held = gate()
+  g.provider.enqueue({ text: 'long', gate: held.promise }, { text: 'short' })
+  const running = JSON.parse((await call(g, 'POST', '/v1/turns', { body: { message: 'hi', session_id: 'conf-6' }, headers: auth })).body).turn_id as string
+  await eventually(() => g.provider.open() === 1, { what: 'the model call of the turn to steer' })
+  conforms('POST', '/v1/turns/{id}/messages', await call(g, 'POST', `/v1/turns/${running}/messages`, { body: { message: 'shorter' }, headers: auth }), 202)
+  held.open()
+  await eventually(async () => JSON.parse((await call(g, 'GET', `/v1/turns/${running}`, { headers: auth })).body).status !== 'running', { what: 'the steered turn ended' })
 })
 
 test('schema violations are 400 as documented, a bad after_seq among them', async (t) => {

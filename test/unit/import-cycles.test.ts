@@ -103,6 +103,7 @@ const RANKS: Record<string, number> = {
   'src/http': 2,
   'src/observe': 2,
   'src/tools': 2,
+  'src/acp': 3,
   'src/approval': 3,
   'src/mcp': 3,
   'src/providers': 3,

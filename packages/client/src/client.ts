@@ -206,6 +206,14 @@ export class TollgateClient {
     return await this.request({ type: 'cancel', turn_id: turnId }, CANCEL_TIMEOUT_MS) as ServerFrameOf<'cancel.accepted'>
   }
 
+  /**
+   * Steers a running turn: the message joins its history before its next model call (and shows up
+   * in its stream as a `user.message` event). Refused with `STEERING_CLOSED` once the turn ends.
+   */
+  async steer (turnId: string, message: string): Promise<ServerFrameOf<'steer.accepted'>> {
+    return await this.request({ type: 'turn.steer', turn_id: turnId, message }) as ServerFrameOf<'steer.accepted'>
+  }
+
   async getTurn (turnId: string): Promise<Turn> {
     return await this.http('GET', `/v1/turns/${encodeURIComponent(turnId)}`) as Turn
   }

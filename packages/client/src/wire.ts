@@ -92,6 +92,14 @@ export type IterationEvent = {
   n: number
 }
 
+export type UserMessageEvent = {
+  kind: 'user.message'
+  /** The message, secrets scrubbed */
+  message: string
+  /** Its place among this turn's steering messages, from 1 */
+  n: number
+}
+
 export type TurnResumedEvent = {
   kind: 'turn.resumed'
   /** Where the turn goes on: a model call made again, an approval waiting again, or a round of tool calls */
@@ -164,6 +172,7 @@ export type TurnEvent =
   | ApprovalRequestedEvent
   | ApprovalResolvedEvent
   | IterationEvent
+  | UserMessageEvent
   | TurnResumedEvent
   | TurnCompletedEvent
   | TurnCancelledEvent
@@ -350,6 +359,20 @@ export type CancelResult = {
   status: TurnStatus
 }
 
+export type SteerRequest = {
+  message: string
+}
+
+export type SteerAccepted = {
+  turn_id: string
+  /** The seq of the `user.message` event that records the message */
+  seq: number
+  /** Its place among the turn's steering messages, from 1 */
+  n: number
+  /** Messages waiting for the turn's next model call, this one included */
+  queued: number
+}
+
 export type Problem = {
   type: string
   title: string
@@ -413,6 +436,13 @@ export type CancelFrame = {
   turn_id: string
 }
 
+export type TurnSteerFrame = {
+  type: 'turn.steer'
+  ref?: string
+  turn_id: string
+  message: string
+}
+
 export type PingFrame = {
   type: 'ping'
   ref?: string
@@ -425,6 +455,7 @@ export type ClientFrame =
   | TurnStartFrame
   | ApprovalRespondFrame
   | CancelFrame
+  | TurnSteerFrame
   | PingFrame
 
 export type WelcomeFrame = {
@@ -481,6 +512,18 @@ export type CancelAckFrame = {
   status: TurnStatus
 }
 
+export type SteerAckFrame = {
+  type: 'steer.accepted'
+  ref?: string
+  turn_id: string
+  /** The seq of the `user.message` event that records the message */
+  seq: number
+  /** Its place among the turn's steering messages, from 1 */
+  n: number
+  /** Messages waiting for the turn's next model call, this one included */
+  queued: number
+}
+
 export type PongFrame = {
   type: 'pong'
   ref?: string
@@ -501,5 +544,6 @@ export type ServerFrame =
   | TurnAcceptedFrame
   | ApprovalAckFrame
   | CancelAckFrame
+  | SteerAckFrame
   | PongFrame
   | ErrorFrame
