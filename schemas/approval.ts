@@ -31,7 +31,7 @@ export const ApprovalAnswerResult = Type.Object({
  * medium); other tools low when the call only reads, else medium.
  */
 export const ApprovalRisk = Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')], {
-  description: 'How much harm the call could do, as the policy classifies it (see README, Approvals)'
+  description: 'How much harm the call could do, as the policy classifies it (see docs/reference/approvals.md)'
 })
 export type ApprovalRisk = Static<typeof ApprovalRisk>
 

@@ -11,7 +11,7 @@ export type OperatorDecision = 'yes' | 'no' | 'always' | 'edit'
 
 export type TurnStatus = 'running' | 'completed' | 'cancelled' | 'failed' | 'interrupted'
 
-/** How much harm the call could do, as the policy classifies it (see README, Approvals) */
+/** How much harm the call could do, as the policy classifies it (see docs/reference/approvals.md) */
 export type ApprovalRisk = 'low' | 'medium' | 'high'
 
 export type ArgumentDisplay = {
@@ -69,7 +69,7 @@ export type ApprovalRequestedEvent = {
   summary: string
   /** What to show the person deciding: each argument (path first) as the tool gets it, credentials as references (‹ghp_••••›) */
   display: ArgumentDisplay[]
-  /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
+  /** How much harm the call could do, as the policy classifies it (see docs/reference/approvals.md) */
   risk: ApprovalRisk
   /** The policy rule that asked for approval, in words */
   reason: string
@@ -252,7 +252,7 @@ export type PendingApproval = {
   summary: string
   /** What to show the person deciding, as in the approval.requested event */
   display: ArgumentDisplay[]
-  /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
+  /** How much harm the call could do, as the policy classifies it (see docs/reference/approvals.md) */
   risk: ApprovalRisk
   /** The policy rule that asked for approval, in words */
   reason: string
