@@ -6,18 +6,23 @@ import closeWithGrace from 'close-with-grace'
 import { ConfigError, loadConfig } from './core/config.js'
 import { buildServer } from './app/server.js'
 
+/** A configuration problem is the operator's to fix: its lines, no stack, exit code 2. */
+function exitOnConfigError (err: unknown): never {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`tollgate: ${err.message}\n`)
+    process.exit(2)
+  }
+  throw err
+}
+
 async function main (): Promise<void> {
   let config
   try {
     config = loadConfig()
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`tollgate: ${err.message}\n`)
-      process.exit(2)
-    }
-    throw err
+    exitOnConfigError(err)
   }
-  const gateway = await buildServer({ config })
+  const gateway = await buildServer({ config }).catch(exitOnConfigError)
   closeWithGrace({ delay: config.server.shutdown_timeout_ms }, async ({ signal, err }) => {
     if (err !== undefined) gateway.log.error({ err }, 'shutting down after an error')
     else gateway.log.info({ signal }, 'shutting down')

@@ -36,6 +36,7 @@ import { seccompProgram } from '../tools/builtin/seccomp.js'
 import { WorkspaceFiles } from '../tools/builtin/workspace-files.js'
 import { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import { ToolCatalog } from '../tools/catalog.js'
+import { checkStartup } from './startup-checks.js'
 import type { Tool } from '../tools/contract.js'
 import { NO_HOOKS, type ToolHooks } from '../turn/hooks.js'
 import { createGatewayLogger } from '../core/security/log-scrub.js'
@@ -231,6 +232,7 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
 export async function buildServer (options: BuildOptions): Promise<Gateway> {
   const { config } = options
   const env = options.env ?? process.env
+  checkStartup(config, env, (options.tools ?? []).map((tool) => tool.name))
   const log = options.logger ?? createGatewayLogger(config.log.level)
   const auth = createAuthenticator(config, env)
   if (auth.mode === 'none' && !isLoopbackHost(config.server.host)) {
