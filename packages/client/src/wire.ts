@@ -345,6 +345,12 @@ export type ApprovalsPage = {
   next_cursor: string | null
 }
 
+export type ApprovalAnswerResult = {
+  request_id: string
+  turn_id: string
+  decision: OperatorDecision
+}
+
 export type CancelResult = {
   turn_id: string
   status: TurnStatus
