@@ -100,7 +100,7 @@ export const WsConfig = Type.Object({
 }, { additionalProperties: false, default: {} })
 
 export const UiConfig = Type.Object({
-  enabled: Type.Boolean({ default: true, description: 'Serve the browser client at / (files from public/)' })
+  enabled: Type.Boolean({ default: true, description: 'Serve the browser client at / and the API reference page at /docs (files from public/)' })
 }, { additionalProperties: false, default: {} })
 
 export const TurnsConfig = Type.Object({

@@ -55,6 +55,7 @@ import sessionRoutes from '../../routes/sessions.js'
 import toolRoutes from '../../routes/tools.js'
 import wsRoutes from '../../routes/ws.js'
 import uiRoutes from '../../routes/ui.js'
+import apiDocsRoutes from '../../routes/docs.js'
 import openapiRoutes from '../../routes/openapi.js'
 import agUiRoutes from '../../routes/ag-ui.js'
 import aiSdkRoutes from '../../routes/ai-sdk.js'
@@ -391,6 +392,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(aiSdkRoutes)
     await app.register(wsRoutes)
     await app.register(uiRoutes)
+    await app.register(apiDocsRoutes)
     await app.register(openapiRoutes)
     return gateway
   } catch (err) {
