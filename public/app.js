@@ -721,18 +721,20 @@ function describe(err) {
   return err instanceof TollgateClientError ? `${err.code}: ${err.message}` : String(err);
 }
 var Inbox = class {
-  constructor(client, list, status, openTurn, promptShown) {
+  constructor(client, list, status, openTurn, promptShown, turnShown) {
     this.client = client;
     this.list = list;
     this.status = status;
     this.openTurn = openTurn;
     this.promptShown = promptShown;
+    this.turnShown = turnShown;
   }
   client;
   list;
   status;
   openTurn;
   promptShown;
+  turnShown;
   items = /* @__PURE__ */ new Map();
   timer = null;
   refreshing = null;
@@ -780,19 +782,24 @@ var Inbox = class {
       return;
     }
     this.status.textContent = pending.length === 0 ? "nothing is waiting for your answer" : `${pending.length}${more ? "+" : ""} approval request(s) waiting for your answer`;
-    const wanted = new Set(pending.map((p) => p.request_id));
+    const wanted = new Map(pending.map((p) => [p.request_id, this.turnShown(p.turn_id)]));
     for (const [id, item] of this.items) {
-      if (!wanted.has(id)) {
-        item.remove();
+      if (wanted.get(id) !== item.linked) {
+        item.root.remove();
         this.items.delete(id);
       }
     }
     const fresh = [];
     const ordered = pending.map((p) => {
       const existing = this.items.get(p.request_id);
-      if (existing !== void 0) return existing;
+      if (existing !== void 0) return existing.root;
+      if (wanted.get(p.request_id) === true) {
+        const root = this.renderLink(p);
+        this.items.set(p.request_id, { root, linked: true });
+        return root;
+      }
       const { item, prompt } = this.render(p);
-      this.items.set(p.request_id, item);
+      this.items.set(p.request_id, { root: item, linked: false });
       fresh.push({ p, prompt });
       return item;
     });
@@ -801,6 +808,26 @@ var Inbox = class {
       if (here !== item) this.list.insertBefore(item, here);
     });
     for (const { p, prompt } of fresh) this.promptShown(p.request_id, prompt, `Approval needed: ${p.tool} in turn ${p.turn_id}`);
+  }
+  /** A request whose prompt is in its turn's card on this page: a pointer to it, not a copy. */
+  renderLink(p) {
+    const go = el("button", { text: "Answer it in its turn", attrs: { type: "button", "data-go-to-prompt": p.request_id } });
+    go.addEventListener("click", () => {
+      const prompt = document.querySelector(`#turns .approval[data-request-id="${CSS.escape(p.request_id)}"]`);
+      if (prompt === null) {
+        this.openTurn(p.turn_id);
+        return;
+      }
+      prompt.scrollIntoView({ block: "center" });
+      prompt.focus();
+    });
+    return el("li", { class: "inbox-item linked", attrs: { "data-request-id": p.request_id, "data-turn-id": p.turn_id } }, [
+      el("div", { class: "inbox-head" }, [
+        el("span", { class: "tool-name", text: p.tool }),
+        el("span", { text: "waits in its turn below" }),
+        go
+      ])
+    ]);
   }
   render(p) {
     const prompt = approvalPrompt({
@@ -984,7 +1011,7 @@ var TurnView = class {
         return;
       case "turn.completed":
         this.showFinal(e.final_text);
-        this.finish("completed");
+        this.finish("completed", this.outcome());
         return;
       case "turn.cancelled":
         this.body.append(el("p", { class: "turn-end", text: `Cancelled: ${e.reason}` }));
@@ -1010,9 +1037,24 @@ var TurnView = class {
     this.errorLine.hidden = false;
     this.errorLine.textContent = error instanceof TollgateClientError ? `${error.code}: ${error.message}` : String(error);
   }
-  finish(status) {
+  /**
+   * What happened, beyond "completed": a turn whose calls were denied or failed completed, but
+   * not as asked ("completed — 2 calls denied"), and is not shown in the success colour.
+   */
+  outcome() {
+    const counts = /* @__PURE__ */ new Map();
+    for (const card of this.cards.values()) {
+      const status = card.root.dataset.status ?? "";
+      if (["denied", "error", "cancelled", "interrupted"].includes(status)) counts.set(status, (counts.get(status) ?? 0) + 1);
+    }
+    if (counts.size === 0) return null;
+    const words = { denied: "denied", error: "failed", cancelled: "cancelled", interrupted: "interrupted" };
+    return [...counts].map(([status, n]) => `${n} ${n === 1 ? "call" : "calls"} ${words[status] ?? status}`).join(", ");
+  }
+  finish(status, outcome = null) {
     this.root.dataset.status = status;
-    this.statusBadge.textContent = status;
+    if (outcome !== null) this.root.dataset.outcome = "partial";
+    this.statusBadge.textContent = outcome === null ? status : `${status} — ${outcome}`;
     this.cancelButton.hidden = true;
     for (const card of this.cards.values()) card.approval?.remove();
   }
@@ -1087,8 +1129,15 @@ var TurnView = class {
     card.root.append(el("p", { class: "approval-decision", text: `${e.decision} (${e.decided_by})` }));
     this.setStatus(card, "approval-resolved", e.decision === "yes" || e.decision === "always" ? "approved" : e.decision);
   }
+  /**
+   * Cards stand in the order their calls ran: a card made early for an approval request moves
+   * after the cards of the calls that ran before it (every call gets its tool_call event when it
+   * runs, or just before the result of a call that never runs).
+   */
   toolCall(e) {
-    this.setStatus(this.card(e.call_id, e.name, e.arguments), "running");
+    const card = this.card(e.call_id, e.name, e.arguments);
+    if (card.root !== this.body.lastElementChild) this.body.append(card.root);
+    this.setStatus(card, "running");
   }
   /** The latest progress of a running call; its result replaces it. */
   toolProgress(e) {
@@ -1239,7 +1288,7 @@ function start() {
     ...partial,
     inbox: new Inbox(client, byId("inbox-list"), byId("inbox-status"), openTurn, (requestId, prompt, text) => {
       partial.announcer.announce(requestId, prompt, text);
-    }),
+    }, (turnId) => partial.views.has(turnId)),
     sessions: new SessionsView(client, byId("session-list"), byId("running-list"), byId("sessions-status"), {
       openTurn,
       continueSession: (sessionId) => {
