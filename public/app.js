@@ -629,6 +629,38 @@ function callArguments(tool, args) {
   return el("pre", { class: "card-args", text: showJson(modelArguments(tool, args)) });
 }
 
+// client/ui/words.ts
+function whyInWords(reason) {
+  if (reason === void 0) return el("span", { text: "The gateway did not say which rule asked." });
+  const plain = /always_ask/.test(reason) ? "This tool is set to ask a person every time." : "This tool needs a person's yes before it runs.";
+  return el("span", { class: "why" }, [
+    document.createTextNode(plain),
+    el("details", { class: "policy-detail" }, [el("summary", { text: "Policy detail" }), el("p", { text: reason })])
+  ]);
+}
+var SURFACES = {
+  ws: "over a live connection (this page or a terminal)",
+  rest: "over REST (an inbox or an app)",
+  "ag-ui": "in an AG-UI app",
+  "ai-sdk": "in an AI SDK chat"
+};
+function decisionInWords(decision, decidedBy) {
+  if (decidedBy === "runtime") {
+    const why = {
+      expired: "nobody answered in time, so it was denied",
+      "auto-deny": "nobody who could answer was watching, so it was denied",
+      cancelled: "the turn was cancelled while it waited"
+    };
+    return `Settled by the gateway: ${why[decision] ?? decision}`;
+  }
+  const colon = decidedBy.indexOf(":");
+  const surface = colon === -1 ? decidedBy : decidedBy.slice(0, colon);
+  const who = colon === -1 ? "" : decidedBy.slice(colon + 1);
+  const answered = { yes: "Approved", always: "Approved for the session", no: "Denied", edit: "Replaced with your text" };
+  const person = surface === "ws" || who === "" ? "" : ` by ${who}`;
+  return `${answered[decision] ?? decision}${person} ${SURFACES[surface] ?? `via ${surface}`}`;
+}
+
 // client/ui/approval-prompt.ts
 var DECISIONS = [
   { decision: "yes", label: "Yes" },
@@ -683,7 +715,6 @@ function approvalPrompt(input, answer) {
     send("edit", replacement.value);
   });
   const risk = input.risk ?? "not stated";
-  const reason = input.reason ?? "the gateway did not say which rule asked";
   const where = input.showArguments ? "below" : "above";
   return el("div", {
     class: "approval",
@@ -698,7 +729,7 @@ function approvalPrompt(input, answer) {
     el("p", { class: "approval-question", text: `Allow ${input.tool}? It runs with exactly the arguments shown ${where}.` }),
     ...input.showArguments ? [exactArguments(input.display)] : [],
     el("dl", { class: "approval-facts" }, [
-      ...fact("Why", document.createTextNode(reason), "reason"),
+      ...fact("Why", whyInWords(input.reason), "reason"),
       ...fact("Risk", el("span", { class: "risk", text: risk, attrs: { "data-risk": risk } }), "risk"),
       ...fact("Time left", countdown(input.expiresAt), "expires")
     ]),
@@ -1126,7 +1157,7 @@ var TurnView = class {
     if (card === void 0) return;
     card.approval?.remove();
     card.approval = null;
-    card.root.append(el("p", { class: "approval-decision", text: `${e.decision} (${e.decided_by})` }));
+    card.root.append(el("p", { class: "approval-decision", text: decisionInWords(e.decision, e.decided_by) }));
     this.setStatus(card, "approval-resolved", e.decision === "yes" || e.decision === "always" ? "approved" : e.decision);
   }
   /**

@@ -7,6 +7,7 @@ import { resultText, TollgateClientError, type EventEnvelope, type TollgateClien
 import { approvalPrompt } from './approval-prompt.js'
 import { callArguments, exactArguments } from './arguments.js'
 import { el } from './dom.js'
+import { decisionInWords } from './words.js'
 
 interface Card {
   root: HTMLElement
@@ -201,7 +202,7 @@ export class TurnView {
     if (card === undefined) return
     card.approval?.remove()
     card.approval = null
-    card.root.append(el('p', { class: 'approval-decision', text: `${e.decision} (${e.decided_by})` }))
+    card.root.append(el('p', { class: 'approval-decision', text: decisionInWords(e.decision, e.decided_by) }))
     this.setStatus(card, 'approval-resolved', e.decision === 'yes' || e.decision === 'always' ? 'approved' : e.decision)
   }
 

@@ -80,6 +80,10 @@ for (const colorScheme of ['light', 'dark'] as const) {
     assert.equal(await page.locator(`.approval[data-request-id="${requestId}"]`).count(), 1, 'one prompt for the request on the whole page')
     // Announced (after a short delay) with focus on the turn card's prompt, the only one.
     await page.locator(`#turns .approval[data-request-id="${requestId}"]:focus`).waitFor(WAIT)
+    // "Why" in plain words; the policy's own sentence is folded beneath.
+    const why = page.locator(`.approval[data-request-id="${requestId}"] [data-fact="reason"]`)
+    assert.match(String(await why.textContent()), /^This tool needs a person's yes before it runs\.Policy detail'risky' is not auto-approved/)
+    assert.equal(await why.locator('details').getAttribute('open'), null)
     assert.deepEqual(await smallButtons(page), [])
     assert.equal(await overflow(page), 0, 'no horizontal scrolling at 320 px')
     assert.deepEqual(await axeFindings(page), [])
@@ -89,6 +93,7 @@ for (const colorScheme of ['light', 'dark'] as const) {
     await page.locator('.turn[data-status="completed"]').waitFor(WAIT)
     assert.deepEqual(await turn.locator('.card').evaluateAll((cards) => cards.map((c) => c.getAttribute('data-tool'))), ['probe', 'risky'])
     assert.equal(await turn.locator('.turn-status').textContent(), 'completed')
+    assert.equal(await turn.locator('.approval-decision').textContent(), 'Approved over a live connection (this page or a terminal)')
 
     // A turn whose call was denied completed, but says so, and not in the success colour.
     g.provider.enqueue({ toolCalls: [{ id: 'c', name: 'risky', arguments: { label: 'no thanks' } }] }, { text: 'Skipped.' })
