@@ -62,7 +62,14 @@ function oneOrMany (description: string) {
 }
 
 export const AuthConfig = Type.Object({
-  mode: Type.Union([Type.Literal('none'), Type.Literal('jwt')], { default: 'none', description: 'none: one local principal, loopback bind only' }),
+  mode: Type.Union([Type.Literal('none'), Type.Literal('jwt'), Type.Literal('generated')], {
+    default: 'none',
+    description: 'none: one local principal, loopback bind only; jwt: bearer JWTs of your identity provider; generated: for trying it out ' +
+      'anywhere, a random in-memory secret and one token for one principal (tenant local) printed at start, invalid after a restart (env TOLLGATE_AUTH_MODE)'
+  }),
+  generated_token_ttl_s: Type.Integer({
+    minimum: 60, maximum: 604_800, default: 43_200, description: 'mode "generated": how long the token printed at start is valid'
+  }),
   secret: Type.Optional(Type.String({ minLength: 32, description: 'HMAC shared secret (development); prefer secret_env' })),
   secret_env: Type.Optional(Type.String({ minLength: 1, description: 'Name of the environment variable holding the HMAC secret' })),
   jwks_url: Type.Optional(Type.String({ minLength: 1, description: 'http(s) URL of the issuer\'s JSON Web Key Set (asymmetric keys)' })),

@@ -32,6 +32,12 @@ async function main (): Promise<void> {
   const agent = config.agents[config.default_agent]
   const provider = agent === undefined ? undefined : config.providers[agent.provider]
   gateway.log.info({ address, agent: config.default_agent, provider: provider?.kind }, `tollgate listening on ${address}`)
+  const start = gateway.auth.startToken
+  if (start !== undefined) {
+    // On the terminal, not in the log pipeline: the token is a credential, printed once for the person starting it.
+    process.stderr.write(`tollgate: auth.mode "generated": the bearer token of this start (valid until ${start.expiresAt}, ` +
+      `void after a restart):\n\n  ${start.token}\n\nPaste it under "Access token" on the page, or: TOLLGATE_TOKEN=<token> npx tollgate chat\n`)
+  }
   if (provider?.kind === 'demo') {
     gateway.log.info('the default agent uses the embedded DEMO provider: a scripted stand-in, not a language model')
   }

@@ -70,6 +70,9 @@ function envOverrides (env: NodeJS.ProcessEnv): Plain {
   if (port !== undefined && port !== '') server.port = Number(port)
   if (env.TOLLGATE_HOST !== undefined && env.TOLLGATE_HOST !== '') server.host = env.TOLLGATE_HOST
   const out: Plain = { server }
+  if (env.TOLLGATE_PUBLIC_URL !== undefined && env.TOLLGATE_PUBLIC_URL !== '') server.public_url = env.TOLLGATE_PUBLIC_URL
+  // For a container tried without a config file: `generated` needs no identity provider.
+  if (env.TOLLGATE_AUTH_MODE !== undefined && env.TOLLGATE_AUTH_MODE !== '') out.auth = { mode: env.TOLLGATE_AUTH_MODE }
   if (env.TOLLGATE_LOG_LEVEL !== undefined && env.TOLLGATE_LOG_LEVEL !== '') out.log = { level: env.TOLLGATE_LOG_LEVEL }
   if (env.TOLLGATE_WORKSPACE !== undefined && env.TOLLGATE_WORKSPACE !== '') out.workspace = { dir: env.TOLLGATE_WORKSPACE }
   // The embedded store's file: the Docker image points it into its /data volume.
