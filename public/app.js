@@ -636,6 +636,38 @@ function callArguments(tool, args) {
   return el("pre", { class: "card-args", text: showJson(modelArguments(tool, args)) });
 }
 
+// client/ui/words.ts
+function whyInWords(reason) {
+  if (reason === void 0) return el("span", { text: "The gateway did not say which rule asked." });
+  const plain = /always_ask/.test(reason) ? "This tool is set to ask a person every time." : "This tool needs a person's yes before it runs.";
+  return el("span", { class: "why" }, [
+    document.createTextNode(plain),
+    el("details", { class: "policy-detail" }, [el("summary", { text: "Policy detail" }), el("p", { text: reason })])
+  ]);
+}
+var SURFACES = {
+  ws: "over a live connection (this page or a terminal)",
+  rest: "over REST (an inbox or an app)",
+  "ag-ui": "in an AG-UI app",
+  "ai-sdk": "in an AI SDK chat"
+};
+function decisionInWords(decision, decidedBy) {
+  if (decidedBy === "runtime") {
+    const why = {
+      expired: "nobody answered in time, so it was denied",
+      "auto-deny": "nobody who could answer was watching, so it was denied",
+      cancelled: "the turn was cancelled while it waited"
+    };
+    return `Settled by the gateway: ${why[decision] ?? decision}`;
+  }
+  const colon = decidedBy.indexOf(":");
+  const surface = colon === -1 ? decidedBy : decidedBy.slice(0, colon);
+  const who = colon === -1 ? "" : decidedBy.slice(colon + 1);
+  const answered = { yes: "Approved", always: "Approved for the session", no: "Denied", edit: "Replaced with your text" };
+  const person = surface === "ws" || who === "" ? "" : ` by ${who}`;
+  return `${answered[decision] ?? decision}${person} ${SURFACES[surface] ?? `via ${surface}`}`;
+}
+
 // client/ui/approval-prompt.ts
 var DECISIONS = [
   { decision: "yes", label: "Yes" },
@@ -690,7 +722,6 @@ function approvalPrompt(input, answer) {
     send("edit", replacement.value);
   });
   const risk = input.risk ?? "not stated";
-  const reason = input.reason ?? "the gateway did not say which rule asked";
   const where = input.showArguments ? "below" : "above";
   return el("div", {
     class: "approval",
@@ -705,7 +736,7 @@ function approvalPrompt(input, answer) {
     el("p", { class: "approval-question", text: `Allow ${input.tool}? It runs with exactly the arguments shown ${where}.` }),
     ...input.showArguments ? [exactArguments(input.display)] : [],
     el("dl", { class: "approval-facts" }, [
-      ...fact("Why", document.createTextNode(reason), "reason"),
+      ...fact("Why", whyInWords(input.reason), "reason"),
       ...fact("Risk", el("span", { class: "risk", text: risk, attrs: { "data-risk": risk } }), "risk"),
       ...fact("Time left", countdown(input.expiresAt), "expires")
     ]),
@@ -728,18 +759,20 @@ function describe(err) {
   return err instanceof TollgateClientError ? `${err.code}: ${err.message}` : String(err);
 }
 var Inbox = class {
-  constructor(client, list, status, openTurn, promptShown) {
+  constructor(client, list, status, openTurn, promptShown, turnShown) {
     this.client = client;
     this.list = list;
     this.status = status;
     this.openTurn = openTurn;
     this.promptShown = promptShown;
+    this.turnShown = turnShown;
   }
   client;
   list;
   status;
   openTurn;
   promptShown;
+  turnShown;
   items = /* @__PURE__ */ new Map();
   timer = null;
   refreshing = null;
@@ -787,19 +820,24 @@ var Inbox = class {
       return;
     }
     this.status.textContent = pending.length === 0 ? "nothing is waiting for your answer" : `${pending.length}${more ? "+" : ""} approval request(s) waiting for your answer`;
-    const wanted = new Set(pending.map((p) => p.request_id));
+    const wanted = new Map(pending.map((p) => [p.request_id, this.turnShown(p.turn_id)]));
     for (const [id, item] of this.items) {
-      if (!wanted.has(id)) {
-        item.remove();
+      if (wanted.get(id) !== item.linked) {
+        item.root.remove();
         this.items.delete(id);
       }
     }
     const fresh = [];
     const ordered = pending.map((p) => {
       const existing = this.items.get(p.request_id);
-      if (existing !== void 0) return existing;
+      if (existing !== void 0) return existing.root;
+      if (wanted.get(p.request_id) === true) {
+        const root = this.renderLink(p);
+        this.items.set(p.request_id, { root, linked: true });
+        return root;
+      }
       const { item, prompt } = this.render(p);
-      this.items.set(p.request_id, item);
+      this.items.set(p.request_id, { root: item, linked: false });
       fresh.push({ p, prompt });
       return item;
     });
@@ -808,6 +846,26 @@ var Inbox = class {
       if (here !== item) this.list.insertBefore(item, here);
     });
     for (const { p, prompt } of fresh) this.promptShown(p.request_id, prompt, `Approval needed: ${p.tool} in turn ${p.turn_id}`);
+  }
+  /** A request whose prompt is in its turn's card on this page: a pointer to it, not a copy. */
+  renderLink(p) {
+    const go = el("button", { text: "Answer it in its turn", attrs: { type: "button", "data-go-to-prompt": p.request_id } });
+    go.addEventListener("click", () => {
+      const prompt = document.querySelector(`#turns .approval[data-request-id="${CSS.escape(p.request_id)}"]`);
+      if (prompt === null) {
+        this.openTurn(p.turn_id);
+        return;
+      }
+      prompt.scrollIntoView({ block: "center" });
+      prompt.focus();
+    });
+    return el("li", { class: "inbox-item linked", attrs: { "data-request-id": p.request_id, "data-turn-id": p.turn_id } }, [
+      el("div", { class: "inbox-head" }, [
+        el("span", { class: "tool-name", text: p.tool }),
+        el("span", { text: "waits in its turn below" }),
+        go
+      ])
+    ]);
   }
   render(p) {
     const prompt = approvalPrompt({
@@ -991,7 +1049,7 @@ var TurnView = class {
         return;
       case "turn.completed":
         this.showFinal(e.final_text);
-        this.finish("completed");
+        this.finish("completed", this.outcome());
         return;
       case "turn.cancelled":
         this.body.append(el("p", { class: "turn-end", text: `Cancelled: ${e.reason}` }));
@@ -1021,9 +1079,24 @@ var TurnView = class {
     this.errorLine.hidden = false;
     this.errorLine.textContent = error instanceof TollgateClientError ? `${error.code}: ${error.message}` : String(error);
   }
-  finish(status) {
+  /**
+   * What happened, beyond "completed": a turn whose calls were denied or failed completed, but
+   * not as asked ("completed — 2 calls denied"), and is not shown in the success colour.
+   */
+  outcome() {
+    const counts = /* @__PURE__ */ new Map();
+    for (const card of this.cards.values()) {
+      const status = card.root.dataset.status ?? "";
+      if (["denied", "error", "cancelled", "interrupted"].includes(status)) counts.set(status, (counts.get(status) ?? 0) + 1);
+    }
+    if (counts.size === 0) return null;
+    const words = { denied: "denied", error: "failed", cancelled: "cancelled", interrupted: "interrupted" };
+    return [...counts].map(([status, n]) => `${n} ${n === 1 ? "call" : "calls"} ${words[status] ?? status}`).join(", ");
+  }
+  finish(status, outcome = null) {
     this.root.dataset.status = status;
-    this.statusBadge.textContent = status;
+    if (outcome !== null) this.root.dataset.outcome = "partial";
+    this.statusBadge.textContent = outcome === null ? status : `${status} — ${outcome}`;
     this.cancelButton.hidden = true;
     for (const card of this.cards.values()) card.approval?.remove();
   }
@@ -1095,11 +1168,18 @@ var TurnView = class {
     if (card === void 0) return;
     card.approval?.remove();
     card.approval = null;
-    card.root.append(el("p", { class: "approval-decision", text: `${e.decision} (${e.decided_by})` }));
+    card.root.append(el("p", { class: "approval-decision", text: decisionInWords(e.decision, e.decided_by) }));
     this.setStatus(card, "approval-resolved", e.decision === "yes" || e.decision === "always" ? "approved" : e.decision);
   }
+  /**
+   * Cards stand in the order their calls ran: a card made early for an approval request moves
+   * after the cards of the calls that ran before it (every call gets its tool_call event when it
+   * runs, or just before the result of a call that never runs).
+   */
   toolCall(e) {
-    this.setStatus(this.card(e.call_id, e.name, e.arguments), "running");
+    const card = this.card(e.call_id, e.name, e.arguments);
+    if (card.root !== this.body.lastElementChild) this.body.append(card.root);
+    this.setStatus(card, "running");
   }
   /** The latest progress of a running call; its result replaces it. */
   toolProgress(e) {
@@ -1268,7 +1348,7 @@ function start() {
     ...partial,
     inbox: new Inbox(client, byId("inbox-list"), byId("inbox-status"), openTurn, (requestId, prompt, text) => {
       partial.announcer.announce(requestId, prompt, text);
-    }),
+    }, (turnId) => partial.views.has(turnId)),
     sessions: new SessionsView(client, byId("session-list"), byId("running-list"), byId("sessions-status"), {
       openTurn,
       continueSession: (sessionId) => {

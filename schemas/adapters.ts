@@ -75,7 +75,14 @@ export const AiSdkChatRequest = Type.Object({
   id: clientId('The chat id: the Tollgate session id'),
   messages: Type.Array(AiSdkUiMessage, { minItems: 1, maxItems: MAX_ADAPTER_MESSAGES }),
   trigger: Type.Optional(Type.String({ maxLength: 64, description: '`submit-message` (other triggers are refused)' })),
-  messageId: Type.Optional(Type.String({ maxLength: 256 }))
+  messageId: Type.Optional(Type.String({ maxLength: 256 })),
+  tollgate: Type.Optional(Type.Object({
+    always: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), {
+      maxItems: 64,
+      description: 'Approval ids whose `approved: true` response means `always` (the tool, or for shell the exact command, is ' +
+        'allowed for the rest of the session); send with addToolApprovalResponse({ id, approved: true, options: { body: { tollgate: { always: [id] } } } })'
+    }))
+  }, { additionalProperties: false, description: 'Tollgate\'s own answers the AI SDK\'s approval protocol has no word for' }))
 }, { additionalProperties: true, title: 'AiSdkChatRequest' })
 export type AiSdkChatRequest = Static<typeof AiSdkChatRequest>
 

@@ -2,6 +2,8 @@ import { Type, type Static } from '@sinclair/typebox'
 import { ClientId, OpaqueId, Timestamp } from './common.js'
 
 export const MAX_REPLACEMENT_CHARS = 65_536
+/** The words a person gives with a denial, passed on to the model. */
+export const MAX_DENIAL_REASON_CHARS = 2000
 
 /** What an operator can answer; `edit` needs `replacement`, which becomes the tool's result. */
 export const OperatorDecision = Type.Union([
@@ -31,7 +33,7 @@ export const ApprovalAnswerResult = Type.Object({
  * medium); other tools low when the call only reads, else medium.
  */
 export const ApprovalRisk = Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')], {
-  description: 'How much harm the call could do, as the policy classifies it (see README, Approvals)'
+  description: 'How much harm the call could do, as the policy classifies it (see docs/reference/approvals.md)'
 })
 export type ApprovalRisk = Static<typeof ApprovalRisk>
 

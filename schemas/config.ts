@@ -9,14 +9,16 @@ import { Type, type Static } from '@sinclair/typebox'
 /** The longest wait one Node.js timer can hold (2^31 - 1 ms, about 24.8 days). */
 export const MAX_TIMER_MS = 2_147_483_647
 
-const Names = Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { default: [] })
+function names (description: string) {
+  return Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { default: [], description })
+}
 
 export const ServerConfig = Type.Object({
-  host: Type.String({ default: '127.0.0.1' }),
-  port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
-  body_limit_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+  host: Type.String({ default: '127.0.0.1', description: 'Address to bind (env TOLLGATE_HOST); a non-loopback address needs auth.mode "jwt"' }),
+  port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Port to listen on (env TOLLGATE_PORT or PORT); 0 picks a free one' }),
+  body_limit_bytes: Type.Integer({ minimum: 1024, default: 1_048_576, description: 'Largest HTTP body; a larger one is 413 PAYLOAD_TOO_LARGE' }),
   request_timeout_ms: Type.Integer({ minimum: 0, default: 0, description: '0: no timeout (SSE and ?wait=true hold requests open)' }),
-  shutdown_timeout_ms: Type.Integer({ minimum: 0, default: 10_000 }),
+  shutdown_timeout_ms: Type.Integer({ minimum: 0, default: 10_000, description: 'A graceful stop (SIGTERM, SIGINT) ends within this long: turns parked or cancelled, sockets closed with 1001' }),
   public_url: Type.Optional(Type.String({
     pattern: '^https?://',
     description: 'The URL clients and browsers use to reach the gateway: its host is served and its origin may open /v1/ws'
@@ -45,7 +47,7 @@ export const LogConfig = Type.Object({
   level: Type.Union([
     Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'),
     Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')
-  ], { default: 'info' }),
+  ], { default: 'info', description: 'pino log level (env TOLLGATE_LOG_LEVEL)' }),
   tool_calls: Type.Boolean({ default: true, description: 'One info line per tool call start and end (arguments and results scrubbed and bounded)' }),
   max_field_chars: Type.Integer({ minimum: 64, default: 2048, description: 'Bound on tool arguments and results in log lines' })
 }, { additionalProperties: false, default: {} })
@@ -55,24 +57,33 @@ export const JWT_ALGORITHMS = [
 ] as const
 export type JwtAlgorithm = typeof JWT_ALGORITHMS[number]
 
-const OneOrMany = Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })])
+function oneOrMany (description: string) {
+  return Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })], { description })
+}
 
 export const AuthConfig = Type.Object({
-  mode: Type.Union([Type.Literal('none'), Type.Literal('jwt')], { default: 'none', description: 'none: one local principal, loopback bind only' }),
+  mode: Type.Union([Type.Literal('none'), Type.Literal('jwt'), Type.Literal('generated')], {
+    default: 'none',
+    description: 'none: one local principal, loopback bind only; jwt: bearer JWTs of your identity provider; generated: for trying it out ' +
+      'anywhere, a random in-memory secret and one token for one principal (tenant local) printed at start, invalid after a restart (env TOLLGATE_AUTH_MODE)'
+  }),
+  generated_token_ttl_s: Type.Integer({
+    minimum: 60, maximum: 604_800, default: 43_200, description: 'mode "generated": how long the token printed at start is valid'
+  }),
   secret: Type.Optional(Type.String({ minLength: 32, description: 'HMAC shared secret (development); prefer secret_env' })),
   secret_env: Type.Optional(Type.String({ minLength: 1, description: 'Name of the environment variable holding the HMAC secret' })),
   jwks_url: Type.Optional(Type.String({ minLength: 1, description: 'http(s) URL of the issuer\'s JSON Web Key Set (asymmetric keys)' })),
   algorithms: Type.Array(Type.Union(JWT_ALGORITHMS.map((a) => Type.Literal(a))), {
     default: [], description: 'Allowlist; empty: HS256 with a secret, RS256/ES256/EdDSA with a JWKS'
   }),
-  issuer: Type.Optional(OneOrMany),
-  audience: Type.Optional(OneOrMany),
-  clock_tolerance_s: Type.Integer({ minimum: 0, maximum: 300, default: 30 }),
-  tenant_claim: Type.String({ minLength: 1, default: 'tenant' }),
-  max_token_bytes: Type.Integer({ minimum: 256, maximum: 65_536, default: 8192 }),
-  jwks_timeout_ms: Type.Integer({ minimum: 100, default: 5000 }),
+  issuer: Type.Optional(oneOrMany('Expected iss claim, one or a list; required with mode "jwt"')),
+  audience: Type.Optional(oneOrMany('Expected aud claim, one or a list; required with mode "jwt"')),
+  clock_tolerance_s: Type.Integer({ minimum: 0, maximum: 300, default: 30, description: 'Leeway in seconds when checking a token\'s exp and nbf' }),
+  tenant_claim: Type.String({ minLength: 1, default: 'tenant', description: 'Claim naming the caller\'s tenant: required in every token, without /' }),
+  max_token_bytes: Type.Integer({ minimum: 256, maximum: 65_536, default: 8192, description: 'Largest accepted token; a larger one is 401 TOKEN_INVALID' }),
+  jwks_timeout_ms: Type.Integer({ minimum: 100, default: 5000, description: 'Bound on one fetch of the JWKS' }),
   jwks_cooldown_ms: Type.Integer({ minimum: 0, default: 30_000, description: 'Minimum pause between refetches triggered by an unknown kid' }),
-  jwks_cache_max_age_ms: Type.Integer({ minimum: 1000, default: 600_000 }),
+  jwks_cache_max_age_ms: Type.Integer({ minimum: 1000, default: 600_000, description: 'How long a fetched JWKS is used before it is fetched again' }),
   allow_query_token: Type.Boolean({
     default: false, description: 'Accept ?access_token= on /v1/ws (least preferred: URLs end up in logs and history)'
   })
@@ -80,8 +91,8 @@ export const AuthConfig = Type.Object({
 
 export const WsConfig = Type.Object({
   heartbeat_ms: Type.Integer({ minimum: 0, default: 30_000, description: '0 disables pings' }),
-  max_payload_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
-  max_subscriptions: Type.Integer({ minimum: 1, default: 256 }),
+  max_payload_bytes: Type.Integer({ minimum: 1024, default: 1_048_576, description: 'Largest client frame; a larger one closes the socket with 1009' }),
+  max_subscriptions: Type.Integer({ minimum: 1, default: 256, description: 'Subscriptions one socket may hold; another is refused with TOO_MANY_SUBSCRIPTIONS' }),
   max_buffered_bytes: Type.Integer({ minimum: 1024, default: 4_194_304, description: 'Slow-consumer bound: a socket with more unsent bytes is closed with 1008' }),
   allowed_origins: Type.Array(Type.String(), {
     default: [],
@@ -90,13 +101,13 @@ export const WsConfig = Type.Object({
   }),
   frame_rate: Type.Object({
     per_second: Type.Number({ exclusiveMinimum: 0, default: 50, description: 'Sustained client frames per second per socket' }),
-    burst: Type.Integer({ minimum: 1, default: 100 }),
+    burst: Type.Integer({ minimum: 1, default: 100, description: 'Client frames a socket may send at once beyond the sustained rate' }),
     max_rejected: Type.Integer({ minimum: 1, default: 100, description: 'Refused frames (forgiven at per_second) before the socket is closed with 1008' })
   }, { additionalProperties: false, default: {} })
 }, { additionalProperties: false, default: {} })
 
 export const UiConfig = Type.Object({
-  enabled: Type.Boolean({ default: true, description: 'Serve the browser client at / (files from public/)' })
+  enabled: Type.Boolean({ default: true, description: 'Serve the browser client at / and the API reference page at /docs (files from public/)' })
 }, { additionalProperties: false, default: {} })
 
 export const TurnsConfig = Type.Object({
@@ -122,7 +133,7 @@ export const TurnsConfig = Type.Object({
       '(the memory store; SQLite and PostgreSQL answer from the store), and how long an idempotency_key answers its turn'
   }),
   max_events_per_turn: Type.Integer({ minimum: 16, default: 10_000, description: 'Replay buffer per turn; older events answer REPLAY_GAP' }),
-  max_active_turns: Type.Integer({ minimum: 1, default: 256 }),
+  max_active_turns: Type.Integer({ minimum: 1, default: 256, description: 'Running turns of this process; another is 429 TOO_MANY_TURNS' }),
   max_active_turns_per_principal: Type.Integer({
     minimum: 1, default: 16, description: 'Counted across all instances when bus.kind is redis'
   }),
@@ -190,14 +201,14 @@ function CgroupLimitsConfig (whose: string, defaults: { memory_bytes: number, pr
 
 export const ToolsConfig = Type.Object({
   shell: Type.Object({
-    timeout_ms: Type.Integer({ minimum: 100, default: 60_000 }),
-    max_output_bytes: Type.Integer({ minimum: 1024, default: 262_144 }),
+    timeout_ms: Type.Integer({ minimum: 100, default: 60_000, description: 'A command running longer is killed, its whole sandbox with it' }),
+    max_output_bytes: Type.Integer({ minimum: 1024, default: 262_144, description: 'Bound on the output of one command' }),
     progress_after_ms: Type.Integer({
       minimum: 0, default: 1000,
       description: 'A command still running after this long streams its output lines as tool.progress events (the latest line first)'
     }),
-    block_high_risk_commands: Type.Boolean({ default: true }),
-    require_approval_for_medium_risk: Type.Boolean({ default: true }),
+    block_high_risk_commands: Type.Boolean({ default: true, description: 'Refuse commands the shell policy classifies as high risk, whatever the approval' }),
+    require_approval_for_medium_risk: Type.Boolean({ default: true, description: 'Commands the shell policy classifies as medium risk run only after a person approved them' }),
     env_allowlist: Type.Array(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), {
       default: ['PATH', 'LANG', 'LC_ALL', 'TZ'],
       description: 'The only gateway environment variables a command sees (plus HOME = its workspace)'
@@ -256,15 +267,15 @@ export const ToolsConfig = Type.Object({
     }))
   }, { additionalProperties: false, default: {} }),
   files: Type.Object({
-    max_read_bytes: Type.Integer({ minimum: 1, default: 1_048_576 }),
-    max_write_bytes: Type.Integer({ minimum: 1, default: 1_048_576 })
+    max_read_bytes: Type.Integer({ minimum: 1, default: 1_048_576, description: 'Bound on what file_read reads from one file' }),
+    max_write_bytes: Type.Integer({ minimum: 1, default: 1_048_576, description: 'Bound on what file_write writes in one call' })
   }, { additionalProperties: false, default: {} }),
   http: Type.Object({
-    allow_hosts: Type.Array(Type.String(), { default: [] }),
-    allow_private: Type.Boolean({ default: false }),
-    timeout_ms: Type.Integer({ minimum: 100, default: 30_000 }),
-    max_response_bytes: Type.Integer({ minimum: 1, default: 524_288 }),
-    max_redirects: Type.Integer({ minimum: 0, default: 5 })
+    allow_hosts: Type.Array(Type.String(), { default: [], description: 'Private, loopback, link-local or metadata hosts and addresses http_request may reach anyway' }),
+    allow_private: Type.Boolean({ default: false, description: 'true: http_request may reach every private, loopback and link-local address (not recommended)' }),
+    timeout_ms: Type.Integer({ minimum: 100, default: 30_000, description: 'Bound on one http_request call' }),
+    max_response_bytes: Type.Integer({ minimum: 1, default: 524_288, description: 'Bound on the response body http_request returns' }),
+    max_redirects: Type.Integer({ minimum: 0, default: 5, description: 'Redirects http_request follows; each destination is checked again' })
   }, { additionalProperties: false, default: {} })
 }, { additionalProperties: false, default: {} })
 
@@ -276,11 +287,11 @@ export const StoreConfig = Type.Object({
     path: Type.String({ minLength: 1, default: './data/tollgate.db', description: 'Database file; its folder is created. The file is locked by one gateway process' })
   }, { additionalProperties: false, default: {} }),
   postgres: Type.Object({
-    url: Type.String({ minLength: 1, default: 'postgres://127.0.0.1:5432/tollgate' }),
+    url: Type.String({ minLength: 1, default: 'postgres://127.0.0.1:5432/tollgate', description: 'Connection URL; prefer url_env when it carries a password' }),
     url_env: ConnectionUrlEnv,
     schema: Type.String({ pattern: '^[a-z_][a-z0-9_]{0,62}$', default: 'public', description: 'Created if missing; tables are named tollgate_*' }),
-    max_connections: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
-    connect_timeout_ms: Type.Integer({ minimum: 100, default: 10_000 })
+    max_connections: Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Size of the connection pool' }),
+    connect_timeout_ms: Type.Integer({ minimum: 100, default: 10_000, description: 'Bound on opening a connection' })
   }, { additionalProperties: false, default: {} }),
   event_log: Type.Boolean({ default: true, description: 'Persist every event so replay (after_seq) survives a restart or a Redis without persistence (ignored for memory)' }),
   event_retention_ms: Type.Integer({ minimum: 0, default: 86_400_000, description: 'Persisted events of turns finished longer ago are pruned; 0 keeps them' })
@@ -289,10 +300,10 @@ export const StoreConfig = Type.Object({
 export const BusConfig = Type.Object({
   kind: Type.Union([Type.Literal('memory'), Type.Literal('redis')], { default: 'memory', description: 'redis: event streams, live fan-out and control shared by many instances' }),
   redis: Type.Object({
-    url: Type.String({ minLength: 1, default: 'redis://127.0.0.1:6379' }),
+    url: Type.String({ minLength: 1, default: 'redis://127.0.0.1:6379', description: 'Connection URL; prefer url_env when it carries a password' }),
     url_env: ConnectionUrlEnv,
-    key_prefix: Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$', default: 'tollgate:' }),
-    connect_timeout_ms: Type.Integer({ minimum: 100, default: 10_000 }),
+    key_prefix: Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$', default: 'tollgate:', description: 'Prefix of every Redis key: instances with the same prefix share their turns' }),
+    connect_timeout_ms: Type.Integer({ minimum: 100, default: 10_000, description: 'Bound on connecting' }),
     max_buffered_events: Type.Integer({ minimum: 1000, default: 100_000, description: 'Events held for Redis while it is unreachable; beyond this the oldest are dropped (the event log still has them)' }),
     unready_after_ms: Type.Integer({
       minimum: 0, default: 15_000, description: '/readyz answers 503 bus_unavailable once Redis has been unreachable this long; 0: never'
@@ -339,14 +350,14 @@ export const ProviderConfig = Type.Object({
   kind: Type.Union([Type.Literal('demo'), Type.Literal('openai')], { description: 'demo: embedded scripted provider, NOT an LLM' }),
   base_url: Type.Optional(Type.String({ description: 'e.g. https://api.openai.com/v1' })),
   api_key_env: Type.Optional(Type.String({ description: 'Name of the environment variable holding the API key' })),
-  model: Type.String({ default: 'gpt-4o-mini' }),
+  model: Type.String({ default: 'gpt-4o-mini', description: 'Model name sent to the provider; an agent\'s model wins' }),
   native_tools: Type.Boolean({ default: true, description: 'false: tools go in the prompt (text protocol)' }),
-  stream: Type.Boolean({ default: true }),
+  stream: Type.Boolean({ default: true, description: 'Ask for a streamed answer, so text reaches clients as it is written' }),
   stream_usage: Type.Boolean({
     default: true,
     description: 'Streaming requests ask for token usage (stream_options.include_usage); false for a server that refuses the option'
   }),
-  temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+  temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2, description: 'Sampling temperature sent to the provider; unset: the provider\'s default' })),
   timeout_ms: Type.Integer({ minimum: 100, default: 120_000, description: 'Bound on connecting, the response headers and each body pause' }),
   total_timeout_ms: Type.Integer({
     minimum: 100, default: 300_000, description: 'Bound on one model call: every attempt, wait and streamed byte'
@@ -356,8 +367,8 @@ export const ProviderConfig = Type.Object({
   }),
   retry_initial_delay_ms: Type.Integer({ minimum: 0, default: 500, description: 'First backoff; doubled per retry, jittered to 50-100 %' }),
   retry_max_delay_ms: Type.Integer({ minimum: 0, default: 8000, description: 'Backoff cap; a longer Retry-After ends the call instead' }),
-  max_response_bytes: Type.Integer({ minimum: 1024, default: 8_388_608 }),
-  headers: Type.Record(Type.String(), Type.String(), { default: {} }),
+  max_response_bytes: Type.Integer({ minimum: 1024, default: 8_388_608, description: 'Largest provider answer read; a larger one fails the call with PROVIDER_BAD_RESPONSE' }),
+  headers: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra request headers sent to the provider' }),
   step_delay_ms: Type.Integer({ minimum: 0, default: 0, description: 'demo only: pause between streamed pieces' })
 }, { additionalProperties: false })
 export type ProviderConfig = Static<typeof ProviderConfig>
@@ -381,14 +392,17 @@ export const AgentAccess = Type.Object({
 export type AgentAccess = Static<typeof AgentAccess>
 
 export const AgentConfig = Type.Object({
-  provider: Type.String({ default: 'demo' }),
-  model: Type.Optional(Type.String()),
-  system_prompt: Type.String({ default: 'You are Tollgate\'s assistant. Use the tools available to you when they help, then answer concisely.' }),
+  provider: Type.String({ default: 'demo', description: 'Provider (a name under [providers]) this agent\'s turns use' }),
+  model: Type.Optional(Type.String({ description: 'Model of this agent; unset: the provider\'s model' })),
+  system_prompt: Type.String({
+    default: 'You are Tollgate\'s assistant. Use the tools available to you when they help, then answer concisely.',
+    description: 'System prompt of every turn of this agent'
+  }),
   tools: Type.Array(Type.String(), { default: ['shell', 'file_read', 'file_write', 'http_request'], description: 'Tool bundle admitted for this agent' }),
   mcp_bundles: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'MCP servers (names under [mcp.servers]) whose tools this agent may use; none by default' }),
   delegate_agents: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Other agents the `delegate` tool may hand a sub-task to (the agent itself always may)' }),
-  runtime_profile: Type.String({ default: 'default' }),
-  risk_profile: Type.String({ default: 'default' }),
+  runtime_profile: Type.String({ default: 'default', description: 'Runtime profile (a name under [runtime_profiles]): the loop\'s knobs' }),
+  risk_profile: Type.String({ default: 'default', description: 'Risk profile (a name under [risk_profiles]): which calls ask for approval' }),
   approval_timeout_ms: Type.Optional(Type.Integer({
     minimum: 1, maximum: MAX_TIMER_MS, description: 'This agent\'s approval timeout; default turns.approval_timeout_ms'
   })),
@@ -402,9 +416,9 @@ export const AgentConfig = Type.Object({
 export type AgentConfig = Static<typeof AgentConfig>
 
 export const ToolReceiptsConfig = Type.Object({
-  enabled: Type.Boolean({ default: false }),
-  show_in_response: Type.Boolean({ default: false }),
-  inject_system_prompt: Type.Boolean({ default: true })
+  enabled: Type.Boolean({ default: false, description: 'Sign every successful tool execution with an HMAC receipt (tg-receipt-…)' }),
+  show_in_response: Type.Boolean({ default: false, description: 'Append the turn\'s receipts to its final text' }),
+  inject_system_prompt: Type.Boolean({ default: true, description: 'Add a system-prompt section telling the model that results carry receipts' })
 }, { additionalProperties: false, default: {} })
 
 /**
@@ -413,26 +427,29 @@ export const ToolReceiptsConfig = Type.Object({
  */
 export const ToolFilterGroup = Type.Object({
   mode: Type.Union([Type.Literal('always'), Type.Literal('dynamic')], { default: 'dynamic', description: 'always: visible (and pre-activated when deferred); dynamic: visible when the user message contains a keyword' }),
-  tools: Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 256 }),
-  keywords: Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { default: [], maxItems: 256 })
+  tools: Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 256, description: 'MCP tool names, or patterns with one * wildcard' }),
+  keywords: Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { default: [], maxItems: 256, description: 'dynamic: words of the user message that make the group visible' })
 }, { additionalProperties: false })
 export type ToolFilterGroup = Static<typeof ToolFilterGroup>
 
 export const RuntimeProfileConfig = Type.Object({
   max_tool_iterations: Type.Integer({ minimum: 0, default: 10, description: '0 means 10' }),
-  parallel_tools: Type.Boolean({ default: false }),
+  parallel_tools: Type.Boolean({ default: false, description: 'Run a model response\'s calls in parallel when there are several, none needs approval and none is tool_search' }),
   max_tool_result_chars: Type.Integer({ minimum: 0, default: 50_000, description: 'UTF-8 bytes kept in history; 0 disables' }),
   max_history_messages: Type.Integer({ minimum: 2, default: 200, description: 'Session history sent to the model, oldest whole exchanges dropped first' }),
-  dedup_enabled: Type.Boolean({ default: true }),
+  dedup_enabled: Type.Boolean({ default: true, description: 'A call identical to an earlier one (within dedup_scope) is not run again: it gets a deduplicated result' }),
   dedup_scope: Type.Union([Type.Literal('round'), Type.Literal('turn')], { default: 'round', description: 'round: identical calls within one model response; turn: across the whole turn' }),
-  tool_call_dedup_exempt: Names,
-  strict_tool_parsing: Type.Boolean({ default: false }),
-  max_iteration_behavior: Type.Union([Type.Literal('graceful_summary'), Type.Literal('error')], { default: 'graceful_summary' }),
+  tool_call_dedup_exempt: names('Tools whose calls are never deduplicated (delegate never is)'),
+  strict_tool_parsing: Type.Boolean({ default: false, description: 'Text-protocol providers (native_tools = false): no tool calls in text at all' }),
+  max_iteration_behavior: Type.Union([Type.Literal('graceful_summary'), Type.Literal('error')], {
+    default: 'graceful_summary',
+    description: 'At max_tool_iterations: graceful_summary asks the model once more, without tools, for a summary; error fails the turn with MAX_ITERATIONS'
+  }),
   loop_detection: Type.Object({
-    enabled: Type.Boolean({ default: true }),
-    window_size: Type.Integer({ minimum: 2, default: 20 }),
-    max_repeats: Type.Integer({ minimum: 1, default: 3 }),
-    ignore_tools: Names,
+    enabled: Type.Boolean({ default: true, description: 'Watch the turn\'s successful calls for repeating patterns: warn, block, then fail with LOOP_DETECTED' }),
+    window_size: Type.Integer({ minimum: 2, default: 20, description: 'How many of the turn\'s latest successful calls are examined' }),
+    max_repeats: Type.Integer({ minimum: 1, default: 3, description: 'Identical consecutive calls before the warning; block and break follow at +1 and +2' }),
+    ignore_tools: names('Tools whose calls loop detection does not count'),
     identical_output_min_elapsed_ms: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { default: null, description: 'null disables the identical-output abort' })
   }, { additionalProperties: false, default: {} }),
   tool_receipts: ToolReceiptsConfig,
@@ -443,10 +460,13 @@ export type RuntimeProfileConfig = Static<typeof RuntimeProfileConfig>
 export const DEFAULT_AUTO_APPROVE = ['file_read', 'tool_search']
 
 export const RiskProfileConfig = Type.Object({
-  level: Type.Union([Type.Literal('readonly'), Type.Literal('supervised'), Type.Literal('full')], { default: 'supervised' }),
-  auto_approve: Type.Array(Type.String(), { default: DEFAULT_AUTO_APPROVE }),
-  always_ask: Names,
-  excluded_tools: Names,
+  level: Type.Union([Type.Literal('readonly'), Type.Literal('supervised'), Type.Literal('full')], {
+    default: 'supervised',
+    description: 'readonly: only calls that just read run and nobody is asked; supervised: calls ask unless auto-approved or granted; full: every call runs'
+  }),
+  auto_approve: Type.Array(Type.String(), { default: DEFAULT_AUTO_APPROVE, description: 'Tools that run without a prompt under supervised' }),
+  always_ask: names('Tools that always ask for approval'),
+  excluded_tools: names('Tools agents with this profile never get (names compared trimmed and case-insensitively)'),
   allowed_tools: Type.Array(Type.String(), { default: [], description: 'Empty: no constraint' }),
   shell_network: Type.Boolean({
     default: false, description: 'Sandboxed shell commands of agents with this profile may reach the network (bwrap only; none always can)'
@@ -462,7 +482,7 @@ function stringMap (description: string) {
 }
 
 export const McpServerConfig = Type.Object({
-  transport: Type.Union([Type.Literal('stdio'), Type.Literal('http')]),
+  transport: Type.Union([Type.Literal('stdio'), Type.Literal('http')], { description: 'stdio: spawn command; http: Streamable HTTP at url' }),
   command: Type.Optional(Type.String({ minLength: 1, description: 'stdio: executable to spawn (no shell)' })),
   args: Type.Array(Type.String(), { default: [], description: 'stdio: arguments' }),
   env: stringMap('stdio: extra environment (the gateway\'s own environment is not inherited beyond PATH, HOME, USER, SHELL, TERM, LOGNAME)'),
@@ -476,14 +496,14 @@ export const McpServerConfig = Type.Object({
 export type McpServerConfig = Static<typeof McpServerConfig>
 
 export const McpConfig = Type.Object({
-  enabled: Type.Boolean({ default: true }),
+  enabled: Type.Boolean({ default: true, description: 'false: no MCP server is connected and agents get no MCP tools' }),
   deferred_loading: Type.Boolean({ default: false, description: 'true: turns see a tool_search stub and a Deferred Tools prompt section instead of every MCP wrapper' }),
   connect_timeout_ms: Type.Integer({ minimum: 100, default: 10_000, description: 'Bound on connecting and listing tools at start (and on each reconnect)' }),
-  call_timeout_ms: Type.Integer({ minimum: 100, default: 60_000 }),
+  call_timeout_ms: Type.Integer({ minimum: 100, default: 60_000, description: 'Per-call timeout of MCP tools; a server\'s timeout_ms wins' }),
   max_output_chars: Type.Integer({ minimum: 1024, default: 262_144, description: 'Bound on the text one MCP call result is converted to' }),
-  max_tools_per_server: Type.Integer({ minimum: 1, maximum: 1024, default: 128 }),
-  reconnect_initial_ms: Type.Integer({ minimum: 10, default: 500 }),
-  reconnect_max_ms: Type.Integer({ minimum: 10, default: 30_000 }),
+  max_tools_per_server: Type.Integer({ minimum: 1, maximum: 1024, default: 128, description: 'Tools taken from one server; the rest are ignored with a warning' }),
+  reconnect_initial_ms: Type.Integer({ minimum: 10, default: 500, description: 'First wait before reconnecting a lost server, doubled per attempt' }),
+  reconnect_max_ms: Type.Integer({ minimum: 10, default: 30_000, description: 'Cap of the reconnect wait' }),
   servers: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'name → McpServerConfig' })
 }, { additionalProperties: false, default: {} })
 
@@ -509,11 +529,11 @@ export const GatewayConfig = Type.Object({
   cluster: ClusterConfig,
   shutdown: ShutdownConfig,
   receipts: ReceiptsConfig,
-  default_agent: Type.String({ default: 'default' }),
-  providers: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
-  agents: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
-  runtime_profiles: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
-  risk_profiles: Type.Record(Type.String(), Type.Unknown(), { default: {} })
+  default_agent: Type.String({ default: 'default', description: 'Agent of a turn that names none' }),
+  providers: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Model providers by name; the embedded defaults define demo' }),
+  agents: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Agents by name; the embedded defaults define default' }),
+  runtime_profiles: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Loop knobs by name; the embedded defaults define default' }),
+  risk_profiles: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Approval policies by name; the embedded defaults define default' })
 }, { additionalProperties: false })
 
 type Base = Static<typeof GatewayConfig>

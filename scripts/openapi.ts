@@ -1,7 +1,8 @@
 /**
  * `npm run openapi`: writes everything generated from schemas/: openapi.yaml (every HTTP route,
  * from the route schemas) and asyncapi.yaml (WebSocket frames, from schemas/ws.ts) as the gateway
- * itself would serve them, and the client package's wire types (packages/client/src/wire.ts).
+ * itself would serve them, the client package's wire types (packages/client/src/wire.ts), and the
+ * configuration and error references (docs/reference/, see scripts/docs-reference.ts).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -11,6 +12,7 @@ import { buildServer } from '../src/app/server.js'
 import { buildAsyncApi } from '../src/openapi/asyncapi.js'
 import { buildOpenApi, toYaml } from '../src/openapi/openapi.js'
 import { renderWireTypes, WIRE_TYPES_PATH } from './wire-types.js'
+import { writeReferences } from './docs-reference.js'
 
 export async function renderApiDocuments (): Promise<{ openapi: string, asyncapi: string }> {
   const workspace = await mkdtemp(join(tmpdir(), 'tollgate-openapi-'))
@@ -29,5 +31,6 @@ if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
   await writeFile(new URL('../openapi.yaml', import.meta.url), openapi)
   await writeFile(new URL('../asyncapi.yaml', import.meta.url), asyncapi)
   await writeFile(WIRE_TYPES_PATH, renderWireTypes())
-  console.log('wrote openapi.yaml, asyncapi.yaml and packages/client/src/wire.ts')
+  await writeReferences()
+  console.log('wrote openapi.yaml, asyncapi.yaml, packages/client/src/wire.ts, docs/reference/configuration.md and docs/reference/errors.md')
 }

@@ -6,7 +6,7 @@
  */
 import { fileURLToPath } from 'node:url'
 import { Problem } from '../schemas/common.js'
-import { ApprovalRisk, ApprovalsPage, ArgumentDisplay, OperatorDecision, PendingApproval } from '../schemas/approval.js'
+import { ApprovalAnswerResult, ApprovalRisk, ApprovalsPage, ArgumentDisplay, OperatorDecision, PendingApproval } from '../schemas/approval.js'
 import { SessionSummary, SessionsPage } from '../schemas/session.js'
 import {
   ApprovalDecision, ApprovalRequestedEvent, ApprovalResolvedEvent, EventEnvelope, IterationEvent, TextDeltaEvent, ToolCallEvent,
@@ -62,6 +62,7 @@ export const WIRE_SCHEMAS: ReadonlyArray<readonly [string, unknown]> = [
   ['SessionSummary', SessionSummary],
   ['SessionsPage', SessionsPage],
   ['ApprovalsPage', ApprovalsPage],
+  ['ApprovalAnswerResult', ApprovalAnswerResult],
   ['CancelResult', CancelResult],
   ['SteerRequest', SteerRequest],
   ['SteerAccepted', SteerAccepted],

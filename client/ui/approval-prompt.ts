@@ -7,6 +7,7 @@
 import { TollgateClientError, type OperatorDecision } from '@tollgate/client'
 import { exactArguments, exactValue } from './arguments.js'
 import { countdown } from './countdown.js'
+import { whyInWords } from './words.js'
 import { el } from './dom.js'
 
 export interface PromptInput {
@@ -81,7 +82,6 @@ export function approvalPrompt (input: PromptInput, answer: AnswerFn): HTMLEleme
   submitEdit.addEventListener('click', () => { send('edit', replacement.value) })
 
   const risk = input.risk ?? 'not stated'
-  const reason = input.reason ?? 'the gateway did not say which rule asked'
   const where = input.showArguments ? 'below' : 'above'
   return el('div', {
     class: 'approval',
@@ -96,7 +96,7 @@ export function approvalPrompt (input: PromptInput, answer: AnswerFn): HTMLEleme
     el('p', { class: 'approval-question', text: `Allow ${input.tool}? It runs with exactly the arguments shown ${where}.` }),
     ...(input.showArguments ? [exactArguments(input.display)] : []),
     el('dl', { class: 'approval-facts' }, [
-      ...fact('Why', document.createTextNode(reason), 'reason'),
+      ...fact('Why', whyInWords(input.reason), 'reason'),
       ...fact('Risk', el('span', { class: 'risk', text: risk, attrs: { 'data-risk': risk } }), 'risk'),
       ...fact('Time left', countdown(input.expiresAt), 'expires')
     ]),

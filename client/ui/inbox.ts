@@ -1,8 +1,10 @@
 /**
  * The approval inbox: every approval request of this principal still waiting for an answer,
  * across turns and sessions (`GET /v1/approvals?status=pending`), newest first, each with its
- * full prompt and a live countdown, answered over REST so no subscription is needed. It is
- * refreshed when a followed turn asks or settles something, and polled while the tab is visible.
+ * full prompt and a live countdown, answered over REST so no subscription is needed. A request
+ * whose turn this page already shows has its one prompt in that turn's card: the inbox lists it
+ * with a button that takes focus there, never a second copy. It is refreshed when a followed
+ * turn asks or settles something, and polled while the tab is visible.
  */
 import { TollgateClientError, type PendingApproval, type TollgateClient } from '@tollgate/client'
 import { approvalPrompt } from './approval-prompt.js'
@@ -17,8 +19,17 @@ function describe (err: unknown): string {
   return err instanceof TollgateClientError ? `${err.code}: ${err.message}` : String(err)
 }
 
+/** Whether the page shows this turn (its card then holds the request's prompt). */
+export type TurnShown = (turnId: string) => boolean
+
+interface Item {
+  root: HTMLElement
+  /** true: the prompt lives in the turn's card and this item only points to it. */
+  linked: boolean
+}
+
 export class Inbox {
-  private readonly items = new Map<string, HTMLElement>()
+  private readonly items = new Map<string, Item>()
   private timer: ReturnType<typeof setInterval> | null = null
   private refreshing: Promise<void> | null = null
   private again = false
@@ -28,7 +39,8 @@ export class Inbox {
     private readonly list: HTMLElement,
     private readonly status: HTMLElement,
     private readonly openTurn: (turnId: string) => void,
-    private readonly promptShown: PromptShown
+    private readonly promptShown: PromptShown,
+    private readonly turnShown: TurnShown
   ) {}
 
   start (): void {
@@ -76,19 +88,25 @@ export class Inbox {
     this.status.textContent = pending.length === 0
       ? 'nothing is waiting for your answer'
       : `${pending.length}${more ? '+' : ''} approval request(s) waiting for your answer`
-    const wanted = new Set(pending.map((p) => p.request_id))
+    const wanted = new Map(pending.map((p) => [p.request_id, this.turnShown(p.turn_id)]))
     for (const [id, item] of this.items) {
-      if (!wanted.has(id)) {
-        item.remove()
+      // Gone, or its turn appeared on the page (or left it): rebuilt in the right form below.
+      if (wanted.get(id) !== item.linked) {
+        item.root.remove()
         this.items.delete(id)
       }
     }
     const fresh: Array<{ p: PendingApproval, prompt: HTMLElement }> = []
     const ordered = pending.map((p) => {
       const existing = this.items.get(p.request_id)
-      if (existing !== undefined) return existing
+      if (existing !== undefined) return existing.root
+      if (wanted.get(p.request_id) === true) {
+        const root = this.renderLink(p)
+        this.items.set(p.request_id, { root, linked: true })
+        return root
+      }
       const { item, prompt } = this.render(p)
-      this.items.set(p.request_id, item)
+      this.items.set(p.request_id, { root: item, linked: false })
       fresh.push({ p, prompt })
       return item
     })
@@ -98,6 +116,27 @@ export class Inbox {
       if (here !== item) this.list.insertBefore(item, here)
     })
     for (const { p, prompt } of fresh) this.promptShown(p.request_id, prompt, `Approval needed: ${p.tool} in turn ${p.turn_id}`)
+  }
+
+  /** A request whose prompt is in its turn's card on this page: a pointer to it, not a copy. */
+  private renderLink (p: PendingApproval): HTMLElement {
+    const go = el('button', { text: 'Answer it in its turn', attrs: { type: 'button', 'data-go-to-prompt': p.request_id } })
+    go.addEventListener('click', () => {
+      const prompt = document.querySelector<HTMLElement>(`#turns .approval[data-request-id="${CSS.escape(p.request_id)}"]`)
+      if (prompt === null) {
+        this.openTurn(p.turn_id)
+        return
+      }
+      prompt.scrollIntoView({ block: 'center' })
+      prompt.focus()
+    })
+    return el('li', { class: 'inbox-item linked', attrs: { 'data-request-id': p.request_id, 'data-turn-id': p.turn_id } }, [
+      el('div', { class: 'inbox-head' }, [
+        el('span', { class: 'tool-name', text: p.tool }),
+        el('span', { text: 'waits in its turn below' }),
+        go
+      ])
+    ])
   }
 
   private render (p: PendingApproval): { item: HTMLElement, prompt: HTMLElement } {

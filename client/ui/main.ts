@@ -204,7 +204,7 @@ function start (): void {
     ...partial,
     inbox: new Inbox(client, byId('inbox-list'), byId('inbox-status'), openTurn, (requestId, prompt, text) => {
       partial.announcer.announce(requestId, prompt, text)
-    }),
+    }, (turnId) => partial.views.has(turnId)),
     sessions: new SessionsView(client, byId('session-list'), byId('running-list'), byId('sessions-status'), {
       openTurn,
       continueSession: (sessionId) => { setSession(page, sessionId) }

@@ -7,6 +7,7 @@ import { resultText, TollgateClientError, type EventEnvelope, type TollgateClien
 import { approvalPrompt } from './approval-prompt.js'
 import { callArguments, exactArguments } from './arguments.js'
 import { el } from './dom.js'
+import { decisionInWords } from './words.js'
 
 interface Card {
   root: HTMLElement
@@ -73,7 +74,7 @@ export class TurnView {
         return
       case 'turn.completed':
         this.showFinal(e.final_text)
-        this.finish('completed')
+        this.finish('completed', this.outcome())
         return
       case 'turn.cancelled':
         this.body.append(el('p', { class: 'turn-end', text: `Cancelled: ${e.reason}` }))
@@ -108,9 +109,25 @@ export class TurnView {
     this.errorLine.textContent = error instanceof TollgateClientError ? `${error.code}: ${error.message}` : String(error)
   }
 
-  private finish (status: string): void {
+  /**
+   * What happened, beyond "completed": a turn whose calls were denied or failed completed, but
+   * not as asked ("completed — 2 calls denied"), and is not shown in the success colour.
+   */
+  private outcome (): string | null {
+    const counts = new Map<string, number>()
+    for (const card of this.cards.values()) {
+      const status = card.root.dataset.status ?? ''
+      if (['denied', 'error', 'cancelled', 'interrupted'].includes(status)) counts.set(status, (counts.get(status) ?? 0) + 1)
+    }
+    if (counts.size === 0) return null
+    const words: Record<string, string> = { denied: 'denied', error: 'failed', cancelled: 'cancelled', interrupted: 'interrupted' }
+    return [...counts].map(([status, n]) => `${n} ${n === 1 ? 'call' : 'calls'} ${words[status] ?? status}`).join(', ')
+  }
+
+  private finish (status: string, outcome: string | null = null): void {
     this.root.dataset.status = status
-    this.statusBadge.textContent = status
+    if (outcome !== null) this.root.dataset.outcome = 'partial'
+    this.statusBadge.textContent = outcome === null ? status : `${status} — ${outcome}`
     this.cancelButton.hidden = true
     for (const card of this.cards.values()) card.approval?.remove()
   }
@@ -190,12 +207,20 @@ export class TurnView {
     if (card === undefined) return
     card.approval?.remove()
     card.approval = null
-    card.root.append(el('p', { class: 'approval-decision', text: `${e.decision} (${e.decided_by})` }))
+    card.root.append(el('p', { class: 'approval-decision', text: decisionInWords(e.decision, e.decided_by) }))
     this.setStatus(card, 'approval-resolved', e.decision === 'yes' || e.decision === 'always' ? 'approved' : e.decision)
   }
 
+  /**
+   * Cards stand in the order their calls ran: a card made early for an approval request moves
+   * after the cards of the calls that ran before it (every call gets its tool_call event when it
+   * runs, or just before the result of a call that never runs).
+   */
   private toolCall (e: TurnEventOf<'tool_call'>): void {
-    this.setStatus(this.card(e.call_id, e.name, e.arguments), 'running')
+    const card = this.card(e.call_id, e.name, e.arguments)
+    // Text never follows a call of its own round (the model wrote it before asking), so the end is the place.
+    if (card.root !== this.body.lastElementChild) this.body.append(card.root)
+    this.setStatus(card, 'running')
   }
 
   /** The latest progress of a running call; its result replaces it. */

@@ -12,7 +12,7 @@
 import { EventType, PROTOCOL_VERSION, type BaseEvent, type Interrupt } from '@ag-ui/core'
 import { EventEncoder } from '@ag-ui/encoder'
 import type { AgUiResumeEntry, AgUiRunInput } from '../../schemas/adapters.js'
-import { MAX_REPLACEMENT_CHARS } from '../../schemas/approval.js'
+import { MAX_DENIAL_REASON_CHARS, MAX_REPLACEMENT_CHARS } from '../../schemas/approval.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { BusEnvelope } from '../bus/bus.js'
 import { TollgateError } from '../core/errors.js'
@@ -56,11 +56,22 @@ export function userText (content: unknown): string {
   return texts.join('\n')
 }
 
+/** A denial's optional `reason` (the person's words, which the model reads). */
+function denialReason (entry: AgUiResumeEntry, reason: unknown): { reason?: string } {
+  if (reason === undefined) return {}
+  if (typeof reason !== 'string' || reason.length > MAX_DENIAL_REASON_CHARS) {
+    throw new TollgateError('INVALID_DECISION', `resume entry ${entry.interruptId}: reason must be a string of at most ${MAX_DENIAL_REASON_CHARS} characters`)
+  }
+  return reason.trim() === '' ? {} : { reason }
+}
+
 function resumeAnswer (entry: AgUiResumeEntry): AdapterAnswer {
   if (entry.status === 'cancelled') return { requestId: entry.interruptId, decision: 'no' }
   const payload = typeof entry.payload === 'object' && entry.payload !== null ? entry.payload as Record<string, unknown> : {}
   if (typeof payload.approved === 'boolean' && payload.decision === undefined) {
-    return { requestId: entry.interruptId, decision: payload.approved ? 'yes' : 'no' }
+    return payload.approved
+      ? { requestId: entry.interruptId, decision: 'yes' }
+      : { requestId: entry.interruptId, decision: 'no', ...denialReason(entry, payload.reason) }
   }
   const { decision, replacement } = payload
   if (decision !== 'yes' && decision !== 'no' && decision !== 'always' && decision !== 'edit') {
@@ -69,7 +80,12 @@ function resumeAnswer (entry: AgUiResumeEntry): AdapterAnswer {
   if (replacement !== undefined && (typeof replacement !== 'string' || replacement.length > MAX_REPLACEMENT_CHARS)) {
     throw new TollgateError('INVALID_DECISION', `resume entry ${entry.interruptId}: replacement must be a string of at most ${MAX_REPLACEMENT_CHARS} characters`)
   }
-  return { requestId: entry.interruptId, decision, ...(replacement === undefined ? {} : { replacement }) }
+  return {
+    requestId: entry.interruptId,
+    decision,
+    ...(replacement === undefined ? {} : { replacement }),
+    ...(decision === 'no' ? denialReason(entry, payload.reason) : {})
+  }
 }
 
 /** What a run asks for; every refusal is a typed error thrown before anything is created. */

@@ -9,6 +9,7 @@
  * parts) answers it and streams the rest of the same turn into the same assistant message.
  */
 import type { AiSdkChatRequest } from '../../schemas/adapters.js'
+import { MAX_DENIAL_REASON_CHARS, MAX_REPLACEMENT_CHARS } from '../../schemas/approval.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { BusEnvelope } from '../bus/bus.js'
 import { TollgateError } from '../core/errors.js'
@@ -22,19 +23,43 @@ export type AiSdkPlan =
 
 interface ApprovalResponsePart {
   state?: unknown
-  approval?: { id?: unknown, approved?: unknown }
+  output?: unknown
+  approval?: { id?: unknown, approved?: unknown, reason?: unknown }
 }
 
-/** The approval responses `addToolApprovalResponse` put in the last assistant message. */
-function approvalAnswers (parts: readonly unknown[]): AdapterAnswer[] {
+function isRequestId (id: unknown): id is string {
+  return typeof id === 'string' && id.length > 0 && id.length <= 128
+}
+
+/**
+ * The answers the last assistant message carries. `addToolApprovalResponse` gives yes or no (with
+ * the person's optional reason, which the model reads) and, with the request's id in
+ * `tollgate.always`, always. `addToolOutput` on a call still waiting for its approval supplies the
+ * call's result instead of running it: Tollgate's edit.
+ */
+function approvalAnswers (parts: readonly unknown[], always: ReadonlySet<string>): AdapterAnswer[] {
   const answers: AdapterAnswer[] = []
   for (const part of parts as readonly ApprovalResponsePart[]) {
-    if (part.state !== 'approval-responded') continue
-    const { id, approved } = part.approval ?? {}
-    if (typeof id !== 'string' || id.length === 0 || id.length > 128 || typeof approved !== 'boolean') {
-      throw new TollgateError('INVALID_DECISION', 'an approval-responded part needs approval.id (string) and approval.approved (boolean)')
+    const { id, approved, reason } = part.approval ?? {}
+    if (part.state === 'approval-responded') {
+      if (!isRequestId(id) || typeof approved !== 'boolean') {
+        throw new TollgateError('INVALID_DECISION', 'an approval-responded part needs approval.id (string) and approval.approved (boolean)')
+      }
+      if (approved) {
+        answers.push({ requestId: id, decision: always.has(id) ? 'always' : 'yes' })
+        continue
+      }
+      if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_DENIAL_REASON_CHARS)) {
+        throw new TollgateError('INVALID_DECISION', `approval.reason must be a string of at most ${MAX_DENIAL_REASON_CHARS} characters`)
+      }
+      answers.push({ requestId: id, decision: 'no', ...(typeof reason === 'string' && reason.trim() !== '' ? { reason } : {}) })
+    } else if (part.state === 'output-available' && isRequestId(id) && approved === undefined) {
+      const replacement = typeof part.output === 'string' ? part.output : JSON.stringify(part.output ?? null)
+      if (replacement.length > MAX_REPLACEMENT_CHARS) {
+        throw new TollgateError('INVALID_DECISION', `a tool output given in place of an approval must be at most ${MAX_REPLACEMENT_CHARS} characters`)
+      }
+      answers.push({ requestId: id, decision: 'edit', replacement })
     }
-    answers.push({ requestId: id, decision: approved ? 'yes' : 'no' })
   }
   return answers
 }
@@ -46,8 +71,8 @@ export function planChat (body: AiSdkChatRequest): AiSdkPlan {
   }
   const last = body.messages.at(-1)
   if (last?.role === 'assistant') {
-    const answers = approvalAnswers(last.parts)
-    if (answers.length === 0) throw new TollgateError('INVALID_REQUEST', 'the last message must be a user message or carry tool approval responses')
+    const answers = approvalAnswers(last.parts, new Set(body.tollgate?.always ?? []))
+    if (answers.length === 0) throw new TollgateError('INVALID_REQUEST', 'the last message must be a user message or carry tool approval responses or tool outputs')
     return { kind: 'resume', answers }
   }
   if (last?.role !== 'user') throw new TollgateError('INVALID_REQUEST', 'the last message must be a user message')

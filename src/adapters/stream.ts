@@ -59,6 +59,8 @@ export interface AdapterAnswer {
   requestId: string
   decision: 'yes' | 'no' | 'always' | 'edit'
   replacement?: string
+  /** With `no`: the person's reason, passed on to the model. */
+  reason?: string
 }
 
 /** Bounds a message the way POST /v1/turns does; an empty or oversized one is refused before anything starts. */
@@ -157,6 +159,7 @@ export async function resumeTurn (
         await deps.turns.answerApproval(principal, answer.requestId, {
           decision: answer.decision,
           ...(answer.replacement === undefined ? {} : { replacement: answer.replacement }),
+          ...(answer.reason === undefined ? {} : { reason: answer.reason }),
           decidedBy: `${stream.channel}:${principalKey(principal)}`,
           channel: stream.channel
         })

@@ -37,6 +37,7 @@ import { seccompProgram } from '../tools/builtin/seccomp.js'
 import { WorkspaceFiles } from '../tools/builtin/workspace-files.js'
 import { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import { ToolCatalog } from '../tools/catalog.js'
+import { checkStartup } from './startup-checks.js'
 import type { Tool } from '../tools/contract.js'
 import { NO_HOOKS, type ToolHooks } from '../turn/hooks.js'
 import { createGatewayLogger } from '../core/security/log-scrub.js'
@@ -58,6 +59,7 @@ import wsRoutes from '../../routes/ws.js'
 import acpRoutes from '../../routes/acp.js'
 import { ACP_PROTOCOL } from '../transport/acp-socket.js'
 import uiRoutes from '../../routes/ui.js'
+import apiDocsRoutes from '../../routes/docs.js'
 import openapiRoutes from '../../routes/openapi.js'
 import agUiRoutes from '../../routes/ag-ui.js'
 import aiSdkRoutes from '../../routes/ai-sdk.js'
@@ -237,6 +239,7 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
 export async function buildServer (options: BuildOptions): Promise<Gateway> {
   const { config } = options
   const env = options.env ?? process.env
+  checkStartup(config, env, (options.tools ?? []).map((tool) => tool.name))
   const log = options.logger ?? createGatewayLogger(config.log.level)
   const auth = createAuthenticator(config, env)
   if (auth.mode === 'none' && !isLoopbackHost(config.server.host)) {
@@ -400,6 +403,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(wsRoutes)
     await app.register(acpRoutes)
     await app.register(uiRoutes)
+    await app.register(apiDocsRoutes)
     await app.register(openapiRoutes)
     return gateway
   } catch (err) {

@@ -14,6 +14,8 @@ import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from './decisio
 export interface OperatorAnswer {
   decision: 'yes' | 'no' | 'always' | 'edit'
   replacement?: string
+  /** A denial's reason in the person's words, for the model. */
+  reason?: string
   decidedBy: string
   channel: string
   principal: string
@@ -160,6 +162,7 @@ export class ApprovalBroker {
       principal: answer.principal
     }
     if (answer.replacement !== undefined) reply.replacement = answer.replacement
+    if (answer.reason !== undefined && answer.decision === 'no') reply.reason = answer.reason
     // Asked first: the turn takes the decision as soon as the request settles.
     const stored = p.route.decided(requestId)
     p.settle(reply, 'answered')

@@ -31,6 +31,8 @@ export type ApprovalSource = 'operator' | 'unavailable' | 'timed_out' | 'cancell
 export interface ApprovalReply {
   decision: 'yes' | 'no' | 'always' | 'edit'
   replacement?: string
+  /** Why the person said no, in their words (only with `no`); the model reads it. */
+  reason?: string
   source: ApprovalSource
   requestId: string | null
   decidedBy: string
@@ -54,6 +56,12 @@ export const NO_BACKCHANNEL: ApprovalChannel = {
 }
 
 export const USER_DENIED_TEXT = 'Denied by user.'
+
+/** What the model reads of a person's denial: their reason too, when they gave one. */
+export function userDeniedText (reason: string | undefined): string {
+  const words = reason?.trim() ?? ''
+  return words === '' ? USER_DENIED_TEXT : `${USER_DENIED_TEXT} Their reason: ${words}`
+}
 
 export function runtimeDeniedText (tool: string): string {
   return `Tool call not executed: '${tool}' requires approval and no operator decision was available, so the runtime denied it by policy. This was not a user's decision.`

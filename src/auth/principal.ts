@@ -41,6 +41,8 @@ export interface Credentials {
 
 export interface Authenticator {
   readonly mode: string
+  /** `auth.mode = "generated"`: the one token signed at start, for the process to print once. */
+  readonly startToken?: { token: string, expiresAt: string }
   authenticate (credentials: Credentials): Promise<Principal>
   close (): Promise<void>
 }

@@ -24,7 +24,7 @@ export interface ControlRpcHeader {
 
 export type ControlRequest =
   | { type: 'cancel', turn_id: string, principal: string, reason: string }
-  | { type: 'approval', request_id: string, principal: string, decision: 'yes' | 'no' | 'always' | 'edit', replacement?: string, decided_by: string, channel: string }
+  | { type: 'approval', request_id: string, principal: string, decision: 'yes' | 'no' | 'always' | 'edit', replacement?: string, reason?: string, decided_by: string, channel: string }
   /** Does a live connection of `principal` watch this turn or its session (an approval backchannel)? */
   | { type: 'watching', turn_id: string, session_id: string, principal: string }
 

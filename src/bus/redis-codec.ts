@@ -4,7 +4,7 @@
  * Redis itself then refuses a duplicate or an out-of-order seq, and a range by seq is a range
  * by id. Everything read back is checked field by field; anything malformed is dropped (null).
  */
-import { MAX_REPLACEMENT_CHARS } from '../../schemas/approval.js'
+import { MAX_DENIAL_REASON_CHARS, MAX_REPLACEMENT_CHARS } from '../../schemas/approval.js'
 import { LEGACY_TENANT } from '../core/envelope.js'
 import { sessionKey } from '../core/tenancy.js'
 import type { BusEnvelope, ControlMessage } from './bus.js'
@@ -79,7 +79,8 @@ export function parseControl (text: string): ControlMessage | null {
   else if (m.type === 'watching') ok = id('turn_id') && id('session_id') && id('principal')
   else if (m.type === 'approval') {
     ok = id('request_id') && id('principal') && id('decided_by') && id('channel') &&
-      typeof m.decision === 'string' && DECISIONS.has(m.decision) && optionalText(m.replacement, MAX_REPLACEMENT_CHARS)
+      typeof m.decision === 'string' && DECISIONS.has(m.decision) && optionalText(m.replacement, MAX_REPLACEMENT_CHARS) &&
+      optionalText(m.reason, MAX_DENIAL_REASON_CHARS)
   }
   return ok ? value as unknown as ControlMessage : null
 }

@@ -10,13 +10,22 @@ import {
   GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig, MCP_SERVER_NAME, type Config
 } from '../../schemas/config.js'
 import { ownEntry } from './json/own.js'
+import { didYouMean, problemsMessage, schemaProblems } from './config-problems.js'
 
 export type { Config } from '../../schemas/config.js'
 
 export class ConfigError extends Error {
-  constructor (message: string) {
+  /** One line per problem, each naming the key and the fix; all of them, not just the first. */
+  readonly problems: readonly string[]
+
+  constructor (message: string, problems: readonly string[] = [message]) {
     super(message)
     this.name = 'ConfigError'
+    this.problems = problems
+  }
+
+  static of (problems: readonly string[]): ConfigError {
+    return new ConfigError(problemsMessage(problems), problems)
   }
 }
 
@@ -61,6 +70,9 @@ function envOverrides (env: NodeJS.ProcessEnv): Plain {
   if (port !== undefined && port !== '') server.port = Number(port)
   if (env.TOLLGATE_HOST !== undefined && env.TOLLGATE_HOST !== '') server.host = env.TOLLGATE_HOST
   const out: Plain = { server }
+  if (env.TOLLGATE_PUBLIC_URL !== undefined && env.TOLLGATE_PUBLIC_URL !== '') server.public_url = env.TOLLGATE_PUBLIC_URL
+  // For a container tried without a config file: `generated` needs no identity provider.
+  if (env.TOLLGATE_AUTH_MODE !== undefined && env.TOLLGATE_AUTH_MODE !== '') out.auth = { mode: env.TOLLGATE_AUTH_MODE }
   if (env.TOLLGATE_LOG_LEVEL !== undefined && env.TOLLGATE_LOG_LEVEL !== '') out.log = { level: env.TOLLGATE_LOG_LEVEL }
   if (env.TOLLGATE_WORKSPACE !== undefined && env.TOLLGATE_WORKSPACE !== '') out.workspace = { dir: env.TOLLGATE_WORKSPACE }
   // The embedded store's file: the Docker image points it into its /data volume.
@@ -69,7 +81,8 @@ function envOverrides (env: NodeJS.ProcessEnv): Plain {
 }
 
 function compile (schema: object): ValidateFunction {
-  return new Ajv({ useDefaults: true, allErrors: true, strict: false }).compile(schema)
+  // verbose: errors carry the schema and value they are about, so a message can list allowed values.
+  return new Ajv({ useDefaults: true, allErrors: true, strict: false, verbose: true }).compile(schema)
 }
 
 // Compiled once per process: the schemas are constants, and compiling them on every load made
@@ -83,54 +96,87 @@ const VALIDATORS = {
   mcpServer: compile(McpServerConfig)
 }
 
-function check (validate: ValidateFunction, value: unknown, where: string): void {
-  if (validate(value)) return
-  const first = (validate.errors ?? []).slice(0, 5)
-    .map((e) => `${where}${e.instancePath} ${e.message ?? 'is invalid'}${e.params != null && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`)
-  throw new ConfigError(`invalid configuration: ${first.join('; ')}`)
+/** Validates one value, adding a line per problem; true when it is valid. */
+function check (validate: ValidateFunction, value: unknown, where: string, problems: string[]): boolean {
+  if (validate(value)) return true
+  problems.push(...schemaProblems(validate.errors ?? [], where))
+  return false
 }
 
-function validateMap (map: Plain, validate: ValidateFunction, where: string): void {
+/** Validates every entry of a map the gateway schema leaves open; the names of the valid ones. */
+function validateMap (map: unknown, validate: ValidateFunction, where: string, problems: string[]): void {
+  if (!isPlain(map)) return
   for (const [name, entry] of Object.entries(map)) {
-    if (!isPlain(entry)) throw new ConfigError(`invalid configuration: ${where}.${name} must be a table`)
-    check(validate, entry, `${where}.${name}`)
+    if (!isPlain(entry)) problems.push(`${where}.${name} must be a table (got ${JSON.stringify(entry)})`)
+    else check(validate, entry, `${where}.${name}`, problems)
   }
 }
 
-function crossCheck (config: Config): void {
+function undefinedName (key: string, value: string, section: string, names: Record<string, unknown>): string {
+  const hint = didYouMean(value, Object.keys(names))
+  return `${key} ${JSON.stringify(value)} is not defined under [${section}]` +
+    (hint !== '' ? hint : `; define [${section}.${value}] or name one of: ${Object.keys(names).join(', ') || '(none)'}`)
+}
+
+function crossCheck (config: Config, problems: string[]): void {
   if (ownEntry(config.agents, config.default_agent) === undefined) {
-    throw new ConfigError(`default_agent ${JSON.stringify(config.default_agent)} is not defined under [agents]`)
+    problems.push(undefinedName('default_agent', config.default_agent, 'agents', config.agents))
   }
   for (const [name, agent] of Object.entries(config.agents)) {
-    if (ownEntry(config.providers, agent.provider) === undefined) throw new ConfigError(`agents.${name}.provider ${JSON.stringify(agent.provider)} is not defined under [providers]`)
-    if (ownEntry(config.runtime_profiles, agent.runtime_profile) === undefined) throw new ConfigError(`agents.${name}.runtime_profile ${JSON.stringify(agent.runtime_profile)} is not defined`)
-    if (ownEntry(config.risk_profiles, agent.risk_profile) === undefined) throw new ConfigError(`agents.${name}.risk_profile ${JSON.stringify(agent.risk_profile)} is not defined`)
+    if (ownEntry(config.providers, agent.provider) === undefined) problems.push(undefinedName(`agents.${name}.provider`, agent.provider, 'providers', config.providers))
+    if (ownEntry(config.runtime_profiles, agent.runtime_profile) === undefined) problems.push(undefinedName(`agents.${name}.runtime_profile`, agent.runtime_profile, 'runtime_profiles', config.runtime_profiles))
+    if (ownEntry(config.risk_profiles, agent.risk_profile) === undefined) problems.push(undefinedName(`agents.${name}.risk_profile`, agent.risk_profile, 'risk_profiles', config.risk_profiles))
   }
-  crossCheckMcp(config)
+  crossCheckMcp(config, problems)
   for (const [name, provider] of Object.entries(config.providers)) {
     if (provider.kind === 'openai' && (provider.base_url === undefined || provider.base_url === '')) {
-      throw new ConfigError(`providers.${name}.base_url is required for kind "openai"`)
+      problems.push(`providers.${name}.base_url is required for kind "openai"; add the server's URL, e.g. base_url = "https://api.openai.com/v1"`)
     }
+  }
+  checkUrls(config, problems)
+}
+
+/** A URL a person typed without its scheme would only fail at the first request: say so at start. */
+function checkUrl (key: string, value: string | undefined, schemes: readonly string[], problems: string[]): void {
+  if (value === undefined || value === '') return
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1]?.toLowerCase()
+  if (scheme === undefined) {
+    problems.push(`${key} ${JSON.stringify(value)} has no scheme; write it as "${schemes[0] ?? 'https'}://${value.replace(/^\/+/, '')}"`)
+  } else if (!schemes.includes(scheme)) {
+    problems.push(`${key} ${JSON.stringify(value)} must start with ${schemes.map((s) => `${s}://`).join(' or ')}`)
+  } else if (!URL.canParse(value)) {
+    problems.push(`${key} ${JSON.stringify(value)} is not a valid URL`)
   }
 }
 
-function crossCheckMcp (config: Config): void {
+function checkUrls (config: Config, problems: string[]): void {
+  for (const [name, provider] of Object.entries(config.providers)) checkUrl(`providers.${name}.base_url`, provider.base_url, ['https', 'http'], problems)
+  checkUrl('auth.jwks_url', config.auth.jwks_url, ['https', 'http'], problems)
+  if (config.store.kind === 'postgres' && config.store.postgres.url_env === undefined) {
+    checkUrl('store.postgres.url', config.store.postgres.url, ['postgres', 'postgresql'], problems)
+  }
+  if (config.bus.kind === 'redis' && config.bus.redis.url_env === undefined) {
+    checkUrl('bus.redis.url', config.bus.redis.url, ['redis', 'rediss'], problems)
+  }
+}
+
+function crossCheckMcp (config: Config, problems: string[]): void {
   const { mcp } = config
   const serverName = new RegExp(MCP_SERVER_NAME)
   for (const [name, server] of Object.entries(mcp.servers)) {
     if (!serverName.test(name) || name.length > 32) {
-      throw new ConfigError(`mcp.servers.${name}: a server name is 1-32 letters and digits, optionally joined by single - or _ (its tools are named <server>__<tool>)`)
+      problems.push(`mcp.servers.${name}: a server name is 1-32 letters and digits, optionally joined by single - or _ (its tools are named <server>__<tool>); rename it`)
     }
-    if (server.transport === 'stdio' && server.command === undefined) throw new ConfigError(`mcp.servers.${name}.command is required for transport "stdio"`)
-    if (server.transport === 'http' && (server.url === undefined || !URL.canParse(server.url))) throw new ConfigError(`mcp.servers.${name}.url is required for transport "http" and must be an http(s) URL`)
+    if (server.transport === 'stdio' && server.command === undefined) problems.push(`mcp.servers.${name}.command is required for transport "stdio"; add the executable to spawn`)
+    if (server.transport === 'http' && (server.url === undefined || !URL.canParse(server.url))) problems.push(`mcp.servers.${name}.url is required for transport "http" and must be an http(s) URL`)
   }
-  if (mcp.reconnect_initial_ms > mcp.reconnect_max_ms) throw new ConfigError('mcp.reconnect_initial_ms must not exceed mcp.reconnect_max_ms')
+  if (mcp.reconnect_initial_ms > mcp.reconnect_max_ms) problems.push('mcp.reconnect_initial_ms must not exceed mcp.reconnect_max_ms; lower it or raise reconnect_max_ms')
   for (const [name, agent] of Object.entries(config.agents)) {
     for (const server of agent.mcp_bundles) {
-      if (ownEntry(mcp.servers, server) === undefined) throw new ConfigError(`agents.${name}.mcp_bundles names ${JSON.stringify(server)}, which is not defined under [mcp.servers]`)
+      if (ownEntry(mcp.servers, server) === undefined) problems.push(`agents.${name}.mcp_bundles names ${JSON.stringify(server)}, which is not defined under [mcp.servers]${didYouMean(server, Object.keys(mcp.servers))}`)
     }
     for (const other of agent.delegate_agents) {
-      if (ownEntry(config.agents, other) === undefined) throw new ConfigError(`agents.${name}.delegate_agents names ${JSON.stringify(other)}, which is not defined under [agents]`)
+      if (ownEntry(config.agents, other) === undefined) problems.push(`agents.${name}.delegate_agents names ${JSON.stringify(other)}, which is not defined under [agents]${didYouMean(other, Object.keys(config.agents))}`)
     }
   }
 }
@@ -151,14 +197,21 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
   merged = deepMerge(merged, envOverrides(env))
   if (options.overrides !== undefined) merged = deepMerge(merged, options.overrides)
   const config = structuredClone(merged) as Plain
-  check(VALIDATORS.gateway, config, 'config')
-  validateMap(config.providers as Plain, VALIDATORS.provider, 'providers')
-  validateMap(config.agents as Plain, VALIDATORS.agent, 'agents')
-  validateMap(config.runtime_profiles as Plain, VALIDATORS.runtime, 'runtime_profiles')
-  validateMap(config.risk_profiles as Plain, VALIDATORS.risk, 'risk_profiles')
-  validateMap((config.mcp as Plain).servers as Plain, VALIDATORS.mcpServer, 'mcp.servers')
+  const problems: string[] = []
+  check(VALIDATORS.gateway, config, '', problems)
+  validateMap(config.providers, VALIDATORS.provider, 'providers', problems)
+  validateMap(config.agents, VALIDATORS.agent, 'agents', problems)
+  validateMap(config.runtime_profiles, VALIDATORS.runtime, 'runtime_profiles', problems)
+  validateMap(config.risk_profiles, VALIDATORS.risk, 'risk_profiles', problems)
+  validateMap(isPlain(config.mcp) ? config.mcp.servers : undefined, VALIDATORS.mcpServer, 'mcp.servers', problems)
   const typed = config as unknown as Config
-  crossCheck(typed)
+  if (problems.length === 0) crossCheck(typed, problems)
+  else {
+    // The cross-checks read the typed shape, which schema problems may have broken: what they
+    // can still say is listed too, and a shape they cannot read is already reported above.
+    try { crossCheck(typed, problems) } catch {}
+  }
+  if (problems.length > 0) throw ConfigError.of(problems)
   return typed
 }
 

@@ -34,7 +34,8 @@ export async function applyControl (scope: RemoteScope, request: ControlRequest)
       try {
         const { turnId } = await scope.broker.answer(request.request_id, {
           decision: request.decision, decidedBy: request.decided_by, channel: request.channel, principal: request.principal,
-          ...(request.replacement === undefined ? {} : { replacement: request.replacement })
+          ...(request.replacement === undefined ? {} : { replacement: request.replacement }),
+          ...(request.reason === undefined ? {} : { reason: request.reason })
         })
         return { turn_id: turnId }
       } catch (err) {
@@ -69,7 +70,8 @@ export class RemoteTurns {
   async answer (requestId: string, principal: string, answer: Omit<OperatorAnswer, 'principal'>): Promise<{ turnId: string }> {
     const reply = await this.rpc.request({
       type: 'approval', request_id: requestId, principal, decision: answer.decision, decided_by: answer.decidedBy, channel: answer.channel,
-      ...(answer.replacement === undefined ? {} : { replacement: answer.replacement })
+      ...(answer.replacement === undefined ? {} : { replacement: answer.replacement }),
+      ...(answer.reason === undefined ? {} : { reason: answer.reason })
     })
     if (reply === null) throw new TollgateError('APPROVAL_NOT_FOUND')
     if (reply.error !== undefined || reply.turn_id === undefined) throw remoteError(reply.error ?? 'INTERNAL')

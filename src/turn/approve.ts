@@ -12,7 +12,7 @@ import type { ResolvedApproval } from './cursor.js'
 import { scrubValue } from '../core/security/redact.js'
 import { displayArguments } from '../approval/display.js'
 import { sanitizeReplacement, summarizeArgs } from '../approval/summary.js'
-import { NO_BACKCHANNEL, RUNTIME_DECIDER, USER_DENIED_TEXT, runtimeDeniedText, type ApprovalReply } from '../approval/decision.js'
+import { NO_BACKCHANNEL, RUNTIME_DECIDER, runtimeDeniedText, userDeniedText, type ApprovalReply } from '../approval/decision.js'
 
 /** Result text of a call whose approval wait ended because the turn was cancelled (worded like dispatch's NOT_RUN_TEXT). */
 export const CANCELLED_WAITING_TEXT = '[not executed: the turn was cancelled while this call waited for approval]'
@@ -126,7 +126,7 @@ export async function gateToolApproval (
   if (reply.source !== 'operator') return { kind: 'deny', text: runtimeDeniedText(call.name) }
   switch (reply.decision) {
     case 'no':
-      return { kind: 'deny', text: USER_DENIED_TEXT }
+      return { kind: 'deny', text: userDeniedText(reply.reason === undefined ? undefined : sanitizeReplacement(reply.reason)) }
     case 'edit':
       return { kind: 'replace', text: sanitizeReplacement(reply.replacement ?? '') }
     case 'always':

@@ -17,9 +17,7 @@ import { sortedBeforeHooks } from './hooks.js'
 import type { RoundCursor, WaitingGate } from './cursor.js'
 import type { ParsedCall } from './parse.js'
 import { newSlot, unexecuted, type ToolSlot, type UnavailableTool } from './results.js'
-
-/** Tools whose `approved` argument is set by the runtime only, never by the model. */
-const APPROVAL_MARKER_TOOLS: ReadonlySet<string> = new Set(['shell'])
+import { withMarker, withoutMarker } from './approval-marker.js'
 
 export function callSignature (name: string, args: unknown): string {
   let encoded: string
@@ -53,17 +51,6 @@ export function unavailableTool (exec: ResolvedAgentExecution, name: string, sea
   // The resolved tool's real name is checked too, so a suffix alias cannot route around a denylist.
   if (exec.registry.isExcluded(tool.name)) return hidden
   return null
-}
-
-function withMarker (name: string, args: Record<string, unknown>, approved: boolean): Record<string, unknown> {
-  return APPROVAL_MARKER_TOOLS.has(name) ? { ...args, approved } : args
-}
-
-/** What the operator is shown: the call as the model asked for it, without the runtime's marker. */
-function withoutMarker (name: string, args: Record<string, unknown>): Record<string, unknown> {
-  if (!APPROVAL_MARKER_TOOLS.has(name)) return args
-  const { approved: _approved, ...rest } = args
-  return rest
 }
 
 async function runBeforeHooks (

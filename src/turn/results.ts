@@ -12,6 +12,7 @@ import { scrubText, scrubValue } from '../core/security/redact.js'
 import type { Tool } from '../tools/contract.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import { CLIENT_MARKER, truncateToolResult } from './truncate.js'
+import { withoutMarker } from './approval-marker.js'
 
 /** Why a call names no runnable tool; `errorType` is the stable `error.type` of its span. */
 export interface UnavailableTool {
@@ -80,7 +81,7 @@ export function announceSlot (state: TurnState, slot: ToolSlot): void {
     kind: 'tool_call' as const,
     call_id: slot.callId,
     name: slot.name,
-    arguments: scrubValue(slot.arguments) as Record<string, unknown>,
+    arguments: scrubValue(withoutMarker(slot.tool?.name ?? slot.name, slot.arguments)) as Record<string, unknown>,
     status: 'pending' as const
   }
   state.emit(slot.providerCallId === null ? event : { ...event, provider_call_id: slot.providerCallId })

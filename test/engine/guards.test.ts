@@ -136,12 +136,14 @@ test('the model cannot approve itself: an approved marker in shell arguments is 
   assert.equal(existsSync(join(e.workspace, 'pwned.txt')), false)
 })
 
-test('an operator-approved shell call runs with the runtime approved marker restored', async (t) => {
+test('an operator-approved shell call runs with the runtime approved marker restored, which its tool_call event does not show', async (t) => {
   const e = await createEngine(t, { approvals: new ScriptedApprovals(['yes']) })
   e.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'shell', arguments: { command: 'touch made.txt', approved: false } }] }, { text: 'ok' })
   await e.run()
   const callEvent = e.events.find((ev) => ev.kind === 'tool_call')
-  assert.ok(callEvent?.kind === 'tool_call' && callEvent.arguments.approved === true)
+  assert.ok(callEvent?.kind === 'tool_call')
+  assert.deepEqual(callEvent.arguments, { command: 'touch made.txt' })
+  // touch is a medium-risk command: the shell runs it only with the runtime's marker set.
   assert.ok(shape(e.events).includes('tool_result:shell:ok'))
   assert.equal(existsSync(join(e.workspace, 'made.txt')), true)
 })

@@ -267,3 +267,15 @@ test('a turn that fails after the run started ends the AG-UI stream with RUN_ERR
   const turn = await finishedTurn(g, turnId)
   assert.deepEqual([turn.status, turn.error.code], ['failed', runError?.code])
 })
+
+test('a resume denying with a reason passes the person\'s reason to the model with the denial', async (t) => {
+  const { g, probes } = await startProbeGateway(t)
+  g.provider.enqueue({ toolCalls: [risky('r')] }, { text: 'Fine.' })
+  const { agent: a, events } = agent(g.url, 'thread-reason', 'do r')
+  await a.runAgent({ runId: 'run-1' }, { onEvent: ({ event }) => { events.push(event) } })
+  const interruptId = (events.at(-1) as unknown as { outcome: { interrupts: Array<{ id: string }> } }).outcome.interrupts[0]?.id ?? ''
+  await a.runAgent({ runId: 'run-2', resume: [{ interruptId, status: 'resolved', payload: { decision: 'no', reason: 'use the staging copy' } }] })
+  assert.equal(probes.runs.length, 0)
+  const toolMessage = g.provider.requests[1]?.body.messages.find((m) => m.role === 'tool')
+  assert.equal(toolMessage?.content, 'Denied by user. Their reason: use the staging copy')
+})

@@ -249,3 +249,58 @@ test('two approvals in one turn: each ends a stream, each answer resumes the sam
   const turn = await finishedTurn(g, final.id)
   assert.deepEqual([turn.status, turn.approvals.map((a: { decision: string }) => a.decision)], ['completed', ['yes', 'yes']])
 })
+
+test('a denial with the person\'s reason: the model reads the reason with the denial', async (t) => {
+  const { g, probes } = await startProbeGateway(t)
+  g.provider.enqueue({ toolCalls: [risky('fri')] }, { text: 'Understood.' })
+  const chat = new Chat({ id: 'chat-6', transport: transport(g.url), state: new MemoryState(), sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses })
+  await chat.sendMessage({ text: 'do fri' })
+  const asked = chat.memory.messages.at(-1)?.parts.find((p) => p.type === 'dynamic-tool')
+  assert.ok(asked !== undefined && asked.type === 'dynamic-tool' && asked.state === 'approval-requested')
+  await chat.addToolApprovalResponse({ id: asked.approval.id, approved: false, reason: 'not on Fridays' })
+  await eventually(() => chat.status === 'ready' && chat.memory.messages.at(-1)?.parts.some((p) => p.type === 'text') === true, { what: 'the follow-up response' })
+  assert.equal(probes.runs.length, 0)
+  const toolMessage = g.provider.requests[1]?.body.messages.find((m) => m.role === 'tool')
+  assert.equal(toolMessage?.content, 'Denied by user. Their reason: not on Fridays')
+  const turn = await finishedTurn(g, chat.memory.messages.at(-1)?.id ?? '')
+  assert.deepEqual([turn.approvals[0].decision, turn.tool_calls[0].status], ['no', 'denied'])
+})
+
+test('an approval whose id the request lists in tollgate.always answers always: the tool is granted for the session', async (t) => {
+  const { g, probes } = await startProbeGateway(t)
+  g.provider.enqueue({ toolCalls: [risky('a')] }, { text: 'Granted.' })
+  const chat = new Chat({ id: 'chat-7', transport: transport(g.url), state: new MemoryState(), sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses })
+  await chat.sendMessage({ text: 'do a' })
+  const asked = chat.memory.messages.at(-1)?.parts.find((p) => p.type === 'dynamic-tool')
+  assert.ok(asked !== undefined && asked.type === 'dynamic-tool' && asked.state === 'approval-requested')
+  const id = asked.approval.id
+  await chat.addToolApprovalResponse({ id, approved: true, options: { body: { tollgate: { always: [id] } } } })
+  await eventually(() => chat.status === 'ready' && chat.memory.messages.at(-1)?.parts.some((p) => p.type === 'text') === true, { what: 'the follow-up response' })
+  assert.deepEqual(probes.runs.map((r) => r.label), ['a'])
+  const turn = await finishedTurn(g, chat.memory.messages.at(-1)?.id ?? '')
+  assert.equal(turn.approvals[0].decision, 'always')
+  const session = (await g.http('GET', '/v1/sessions/chat-7')).body
+  assert.deepEqual(session.always_allowed, [{ tool: 'risky' }])
+})
+
+test('addToolOutput on a call waiting for approval answers edit: the given output is the call\'s result and the tool does not run', async (t) => {
+  const { g, probes } = await startProbeGateway(t)
+  g.provider.enqueue({ toolCalls: [risky('e')] }, { text: 'Using your result.' })
+  const chat = new Chat({
+    id: 'chat-8',
+    transport: transport(g.url),
+    state: new MemoryState(),
+    sendAutomaticallyWhen: ({ messages }) => messages.at(-1)?.parts.some((p) => p.type === 'dynamic-tool' && p.state === 'output-available') === true &&
+      messages.at(-1)?.parts.some((p) => p.type === 'text') !== true
+  })
+  await chat.sendMessage({ text: 'do e' })
+  const asked = chat.memory.messages.at(-1)?.parts.find((p) => p.type === 'dynamic-tool')
+  assert.ok(asked !== undefined && asked.type === 'dynamic-tool' && asked.state === 'approval-requested')
+  await chat.addToolOutput({ tool: 'risky', toolCallId: asked.toolCallId, output: 'skipped by hand' })
+  await eventually(() => chat.status === 'ready' && chat.memory.messages.at(-1)?.parts.some((p) => p.type === 'text') === true, { what: 'the follow-up response' })
+  assert.equal(probes.runs.length, 0)
+  const toolMessage = g.provider.requests[1]?.body.messages.find((m) => m.role === 'tool')
+  assert.equal(toolMessage?.content, 'skipped by hand')
+  const turn = await finishedTurn(g, chat.memory.messages.at(-1)?.id ?? '')
+  assert.deepEqual([turn.approvals[0].decision, turn.tool_calls[0].status], ['edit', 'replaced'])
+})

@@ -179,7 +179,8 @@ test('every route answers its success as documented', async (t) => {
   const s = await setup(t, { runtime_profiles: { default: { tool_receipts: { enabled: true } } } })
   const { g, auth } = s
   const turn = await finishedTurn(s)
-  const open = ['/healthz', '/readyz', '/metrics', '/openapi.yaml', '/asyncapi.yaml', '/', '/ui/app.js', '/ui/app.css', '/ui/icon.svg']
+  const open = ['/healthz', '/readyz', '/metrics', '/openapi.yaml', '/asyncapi.yaml', '/', '/ui/app.js', '/ui/app.css', '/ui/icon.svg',
+    '/docs', '/docs/init.js', '/docs/redoc.standalone.js']
   for (const path of open) {
     const first = await call(g, 'GET', path)
     conforms('GET', path, first)

@@ -247,7 +247,7 @@ test('cancelling a turn while it waits for approval resolves the request as canc
   assert.equal(probes.runs.length, 0)
 })
 
-test('an operator-approved shell call runs with the runtime approved marker restored', async (t) => {
+test('an operator-approved shell call runs with the runtime approved marker restored, which its tool_call event does not show', async (t) => {
   const { g } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'shell', arguments: { command: 'touch made.txt', approved: false } }] }, { text: 'ok' })
   const ws = await g.socket()
@@ -255,7 +255,9 @@ test('an operator-approved shell call runs with the runtime approved marker rest
   await ws.request({ type: 'approval.respond', request_id: requestId, decision: 'yes' })
   const events = await ws.waitForTerminal(turnId)
   const callEvent = events.find((e) => e.event.kind === 'tool_call')?.event
-  assert.ok(callEvent?.kind === 'tool_call' && callEvent.arguments.approved === true)
+  assert.ok(callEvent?.kind === 'tool_call')
+  assert.deepEqual(callEvent.arguments, { command: 'touch made.txt' })
+  // touch is a medium-risk command: the shell runs it only with the runtime's marker set.
   assert.ok(shape(events).includes('tool_result:shell:ok'))
   assert.equal(existsSync(join(g.workspace, 'made.txt')), true)
 })

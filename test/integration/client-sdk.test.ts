@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { ClientNotice, EventEnvelope, TollgateClient } from '@tollgate/client'
-import { createNodeClient } from '@tollgate/client/node'
+import { createNodeClient, type ApprovalAnswerResult, type TurnEvent } from '@tollgate/client/node'
 import { shape, startGateway, type TestGateway } from '../helpers/gateway.js'
 import { startDropperGateway, type SocketDropper } from '../helpers/socket-drop.js'
 import { jwtAuth, mintToken } from '../helpers/tokens.js'
@@ -58,6 +58,21 @@ test('the client answers an approval request and the approved tool runs', async 
   assert.equal(turn.status, 'completed')
   assert.deepEqual(turn.tool_calls.map((c) => [c.name, c.status, c.output]), [['risky', 'ok', 'done r']])
   assert.ok(seen.includes('approval.resolved'))
+})
+
+test('answerApproval answers over HTTP with the typed result, and the Node entry point exports the wire types', async (t) => {
+  const { g, client } = await setup(t)
+  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'risky', arguments: { label: 'h' } }] }, { text: 'ok' })
+  const stream = await client.startTurn({ message: 'go' })
+  const kinds: Array<TurnEvent['kind']> = []
+  let answer: ApprovalAnswerResult | undefined
+  for await (const { event } of stream) {
+    kinds.push(event.kind)
+    if (event.kind === 'approval.requested') answer = await client.answerApproval(event.request_id, 'yes')
+  }
+  const requestId = (await client.getTurn(stream.turnId)).approvals[0]?.request_id
+  assert.deepEqual(answer, { request_id: requestId, turn_id: stream.turnId, decision: 'yes' })
+  assert.equal(kinds.at(-1), 'turn.completed')
 })
 
 test('an edit answer needs a replacement text before anything is sent', async (t) => {

@@ -7,12 +7,13 @@ import { once } from 'node:events'
 import { before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { TestSocket } from '../helpers/gateway.js'
+import { eventually } from '../helpers/eventually.js'
 
 const run = promisify(execFile)
 
@@ -97,4 +98,50 @@ test('SIGTERM with a browser-style spare connection open (never sent a request) 
   assert.deepEqual(await exited, { code: 0, signal: null }, `output:\n${logs()}`)
   await bothClosed
   assert.doesNotMatch(logs(), /killed by timeout/)
+})
+
+/** Pids of live processes whose environment holds `entry` (a variable only this test sets). */
+async function processesWithEnv (entry: string): Promise<number[]> {
+  const found: number[] = []
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    const environ = await readFile(`/proc/${name}/environ`, 'utf8').catch(() => '')
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '')
+    const zombie = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z'
+    if (!zombie && environ.split('\0').includes(entry)) found.push(Number(name))
+  }
+  return found
+}
+
+test('npm start hands SIGTERM to the gateway itself: the gateway shuts down gracefully and no server is left running', async (t) => {
+  const workspace = await mkdtemp(join(tmpdir(), 'tollgate-npm-start-'))
+  const configFile = join(workspace, 'tollgate.json')
+  await writeFile(configFile, JSON.stringify({ store: { sqlite: { path: join(workspace, 'data', 'tollgate.db') } } }))
+  const marker = `TOLLGATE_CONFIG=${configFile}`
+  // --ignore-scripts skips prestart (the full build): before() compiled dist/ already.
+  const npm = spawn('npm', ['start', '--ignore-scripts', '--silent'], {
+    env: { ...process.env, TOLLGATE_PORT: '0', TOLLGATE_HOST: '127.0.0.1', TOLLGATE_WORKSPACE: workspace, TOLLGATE_LOG_LEVEL: 'info', TOLLGATE_CONFIG: configFile },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  t.after(async () => {
+    for (const pid of await processesWithEnv(marker)) process.kill(pid, 'SIGKILL')
+    await rm(workspace, { recursive: true, force: true })
+  })
+  let logs = ''
+  npm.stderr.on('data', (c: Buffer) => { logs += c.toString('utf8') })
+  const npmExited = once(npm, 'exit')
+  await new Promise<void>((resolve, reject) => {
+    npm.stdout.on('data', (c: Buffer) => {
+      logs += c.toString('utf8')
+      if (logs.includes('tollgate listening on')) resolve()
+    })
+    npm.on('exit', () => reject(new Error(`npm start exited early; output:\n${logs}`)))
+  })
+  const servers = (await processesWithEnv(marker)).filter((pid) => pid !== npm.pid)
+  assert.equal(servers.length, 1, `one gateway process besides npm, found ${servers.join(', ')}`)
+
+  npm.kill('SIGTERM')
+  await npmExited
+  await eventually(async () => (await processesWithEnv(marker)).length === 0, { what: 'the gateway started by npm to exit', timeoutMs: 20_000 })
+  assert.match(logs, /"signal":"SIGTERM"/, 'the gateway itself received SIGTERM and shut down gracefully')
 })

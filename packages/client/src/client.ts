@@ -12,7 +12,8 @@ import { TurnStream } from './stream.js'
 import { queryString, type ListQuery } from './listing.js'
 import {
   BEARER_PROTOCOL_PREFIX, WS_OPEN, WS_PROTOCOL,
-  type ApprovalsPage, type ClientFrame, type EventEnvelope, type EventsPage, type FetchLike, type OperatorDecision, type ServerFrame,
+  type ApprovalAnswerResult, type ApprovalsPage, type ClientFrame, type EventEnvelope, type EventsPage, type FetchLike,
+  type OperatorDecision, type ServerFrame,
   type ServerFrameOf, type SessionsPage, type Turn, type TurnRequest, type TurnStatus, type TurnsPage, type WebSocketFactory,
   type WebSocketLike
 } from './types.js'
@@ -242,11 +243,11 @@ export class TollgateClient {
   }
 
   /** Answers an approval over HTTP (`POST /v1/approvals/:id`): needs no socket and no subscription. */
-  async answerApproval (requestId: string, decision: OperatorDecision, replacement?: string): Promise<unknown> {
+  async answerApproval (requestId: string, decision: OperatorDecision, replacement?: string): Promise<ApprovalAnswerResult> {
     if (decision === 'edit' && replacement === undefined) throw new TollgateClientError('INVALID_DECISION', 'edit needs a replacement text')
     return await this.http('POST', `/v1/approvals/${encodeURIComponent(requestId)}`, {
       decision, ...(replacement === undefined ? {} : { replacement })
-    })
+    }) as ApprovalAnswerResult
   }
 
   close (): void {

@@ -6,6 +6,10 @@ import { WebSocket } from 'ws'
 import { TollgateClient, type ClientOptions } from './client.js'
 import type { WebSocketFactory } from './types.js'
 
+// Everything the platform-neutral entry exports, so a Node program imports from one place
+// (`TurnEvent` and the other wire types included).
+export * from './index.js'
+
 /** `ws` implements the WHATWG handler properties; its event types are only nominally different. */
 export const NodeWebSocket = WebSocket as unknown as WebSocketFactory
 

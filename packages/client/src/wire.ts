@@ -11,7 +11,7 @@ export type OperatorDecision = 'yes' | 'no' | 'always' | 'edit'
 
 export type TurnStatus = 'running' | 'completed' | 'cancelled' | 'failed' | 'interrupted'
 
-/** How much harm the call could do, as the policy classifies it (see README, Approvals) */
+/** How much harm the call could do, as the policy classifies it (see docs/reference/approvals.md) */
 export type ApprovalRisk = 'low' | 'medium' | 'high'
 
 export type ArgumentDisplay = {
@@ -69,7 +69,7 @@ export type ApprovalRequestedEvent = {
   summary: string
   /** What to show the person deciding: each argument (path first) as the tool gets it, credentials as references (‹ghp_••••›) */
   display: ArgumentDisplay[]
-  /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
+  /** How much harm the call could do, as the policy classifies it (see docs/reference/approvals.md) */
   risk: ApprovalRisk
   /** The policy rule that asked for approval, in words */
   reason: string
@@ -261,7 +261,7 @@ export type PendingApproval = {
   summary: string
   /** What to show the person deciding, as in the approval.requested event */
   display: ArgumentDisplay[]
-  /** How much harm the call could do, as the policy classifies it (see README, Approvals) */
+  /** How much harm the call could do, as the policy classifies it (see docs/reference/approvals.md) */
   risk: ApprovalRisk
   /** The policy rule that asked for approval, in words */
   reason: string
@@ -352,6 +352,12 @@ export type ApprovalsPage = {
   items: PendingApproval[]
   /** Pass as cursor for the next page; null on the last page */
   next_cursor: string | null
+}
+
+export type ApprovalAnswerResult = {
+  request_id: string
+  turn_id: string
+  decision: OperatorDecision
 }
 
 export type CancelResult = {
