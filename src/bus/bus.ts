@@ -27,6 +27,8 @@ export type ControlRequest =
   | { type: 'approval', request_id: string, principal: string, decision: 'yes' | 'no' | 'always' | 'edit', replacement?: string, reason?: string, decided_by: string, channel: string }
   /** Does a live connection of `principal` watch this turn or its session (an approval backchannel)? */
   | { type: 'watching', turn_id: string, session_id: string, principal: string }
+  /** A steering message for a turn running on the instance that answers (`steered` in its reply). */
+  | { type: 'steer', turn_id: string, principal: string, message: string }
 
 /** An instance's answer to a request; `handled: false` means "not mine" (so the asker can stop early). */
 export interface ControlReply {
@@ -38,6 +40,8 @@ export interface ControlReply {
   error?: string
   turn_id?: string
   status?: string
+  /** The answer to `steer`: the `user.message` event's seq, its place, how many wait. */
+  steered?: { seq: number, n: number, queued: number }
 }
 
 export type ControlMessage = (ControlRequest & ControlRpcHeader) | ControlReply

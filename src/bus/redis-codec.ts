@@ -5,6 +5,7 @@
  * by id. Everything read back is checked field by field; anything malformed is dropped (null).
  */
 import { MAX_DENIAL_REASON_CHARS, MAX_REPLACEMENT_CHARS } from '../../schemas/approval.js'
+import { MAX_MESSAGE_CHARS } from '../../schemas/turn.js'
 import { LEGACY_TENANT } from '../core/envelope.js'
 import { sessionKey } from '../core/tenancy.js'
 import type { BusEnvelope, ControlMessage } from './bus.js'
@@ -61,6 +62,12 @@ function parseObject (text: string): Record<string, unknown> | null {
   }
 }
 
+function isSteered (v: unknown): boolean {
+  if (typeof v !== 'object' || v === null) return false
+  const s = v as Record<string, unknown>
+  return [s.seq, s.n, s.queued].every((x) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0)
+}
+
 /** Parses a control-channel message; null when any field is missing, mistyped or oversized. */
 export function parseControl (text: string): ControlMessage | null {
   const value = parseObject(text)
@@ -69,7 +76,8 @@ export function parseControl (text: string): ControlMessage | null {
   const id = (k: string): boolean => isText(m[k], MAX_ID_CHARS)
   if (m.type === 'reply') {
     const ok = id('id') && id('to') && id('from') && typeof m.handled === 'boolean' &&
-      optionalText(m.error, MAX_ID_CHARS) && optionalText(m.turn_id, MAX_ID_CHARS) && optionalText(m.status, MAX_ID_CHARS)
+      optionalText(m.error, MAX_ID_CHARS) && optionalText(m.turn_id, MAX_ID_CHARS) && optionalText(m.status, MAX_ID_CHARS) &&
+      (m.steered === undefined || isSteered(m.steered))
     return ok ? value as unknown as ControlMessage : null
   }
   const rpc = m.rpc as Record<string, unknown> | undefined
@@ -77,6 +85,7 @@ export function parseControl (text: string): ControlMessage | null {
   let ok = false
   if (m.type === 'cancel') ok = id('turn_id') && id('principal') && isText(m.reason, MAX_TEXT_CHARS)
   else if (m.type === 'watching') ok = id('turn_id') && id('session_id') && id('principal')
+  else if (m.type === 'steer') ok = id('turn_id') && id('principal') && isText(m.message, MAX_MESSAGE_CHARS)
   else if (m.type === 'approval') {
     ok = id('request_id') && id('principal') && id('decided_by') && id('channel') &&
       typeof m.decision === 'string' && DECISIONS.has(m.decision) && optionalText(m.replacement, MAX_REPLACEMENT_CHARS) &&

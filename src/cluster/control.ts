@@ -9,11 +9,11 @@ import type { Logger } from 'pino'
 import type { ControlMessage, ControlReply, ControlRequest, ControlPlane, Unsubscribe } from '../bus/bus.js'
 import { isErrorCode, TollgateError, type ErrorCode } from '../core/errors.js'
 
-export type ReplyBody = Pick<ControlReply, 'error' | 'turn_id' | 'status'>
+export type ReplyBody = Pick<ControlReply, 'error' | 'turn_id' | 'status' | 'steered'>
 
 /** The refusals an instance answers a control request with; their text comes from the catalogue. */
 const REMOTE_ERROR_CODES: ReadonlySet<ErrorCode> = new Set(['APPROVAL_NOT_FOUND', 'APPROVAL_ALREADY_RESOLVED', 'APPROVAL_EXPIRED', 'APPROVAL_CANCELLED',
-  'INVALID_DECISION', 'TURN_NOT_FOUND'])
+  'INVALID_DECISION', 'TURN_NOT_FOUND', 'STEERING_CLOSED', 'STEERING_QUEUE_FULL', 'SHUTTING_DOWN'])
 
 /** The typed error another instance answered with; any other code is its internal failure. */
 export function remoteError (code: string): TollgateError {
@@ -87,6 +87,7 @@ export class ControlRpc {
         if (message.error !== undefined) body.error = message.error
         if (message.turn_id !== undefined) body.turn_id = message.turn_id
         if (message.status !== undefined) body.status = message.status
+        if (message.steered !== undefined) body.steered = message.steered
         p.settle(body)
         return
       }

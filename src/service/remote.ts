@@ -4,6 +4,7 @@
  * watches a turn from a socket elsewhere. Serving: the same questions from the other instances,
  * each answered with a reply body when it concerns something on this instance, null when not.
  */
+import type { SteerAccepted } from '../../schemas/steering.js'
 import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
 import type { ControlRequest } from '../bus/bus.js'
 import { ControlRpc, remoteError, type ControlRpcOptions, type ReplyBody } from '../cluster/control.js'
@@ -45,6 +46,18 @@ export async function applyControl (scope: RemoteScope, request: ControlRequest)
     }
     case 'watching':
       return scope.connections.watchedBy(request.principal, request.turn_id, request.session_id) ? {} : null
+    case 'steer': {
+      const active = scope.active.get(request.turn_id)
+      if (active === undefined) return null
+      if (active.record.owner !== request.principal) return { error: 'TURN_NOT_FOUND' }
+      try {
+        const { turn_id: turnId, ...steered } = await active.steer(request.message)
+        return { turn_id: turnId, steered }
+      } catch (err) {
+        if (err instanceof TollgateError) return { error: err.code }
+        throw err
+      }
+    }
   }
 }
 
@@ -65,6 +78,14 @@ export class RemoteTurns {
   /** Its instance cancels the turn and answers once the turn has ended. */
   async cancel (turnId: string, principal: string, reason: string): Promise<void> {
     await this.rpc.request({ type: 'cancel', turn_id: turnId, principal, reason })
+  }
+
+  /** Its instance queues the message for the turn; TURN_NOT_RUNNING when no instance runs it now. */
+  async steer (turnId: string, principal: string, message: string): Promise<SteerAccepted> {
+    const reply = await this.rpc.request({ type: 'steer', turn_id: turnId, principal, message })
+    if (reply === null) throw new TollgateError('TURN_NOT_RUNNING', 'no gateway instance runs this turn right now')
+    if (reply.error !== undefined || reply.steered === undefined) throw remoteError(reply.error ?? 'INTERNAL')
+    return { turn_id: turnId, ...reply.steered }
   }
 
   async answer (requestId: string, principal: string, answer: Omit<OperatorAnswer, 'principal'>): Promise<{ turnId: string }> {

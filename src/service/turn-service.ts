@@ -271,8 +271,16 @@ export class TurnService {
     if (active !== undefined && active.record.owner === principalKey(principal)) return await active.steer(message)
     const turn = await this.get(principal, turnId)
     if (turn.status !== 'running') throw new TollgateError('STEERING_CLOSED')
-    // Its queue lives in the process that runs it; steering does not cross instances (yet).
-    throw new TollgateError('TURN_NOT_RUNNING', 'the turn runs on another gateway instance: send the message to that instance')
+    // Its queue lives in the process that runs it.
+    try {
+      return await this.remote.steer(turnId, principalKey(principal), message)
+    } catch (err) {
+      // Nobody runs it: it may have ended in the meantime.
+      if (err instanceof TollgateError && err.code === 'TURN_NOT_RUNNING' && (await this.get(principal, turnId)).status !== 'running') {
+        throw new TollgateError('STEERING_CLOSED')
+      }
+      throw err
+    }
   }
 
   /** Operator answer from any front door (WS frame or REST), for a turn on any instance. */

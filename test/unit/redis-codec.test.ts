@@ -26,6 +26,16 @@ test('control messages with a missing, mistyped or oversized field are dropped',
   assert.equal(parseControl(JSON.stringify({ type: 'watching', turn_id: 'turn_1', principal: 't/s' })), null)
 })
 
+test('a steer request and its reply pass with their fields; an oversized message or a mistyped steered answer is dropped', () => {
+  const steer = { type: 'steer', turn_id: 'turn_1', principal: 't/s', message: 'shorter', rpc: { id: 'r1', from: 'a' } }
+  assert.deepEqual(parseControl(JSON.stringify(steer)), steer)
+  assert.equal(parseControl(JSON.stringify({ ...steer, message: 'x'.repeat(100_001) })), null)
+  assert.equal(parseControl(JSON.stringify({ ...steer, message: 7 })), null)
+  const reply = { type: 'reply', id: 'r1', to: 'a', from: 'b', handled: true, turn_id: 'turn_1', steered: { seq: 4, n: 1, queued: 1 } }
+  assert.deepEqual(parseControl(JSON.stringify(reply)), reply)
+  assert.equal(parseControl(JSON.stringify({ ...reply, steered: { seq: '4', n: 1, queued: 1 } })), null)
+})
+
 test('an envelope needs a turn, a session, a positive integer seq and an event kind', () => {
   const good = { turn_id: 'turn_1', session_id: 'ses_1', tenant: 'acme', seq: 3, ts: '2026-01-01T00:00:00.000Z', event: { kind: 'iteration', n: 1 } }
   assert.deepEqual(parseEnvelope(JSON.stringify(good)), good)
