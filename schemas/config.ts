@@ -438,6 +438,15 @@ export type RuntimeProfileConfig = Static<typeof RuntimeProfileConfig>
 
 export const DEFAULT_AUTO_APPROVE = ['file_read', 'tool_search']
 
+const RuleTexts = Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [], maxItems: 512 })
+
+/** `tool` or `tool(specifier)` entries; deny > ask > allow > the profile's other settings (docs/guides/permissions.md). */
+export const PermissionRules = Type.Object({
+  allow: RuleTexts,
+  ask: RuleTexts,
+  deny: RuleTexts
+}, { additionalProperties: false, default: {} })
+
 export const RiskProfileConfig = Type.Object({
   level: Type.Union([Type.Literal('readonly'), Type.Literal('supervised'), Type.Literal('full')], { default: 'supervised' }),
   auto_approve: Type.Array(Type.String(), { default: DEFAULT_AUTO_APPROVE }),
@@ -446,6 +455,10 @@ export const RiskProfileConfig = Type.Object({
   allowed_tools: Type.Array(Type.String(), { default: [], description: 'Empty: no constraint' }),
   shell_network: Type.Boolean({
     default: false, description: 'Sandboxed shell commands of agents with this profile may reach the network (bwrap only; none always can)'
+  }),
+  permissions: PermissionRules,
+  permissions_mode: Type.Union([Type.Literal('enforce'), Type.Literal('shadow')], {
+    default: 'enforce', description: 'shadow: the rules are evaluated, logged and counted, but the profile\'s other settings still decide'
   })
 }, { additionalProperties: false })
 export type RiskProfileConfig = Static<typeof RiskProfileConfig>

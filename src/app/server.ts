@@ -27,7 +27,7 @@ import { createProviders } from '../providers/index.js'
 import { createObservability } from '../observe/observability.js'
 import { connectionUrl, createStore } from '../store/create.js'
 import type { Store } from '../store/store.js'
-import { createBuiltinTools } from '../tools/builtin/index.js'
+import { BUILTIN_TOOL_NAMES, createBuiltinTools } from '../tools/builtin/index.js'
 import { FileProcessLedger, sweepProcessLedger } from '../tools/builtin/process-ledger.js'
 import { bwrapLauncher, cannotRun, probeLauncher, unconfinedLauncher, type Launcher } from '../tools/builtin/sandbox.js'
 import { SandboxCgroups, type CgroupLimits } from '../tools/builtin/sandbox-cgroups.js'
@@ -63,6 +63,7 @@ import { installErrorHandlers } from './http-errors.js'
 import { Lifecycle } from './lifecycle.js'
 import { trackUnusedSockets } from './unused-sockets.js'
 import { RedisTurnSlots } from '../cluster/turn-slots.js'
+import { loadPermissionBook } from '../approval/permission-book.js'
 import { receiptKeyring } from '../receipts/keyring.js'
 
 export type { Gateway } from './gateway.js'
@@ -283,6 +284,11 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     lifecycle.opened('files', async () => { await files.close() })
     lifecycle.opened('sandbox', closeSandbox)
     warnOpenAutoApprovingAgents(config, catalog, mcp, log)
+    const permissions = await loadPermissionBook(config, {
+      has: (name) => catalog.has(name) || BUILTIN_TOOL_NAMES.includes(name),
+      mcpServers: new Set(Object.keys(config.mcp.servers))
+    })
+    lifecycle.opened('permissions', () => { permissions.close() })
     const turns = new TurnService({
       config,
       catalog,
@@ -298,7 +304,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       broker: new ApprovalBroker(),
       instanceId,
       receipts,
-      slots
+      slots,
+      permissions
     })
     lifecycle.opened('turns', async () => { await turns.shutdown() })
     const lease = await InstanceLease.start({

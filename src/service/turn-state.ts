@@ -5,6 +5,7 @@
  * backchannel test, and the record keeps its tool calls (in model order), approval audit,
  * pending approvals and usage as they happen.
  */
+import type { PermissionBook } from '../approval/permission-book.js'
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { TurnRequest } from '../../schemas/turn.js'
@@ -38,6 +39,7 @@ export interface ExecutionDeps {
   hooks: ToolHooks
   mcp?: McpToolSource
   workspaces: WorkspaceLayout
+  permissions?: PermissionBook
 }
 
 export interface NewTurn {
@@ -69,6 +71,7 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     message: request.message,
     ...(request.approval_timeout_ms === undefined ? {} : { approvalTimeoutMs: request.approval_timeout_ms }),
     receiptGenerator: turn.receipts,
+    ...(deps.permissions === undefined ? {} : { permissions: deps.permissions }),
     // Checked (and made) once per turn, by its first tool that asks.
     workspaceDir: () => (workspaceDir ??= deps.workspaces.dirFor(turn.tenant, session.session_id)),
     workspaceOwner: deps.workspaces.ownerFor(turn.tenant)
