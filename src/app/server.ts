@@ -25,7 +25,8 @@ import { McpManager } from '../mcp/manager.js'
 import { composeObservers, type Observer } from '../observe/observer.js'
 import { createProviders } from '../providers/index.js'
 import { createObservability } from '../observe/observability.js'
-import { connectionUrl, createStore } from '../store/create.js'
+import { connectionUrl, createAuditLedger, createStore } from '../store/create.js'
+import { AuditRecorder } from '../service/audit-recorder.js'
 import type { Store } from '../store/store.js'
 import { BUILTIN_TOOL_NAMES, createBuiltinTools } from '../tools/builtin/index.js'
 import { FileProcessLedger, sweepProcessLedger } from '../tools/builtin/process-ledger.js'
@@ -49,6 +50,7 @@ import healthRoutes from '../../routes/health.js'
 import metricsRoutes from '../../routes/metrics.js'
 import turnRoutes from '../../routes/turns.js'
 import approvalRoutes from '../../routes/approvals.js'
+import auditRoutes from '../../routes/audit.js'
 import receiptRoutes from '../../routes/receipts.js'
 import sessionRoutes from '../../routes/sessions.js'
 import toolRoutes from '../../routes/tools.js'
@@ -254,6 +256,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   try {
     const store = options.store ?? await createStore(config, { instanceId, env, log })
     lifecycle.opened('store', async () => { await store.close() })
+    const audit = new AuditRecorder(await createAuditLedger(config, { env, log }), log)
+    lifecycle.opened('audit', async () => { await audit.close() })
     const bus = options.bus ?? await createBus(config, { store, env, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
     lifecycle.opened('bus', async () => { await bus.close() })
     const slots = config.bus.kind === 'redis'
@@ -305,7 +309,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       instanceId,
       receipts,
       slots,
-      permissions
+      permissions,
+      audit
     })
     lifecycle.opened('turns', async () => { await turns.shutdown() })
     const lease = await InstanceLease.start({
@@ -366,6 +371,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       metrics: observability.metrics,
       bus,
       store,
+      audit,
       instanceId,
       auth,
       origins,
@@ -390,6 +396,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(turnRoutes)
     await app.register(approvalRoutes)
     await app.register(receiptRoutes)
+    await app.register(auditRoutes)
     await app.register(sessionRoutes)
     await app.register(toolRoutes)
     await app.register(agUiRoutes)

@@ -49,7 +49,9 @@ export type ObserverEvent =
    */
   | ({
     kind: 'permission', tool: string, call_id: string, rule: string, outcome: string, mode: 'enforce' | 'shadow',
-    policy_version: string, requirement: string, reason: string
+    policy_version: string, requirement: string, reason: string,
+    /** A shell call's parsed plan: each simple command with its outcome and rule, and the hazards. */
+    plan?: unknown
   } & ObserverCorrelation)
   /** A durable turn's checkpoint could not be made at `step`; the turn went on from its last one. */
   | ({ kind: 'checkpoint_failed', step: ObservedCheckpointStep } & ObserverCorrelation)

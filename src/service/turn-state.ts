@@ -5,6 +5,7 @@
  * backchannel test, and the record keeps its tool calls (in model order), approval audit,
  * pending approvals and usage as they happen.
  */
+import type { AuditRecorder } from './audit-recorder.js'
 import type { PermissionBook } from '../approval/permission-book.js'
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
@@ -40,6 +41,8 @@ export interface ExecutionDeps {
   mcp?: McpToolSource
   workspaces: WorkspaceLayout
   permissions?: PermissionBook
+  /** The tenants' audit chains, fed from each turn's observer records. */
+  audit?: AuditRecorder
 }
 
 export interface NewTurn {
@@ -62,7 +65,7 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     agentName: session.agent,
     catalog: deps.catalog,
     providers: deps.providers,
-    observer: deps.observer,
+    observer: deps.audit === undefined ? deps.observer : deps.audit.observerFor(deps.observer, turn.tenant),
     hooks: deps.hooks,
     grants: turn.grants,
     channel: turn.channel,

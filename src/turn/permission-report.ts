@@ -22,6 +22,7 @@ export function reportPermission (
     policy_version: permission.policyVersion,
     requirement: verdict.requirement,
     reason: permission.reason,
+    ...(permission.plan === undefined ? {} : { plan: permission.plan }),
     turn_id: state.turnId,
     session_id: state.sessionId,
     agent: exec.agent,
