@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { deepMerge } from '../../src/core/config.js'
 import { startFakeProvider } from '../helpers/fake-provider.js'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
+import { BYPASS_CORPUS } from '../fixtures/shell-bypass-corpus.js'
 
 type After = { after: (fn: () => Promise<void>) => void }
 
@@ -67,6 +68,15 @@ test('with allow and deny rules on a non-interactive turn only allowed plans run
   assert.notEqual(status['git status'], 'denied')
   assert.equal(status['git status; touch p'], 'denied')
   assert.equal(await exists(join(g.workspace, 'keep.txt')), true)
+  assert.equal(await exists(join(g.workspace, 'p')), false)
+})
+
+test('every spelling of the bypass corpus ends denied on a non-interactive turn and nothing runs', async (t) => {
+  const g = await permissionsGateway(t)
+  for (let i = 0; i < BYPASS_CORPUS.length; i += 20) {
+    const outcomes = await runCommands(g, BYPASS_CORPUS.slice(i, i + 20))
+    for (const o of outcomes) assert.equal(o.status, 'denied', `${JSON.stringify(o.command)} → ${o.status}: ${o.output}`)
+  }
   assert.equal(await exists(join(g.workspace, 'p')), false)
 })
 

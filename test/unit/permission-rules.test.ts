@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { RuleError, type KnownTools } from '../../src/approval/permission-rules.js'
 import { compileProfilePermissions, decidePermission, type PermissionsMode, type ProfilePermissions } from '../../src/approval/permissions.js'
 import { loadShellSyntax } from '../../src/approval/shell-parser.js'
+import { BYPASS_CORPUS } from '../fixtures/shell-bypass-corpus.js'
 
 const syntax = await loadShellSyntax()
 const BUILTINS = ['shell', 'file_read', 'file_write', 'http_request']
@@ -69,28 +70,7 @@ test('harmless redirections keep an allowed command allowed', () => {
 })
 
 test('bypass corpus: no spelling of a command outside the allow rules is allowed', () => {
-  const corpus = [
-    // wrappers and shells
-    'env ls; touch p', 'command -p touch p', 'nice -10 touch p', 'stdbuf -o0 touch p', 'setsid touch p', 'xargs touch < list', 'sh -c "$CMD"',
-    'bash -c "ls; touch p"', "sh -ec 'touch p'", 'sh -c -- "ls; touch p"', 'ls | sh', 'ls | bash -s', 'busybox touch p', 'sudo -s', 'sudo -i touch p',
-    // separators, pipes, newlines
-    'ls;touch p', 'ls&&touch p', 'ls||touch p', 'ls|touch p', 'ls|&touch p', 'ls &touch p', 'ls\r\ntouch p', 'ls\n\ntouch p', 'ls \\\n; touch p',
-    // substitutions and expansions
-    'ls $(touch p)', 'ls `touch p`', 'ls <(touch p)', 'ls >(touch p)', 'ls $((1+$(touch p)))', 'ls "${x:-`touch p`}"', '$(echo touch) p',
-    '`echo touch` p', '$CMD p', '${CMD} p', '$\'touch\' p', 'ls${IFS}&&${IFS}touch p', '${IFS}touch p', 't${X}ouch p',
-    // quoting tricks
-    '"ls"; touch p', "l's' -la; touch p", 'l\\s; touch p', '"ls;touch p"', "'ls' && 'touch' p",
-    // unicode lookalikes
-    'ｌｓ', 'ls\u037etouch p', 'l\u200bs', '\u217cs',
-    // aliases, functions, PATH tricks
-    'alias ls=touch; ls p', 'ls() { touch p; }; ls', 'PATH=. ls', 'PATH=/tmp:$PATH ls', 'export PATH=.; ls', './ls', '/tmp/ls',
-    'BASH_ENV=x ls', 'hash -p /bin/touch ls; ls',
-    // glob-expanded command names
-    '/bin/t?uch p', '/usr/bin/tou* p', '[t]ouch p', '{touch,p}', '~/bin/ls', 'l? -la', 'l[s] -la', '*',
-    // eval and friends
-    'eval ls', 'eval "touch p"', 'source ./x', '. ./x', 'exec touch p', 'coproc touch p', 'ls & disown; touch p'
-  ]
-  for (const command of corpus) {
+  for (const command of BYPASS_CORPUS) {
     const decision = shell(command)
     assert.notEqual(decision.outcome, 'allow', `${JSON.stringify(command)} was allowed by ${decision.rule}`)
   }
