@@ -55,6 +55,13 @@ export function compileProfilePermissions (
   return { rules: compileRules(source, known), mode: source.mode, version: policyVersion(source, source.mode), syntax }
 }
 
+/** What a person is shown at most: a command of thousands of parts still makes a readable question. */
+const MAX_NEEDS = 20
+
+function bounded (needs: string[]): string[] {
+  return needs.length <= MAX_NEEDS ? needs : [...needs.slice(0, MAX_NEEDS), `… and ${needs.length - MAX_NEEDS} more`]
+}
+
 function firstRule (
   rules: readonly PermissionRule[], list: PermissionRule['list'], test: (rule: PermissionRule) => boolean
 ): PermissionRule | undefined {
@@ -100,20 +107,21 @@ function decideShell (
     return { ...base, outcome: 'deny', rule: denied.rule, needs: [], reason: `\`${denied.command}\` is denied by ${denied.rule}` }
   }
   if (plan.hazards.length > 0) {
-    const needs = plan.hazards.map((h) => `${h.text}: ${HAZARD_REASONS[h.kind]}`)
+    const needs = bounded(plan.hazards.map((h) => `${h.text}: ${HAZARD_REASONS[h.kind]}`))
     return { ...base, outcome: 'ask', rule: DEFAULT_RULE, needs, reason: `no rule can allow this command: ${needs.join('; ')}` }
   }
   const grantable = plan.commands.filter((c) => !c.words.includes(null)).map((c) => c.text)
   const asked = commands.find((c) => c.outcome === 'ask')
   if (asked !== undefined) {
-    const needs = commands.filter((c) => c.outcome === 'ask').map((c) => `${c.command}: matches ${c.rule}`)
+    const needs = bounded(commands.filter((c) => c.outcome === 'ask').map((c) => `${c.command}: matches ${c.rule}`))
     return { ...base, outcome: 'ask', rule: asked.rule, needs, grantable, reason: `\`${asked.command}\` matches ${asked.rule}, which asks` }
   }
   const unmatched = commands.filter((c) => c.outcome === 'default')
   if (commands.length === 0) return { ...base, outcome: 'default', rule: DEFAULT_RULE, needs: [], reason: 'the command runs nothing' }
   if (unmatched.length > 0) {
-    const needs = unmatched.map((c) => `${c.command}: no rule allows it`)
-    return { ...base, outcome: 'default', rule: DEFAULT_RULE, needs, grantable, reason: `not allowed by any rule: ${unmatched.map((c) => `\`${c.command}\``).join(', ')}` }
+    const needs = bounded(unmatched.map((c) => `${c.command}: no rule allows it`))
+    const listed = bounded(unmatched.map((c) => `\`${c.command}\``)).join(', ')
+    return { ...base, outcome: 'default', rule: DEFAULT_RULE, needs, grantable, reason: `not allowed by any rule: ${listed}` }
   }
   const deciding = commands.find((c) => c.rule !== GRANT_RULE) ?? commands[0]
   return {
@@ -122,6 +130,6 @@ function decideShell (
     rule: deciding?.rule ?? DEFAULT_RULE,
     needs: [],
     grantable,
-    reason: `every command is allowed: ${commands.map((c) => `\`${c.command}\` by ${c.rule}`).join(', ')}`
+    reason: `every command is allowed: ${bounded(commands.map((c) => `\`${c.command}\` by ${c.rule}`)).join(', ')}`
   }
 }

@@ -132,3 +132,12 @@ test('the policy version changes with the rules and the mode, not with their ord
   assert.notEqual(a.version, d.version)
   assert.match(a.version, /^sha256:[0-9a-f]{16}$/)
 })
+
+test('a command of many parts shows the person at most twenty of them', () => {
+  const command = Array.from({ length: 50 }, (_v, i) => `touch f${i}`).join('; ')
+  const decision = shell(command)
+  assert.equal(decision.outcome, 'default')
+  assert.equal(decision.needs.length, 21)
+  assert.equal(decision.needs.at(-1), '… and 30 more')
+  assert.equal(decision.grantable?.length, 50, 'always still grants every part it was shown for')
+})
