@@ -3,14 +3,20 @@
  * cards and asks at the prompt about approvals. The token comes from TOLLGATE_TOKEN (preferred:
  * a --token argument is visible to other local users in the process list).
  */
+import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { acpMain } from './acp.js'
+import { verifyAuditChain } from './audit-verify.js'
 import { DEFAULT_ANSWER_GUARD_MS, startChat } from './chat.js'
 import { TollgateClientError } from '@tollgate/client'
 import { createNodeClient } from '@tollgate/client/node'
 
 const HELP = `usage: tollgate chat [options] [message...]
        tollgate acp [--url URL] [--agent NAME]   (Agent Client Protocol on stdio; see tollgate acp --help)
+       tollgate audit verify FILE
+
+audit verify: checks an audit chain exported from GET /v1/audit?format=jsonl; exits 0 when it
+holds, 1 naming the first broken line.
 
 Talk to a Tollgate gateway. With a message, runs that one turn and exits (0 when it completed);
 without, reads messages line by line (/new: new session, /quit or Ctrl-D: end).
@@ -39,6 +45,7 @@ async function main (argv: string[]): Promise<number> {
     return command === undefined ? 2 : 0
   }
   if (command === 'acp') return await acpMain(rest)
+  if (command === 'audit') return await auditCommand(rest)
   if (command !== 'chat') {
     process.stderr.write(`tollgate: unknown command ${JSON.stringify(command)}\n\n${HELP}`)
     return 2
@@ -111,6 +118,28 @@ async function main (argv: string[]): Promise<number> {
   } finally {
     client.close()
   }
+}
+
+async function auditCommand (args: string[]): Promise<number> {
+  const [sub, file, ...extra] = args
+  if (sub !== 'verify' || file === undefined || extra.length > 0) {
+    process.stderr.write('tollgate: usage: tollgate audit verify FILE\n')
+    return 2
+  }
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (err) {
+    process.stderr.write(`tollgate: cannot read ${file}: ${(err as Error).message}\n`)
+    return 2
+  }
+  const result = verifyAuditChain(text)
+  if (result.ok) {
+    process.stdout.write(`${file}: chain of ${result.entries} entries verified\n`)
+    return 0
+  }
+  process.stderr.write(`${file}:${result.line}: broken chain: ${result.problem}\n`)
+  return 1
 }
 
 process.exitCode = await main(process.argv.slice(2))

@@ -56,6 +56,12 @@ export const PendingApproval = Type.Object({
   display: Type.Array(ArgumentDisplay, { description: 'What to show the person deciding, as in the approval.requested event' }),
   risk: ApprovalRisk,
   reason: Type.String({ description: 'The policy rule that asked for approval, in words' }),
+  rule: Type.Optional(Type.String({
+    description: 'The permission rule that asked (`default`: no rule allows the call); absent without permission rules'
+  })),
+  needs: Type.Optional(Type.Array(Type.String(), {
+    description: 'The parts of the call that need the answer, each with why: simple commands no rule allows, or what no rule can allow'
+  })),
   requested_at: Timestamp,
   expires_at: Timestamp
 }, { title: 'PendingApproval' })

@@ -459,6 +459,16 @@ export type RuntimeProfileConfig = Static<typeof RuntimeProfileConfig>
 
 export const DEFAULT_AUTO_APPROVE = ['file_read', 'tool_search']
 
+const ruleTexts = (description: string): ReturnType<typeof Type.Array<ReturnType<typeof Type.String>>> =>
+  Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [], maxItems: 512, description })
+
+/** `tool` or `tool(specifier)` entries; deny > ask > allow > the profile's other settings (docs/guides/permissions.md). */
+export const PermissionRules = Type.Object({
+  allow: ruleTexts('Calls these rules match run without asking, unless an ask or deny rule matches too (e.g. "shell(git status)", "shell(npm run test:*)", "file_write(notes/**)")'),
+  ask: ruleTexts('Calls these rules match wait for a person\'s answer, unless a deny rule matches too'),
+  deny: ruleTexts('Calls these rules match never run; the result names the rule (e.g. "shell(rm:*)")')
+}, { additionalProperties: false, default: {} })
+
 export const RiskProfileConfig = Type.Object({
   level: Type.Union([Type.Literal('readonly'), Type.Literal('supervised'), Type.Literal('full')], {
     default: 'supervised',
@@ -470,6 +480,10 @@ export const RiskProfileConfig = Type.Object({
   allowed_tools: Type.Array(Type.String(), { default: [], description: 'Empty: no constraint' }),
   shell_network: Type.Boolean({
     default: false, description: 'Sandboxed shell commands of agents with this profile may reach the network (bwrap only; none always can)'
+  }),
+  permissions: PermissionRules,
+  permissions_mode: Type.Union([Type.Literal('enforce'), Type.Literal('shadow')], {
+    default: 'enforce', description: 'shadow: the rules are evaluated, logged and counted, but the profile\'s other settings still decide'
   })
 }, { additionalProperties: false })
 export type RiskProfileConfig = Static<typeof RiskProfileConfig>

@@ -2,6 +2,7 @@
  * The running gateway as routes and transports see it: its HTTP app and the services composed by
  * app/server.ts. A type only, so routes depend on it without depending on the composition root.
  */
+import type { AuditRecorder } from '../service/audit-recorder.js'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import type { Authenticator } from '../auth/authenticate.js'
@@ -31,6 +32,8 @@ export interface Gateway {
   metrics: GatewayMetrics | null
   bus: EventBus
   store: Store
+  /** The tenants' hash-chained audit (GET /v1/audit). */
+  audit: AuditRecorder
   /** This process on the store's leases and the bus's control plane. */
   instanceId: string
   auth: Authenticator

@@ -9,7 +9,7 @@
  * HTTP side (WebSockets get 1001 "going away"); then what turns used; the store and the
  * authenticator last, since the lease and the bus write through the store.
  */
-export const CLOSE_ORDER = ['turns', 'observability', 'http', 'mcp', 'files', 'sandbox', 'providers', 'lease', 'slots', 'bus', 'store', 'auth'] as const
+export const CLOSE_ORDER = ['turns', 'observability', 'http', 'mcp', 'files', 'sandbox', 'permissions', 'providers', 'lease', 'slots', 'bus', 'audit', 'store', 'auth'] as const
 
 export type Resource = typeof CLOSE_ORDER[number]
 

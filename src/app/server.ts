@@ -26,9 +26,10 @@ import { McpManager } from '../mcp/manager.js'
 import { composeObservers, type Observer } from '../observe/observer.js'
 import { createProviders } from '../providers/index.js'
 import { createObservability } from '../observe/observability.js'
-import { connectionUrl, createStore } from '../store/create.js'
+import { connectionUrl, createAuditLedger, createStore } from '../store/create.js'
+import { AuditRecorder } from '../service/audit-recorder.js'
 import type { Store } from '../store/store.js'
-import { createBuiltinTools } from '../tools/builtin/index.js'
+import { BUILTIN_TOOL_NAMES, createBuiltinTools } from '../tools/builtin/index.js'
 import { FileProcessLedger, sweepProcessLedger } from '../tools/builtin/process-ledger.js'
 import { bwrapLauncher, cannotRun, probeLauncher, unconfinedLauncher, type Launcher } from '../tools/builtin/sandbox.js'
 import { SandboxCgroups, type CgroupLimits } from '../tools/builtin/sandbox-cgroups.js'
@@ -52,6 +53,7 @@ import metricsRoutes from '../../routes/metrics.js'
 import turnRoutes from '../../routes/turns.js'
 import approvalRoutes from '../../routes/approvals.js'
 import steeringRoutes from '../../routes/steering.js'
+import auditRoutes from '../../routes/audit.js'
 import receiptRoutes from '../../routes/receipts.js'
 import sessionRoutes from '../../routes/sessions.js'
 import toolRoutes from '../../routes/tools.js'
@@ -69,6 +71,7 @@ import { installErrorHandlers } from './http-errors.js'
 import { Lifecycle } from './lifecycle.js'
 import { trackUnusedSockets } from './unused-sockets.js'
 import { RedisTurnSlots } from '../cluster/turn-slots.js'
+import { loadPermissionBook } from '../approval/permission-book.js'
 import { receiptKeyring } from '../receipts/keyring.js'
 
 export type { Gateway } from './gateway.js'
@@ -262,6 +265,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   try {
     const store = options.store ?? await createStore(config, { instanceId, env, log })
     lifecycle.opened('store', async () => { await store.close() })
+    const audit = new AuditRecorder(await createAuditLedger(config, { env, log }), log)
+    lifecycle.opened('audit', async () => { await audit.close() })
     const bus = options.bus ?? await createBus(config, { store, env, log, ...(options.afterEventWrite === undefined ? {} : { afterGroupWrite: options.afterEventWrite }), onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
     lifecycle.opened('bus', async () => { await bus.close() })
     const slots = config.bus.kind === 'redis'
@@ -292,6 +297,11 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     lifecycle.opened('files', async () => { await files.close() })
     lifecycle.opened('sandbox', closeSandbox)
     warnOpenAutoApprovingAgents(config, catalog, mcp, log)
+    const permissions = await loadPermissionBook(config, {
+      has: (name) => catalog.has(name) || BUILTIN_TOOL_NAMES.includes(name),
+      mcpServers: new Set(Object.keys(config.mcp.servers))
+    })
+    lifecycle.opened('permissions', () => { permissions.close() })
     const turns = new TurnService({
       config,
       catalog,
@@ -307,7 +317,9 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       broker: new ApprovalBroker(),
       instanceId,
       receipts,
-      slots
+      slots,
+      permissions,
+      audit
     })
     lifecycle.opened('turns', async () => { await turns.shutdown() })
     const lease = await InstanceLease.start({
@@ -371,6 +383,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       metrics: observability.metrics,
       bus,
       store,
+      audit,
       instanceId,
       auth,
       origins,
@@ -396,6 +409,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(approvalRoutes)
     await app.register(steeringRoutes)
     await app.register(receiptRoutes)
+    await app.register(auditRoutes)
     await app.register(sessionRoutes)
     await app.register(toolRoutes)
     await app.register(agUiRoutes)

@@ -92,6 +92,7 @@ export class ApprovalBroker {
       display: question.display,
       risk: question.risk,
       reason: question.reason,
+      ...permissionFields(question),
       requested_at: new Date(now).toISOString(),
       expires_at: new Date(now + question.timeoutMs).toISOString()
     }
@@ -126,6 +127,7 @@ export class ApprovalBroker {
         display: question.display,
         risk: question.risk,
         reason: question.reason,
+        ...permissionFields(question),
         requested_at: view.requested_at,
         expires_at: view.expires_at
       })
@@ -172,5 +174,13 @@ export class ApprovalBroker {
 
   pendingCount (): number {
     return this.pending.size
+  }
+}
+
+/** The permission rule that asked and the parts of the call that need the answer, when rules asked. */
+function permissionFields (question: ApprovalQuestion): { rule?: string, needs?: string[] } {
+  return {
+    ...(question.rule === undefined ? {} : { rule: question.rule }),
+    ...(question.needs === undefined || question.needs.length === 0 ? {} : { needs: question.needs })
   }
 }

@@ -18,6 +18,10 @@ export interface ApprovalQuestion {
   risk: ApprovalRisk
   /** The policy rule that asked, in words. */
   reason: string
+  /** The permission rule that asked (`default` when no rule allowed it); absent without rules. */
+  rule?: string
+  /** The parts of the call that need the answer, each with why (a shell command's simple commands or hazards). */
+  needs?: string[]
   timeoutMs: number
   /** Nobody who could answer is connected: wait anyway (REST, a later subscriber) or deny at once. */
   whenUnwatched: 'wait' | 'deny'

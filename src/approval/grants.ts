@@ -31,6 +31,16 @@ export class SessionGrants {
     return command !== null && this.commands.get(tool)?.has(normalizeCommand(command)) === true
   }
 
+  /** Whether one simple command of a parsed plan has its own grant. */
+  allowsCommand (tool: string, command: string): boolean {
+    return this.commands.get(tool)?.has(normalizeCommand(command)) === true
+  }
+
+  /** A grant of one simple command of a parsed plan. */
+  grantCommand (tool: string, command: string): void {
+    this.addCommand(tool, command)
+  }
+
   /** A grant for the call answered `always`; a command tool's call without a command grants nothing. */
   grant (tool: string, args: Record<string, unknown>): void {
     if (!COMMAND_GRANT_TOOLS.has(tool)) {

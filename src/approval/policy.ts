@@ -5,21 +5,57 @@
 import type { RiskProfileConfig } from '../../schemas/config.js'
 import type { ApprovalGrant } from '../../schemas/session.js'
 import type { SessionGrants } from './grants.js'
+import { decidePermission, type PermissionDecision, type ProfilePermissions } from './permissions.js'
 
 export type ApprovalRequirement = 'prompt' | 'approved' | 'not_required'
+
+/** What the gate does with one call: the requirement, or `denied` by a rule, and the rule decision behind it. */
+export interface GateVerdict {
+  requirement: ApprovalRequirement | 'denied'
+  /** The permission rules' decision; null when the profile has no rules. */
+  permission: PermissionDecision | null
+  /** The profile runs its rules in shadow: `permission` was logged and counted, `requirement` is the old one. */
+  shadow: boolean
+}
 
 export class ApprovalManager {
   private readonly level: RiskProfileConfig['level']
   private readonly autoApprove: ReadonlySet<string>
   private readonly alwaysAsk: ReadonlySet<string>
   private readonly grants: SessionGrants
+  private readonly permissions: ProfilePermissions | null
 
-  /** `grants` is the session's own set, shared so `always` survives into later turns. */
-  constructor (profile: RiskProfileConfig, grants: SessionGrants) {
+  /**
+   * `grants` is the session's own set, shared so `always` survives into later turns;
+   * `permissions` the profile's compiled rules (null: it has none).
+   */
+  constructor (profile: RiskProfileConfig, grants: SessionGrants, permissions: ProfilePermissions | null = null) {
     this.level = profile.level
     this.autoApprove = new Set(profile.auto_approve)
     this.alwaysAsk = new Set(profile.always_ask)
     this.grants = grants
+    this.permissions = permissions
+  }
+
+  /**
+   * The gate's verdict: deny > ask > allow rules > the profile's other settings (`requirement`).
+   * In shadow mode the rules' decision is reported but `requirement` stands.
+   */
+  verdict (tool: string, args: Record<string, unknown>): GateVerdict {
+    const old = this.requirement(tool, args)
+    if (this.permissions === null) return { requirement: old, permission: null, shadow: false }
+    const permission = decidePermission(this.permissions, tool, args, (command) => this.grants.allowsCommand(tool, command))
+    if (this.permissions.mode === 'shadow') return { requirement: old, permission, shadow: true }
+    switch (permission.outcome) {
+      case 'deny':
+        return { requirement: 'denied', permission, shadow: false }
+      case 'ask':
+        return { requirement: 'prompt', permission, shadow: false }
+      case 'allow':
+        return { requirement: 'approved', permission, shadow: false }
+      case 'default':
+        return { requirement: old, permission, shadow: false }
+    }
   }
 
   /** `level = "readonly"`: only calls whose effect is `read` may run (`src/approval/read-only.ts`). */
@@ -50,11 +86,18 @@ export class ApprovalManager {
   }
 
   needsApproval (tool: string, args: Record<string, unknown>): boolean {
-    return this.requirement(tool, args) === 'prompt'
+    return this.verdict(tool, args).requirement === 'prompt'
   }
 
-  /** The call answered `always`: its tool, or for `shell` its exact command. */
-  grantAlways (tool: string, args: Record<string, unknown>): void {
+  /**
+   * The call answered `always`: its tool, or for `shell` its exact command; under enforced rules
+   * the plan's simple commands, never more (a command with a hazard grants nothing).
+   */
+  grantAlways (tool: string, args: Record<string, unknown>, permission: PermissionDecision | null = null): void {
+    if (permission?.plan !== undefined && this.permissions?.mode === 'enforce') {
+      for (const command of permission.grantable ?? []) this.grants.grantCommand(tool, command)
+      return
+    }
     this.grants.grant(tool, args)
   }
 

@@ -65,6 +65,20 @@ export function createLogObserver (log: Logger, options: LogObserverOptions): Ob
             ...correlation(event)
           }, 'tool call finished')
           return
+        case 'permission':
+          log.info({
+            audit: 'permission_decision',
+            call_id: event.call_id,
+            tool: event.tool,
+            rule: event.rule,
+            outcome: event.outcome,
+            mode: event.mode,
+            policy_version: event.policy_version,
+            requirement: event.requirement,
+            reason: event.reason,
+            ...correlation(event)
+          }, `permission ${event.outcome} for ${event.tool} by ${event.rule}${event.mode === 'shadow' ? ' (shadow)' : ''}`)
+          return
         case 'approval':
           log.info({
             audit: 'approval_decision',

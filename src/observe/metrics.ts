@@ -61,6 +61,7 @@ export class GatewayMetrics implements Observer {
   private readonly toolCalls: Counter<'tool' | 'status'>
   private readonly toolDuration: Histogram<'tool' | 'status'>
   private readonly approvals: Counter<'decision' | 'channel'>
+  private readonly permissions: Counter<'rule' | 'outcome' | 'mode'>
   private readonly turnsTotal: Counter<'status'>
   private readonly turnDuration: Histogram<'status'>
   private readonly eventsSent: Counter<'transport'>
@@ -76,6 +77,13 @@ export class GatewayMetrics implements Observer {
     this.toolCalls = new Counter({ name: `${p}tool_calls_total`, help: 'Tool calls dispatched for execution, by terminal status (ok, error, interrupted)', labelNames: ['tool', 'status'], registers })
     this.toolDuration = new Histogram({ name: `${p}tool_call_duration_seconds`, help: 'Wall time of dispatched tool calls', labelNames: ['tool', 'status'], buckets: TOOL_BUCKETS, registers })
     this.approvals = new Counter({ name: `${p}approvals_total`, help: 'Approval decisions, by decision and the channel that decided', labelNames: ['decision', 'channel'], registers })
+    // Rule labels are rules as written in the configuration (or `default`, `session grant`): bounded.
+    this.permissions = new Counter({
+      name: `${p}permission_decisions_total`,
+      help: 'Permission rule decisions at the approval gate, by deciding rule, outcome (allow, ask, deny, default) and mode (enforce, shadow)',
+      labelNames: ['rule', 'outcome', 'mode'],
+      registers
+    })
     this.turnsTotal = new Counter({ name: `${p}turns_total`, help: 'Finished turns, by terminal status', labelNames: ['status'], registers })
     this.turnDuration = new Histogram({
       name: `${p}turn_duration_seconds`,
@@ -138,6 +146,9 @@ export class GatewayMetrics implements Observer {
       }
       case 'approval':
         this.approvals.inc({ decision: event.decision, channel: event.approval_channel })
+        return
+      case 'permission':
+        this.permissions.inc({ rule: event.rule, outcome: event.outcome, mode: event.mode })
         return
       case 'turn_end':
         this.turnsTotal.inc({ status: event.status })

@@ -43,6 +43,16 @@ export type ObserverEvent =
     success: boolean, status: string, error_type?: string, result: string
   } & ObserverCorrelation)
   | ({ kind: 'approval', tool: string, call_id: string, request_id: string | null, decision: string, decided_by: string, approval_channel: string, principal: string } & ObserverCorrelation)
+  /**
+   * A permission rules' decision at the approval gate; `mode = "shadow"`: it was only counted, and
+   * `requirement` (what the gate did) came from the profile's other settings.
+   */
+  | ({
+    kind: 'permission', tool: string, call_id: string, rule: string, outcome: string, mode: 'enforce' | 'shadow',
+    policy_version: string, requirement: string, reason: string,
+    /** A shell call's parsed plan: each simple command with its outcome and rule, and the hazards. */
+    plan?: unknown
+  } & ObserverCorrelation)
   /** A durable turn's checkpoint could not be made at `step`; the turn went on from its last one. */
   | ({ kind: 'checkpoint_failed', step: ObservedCheckpointStep } & ObserverCorrelation)
 

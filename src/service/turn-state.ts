@@ -5,6 +5,8 @@
  * backchannel test, and the record keeps its tool calls (in model order), approval audit,
  * pending approvals and usage as they happen.
  */
+import type { AuditRecorder } from './audit-recorder.js'
+import type { PermissionBook } from '../approval/permission-book.js'
 import type { Logger } from 'pino'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { TurnRequest } from '../../schemas/turn.js'
@@ -38,6 +40,9 @@ export interface ExecutionDeps {
   hooks: ToolHooks
   mcp?: McpToolSource
   workspaces: WorkspaceLayout
+  permissions?: PermissionBook
+  /** The tenants' audit chains, fed from each turn's observer records. */
+  audit?: AuditRecorder
 }
 
 export interface NewTurn {
@@ -60,7 +65,7 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     agentName: session.agent,
     catalog: deps.catalog,
     providers: deps.providers,
-    observer: deps.observer,
+    observer: deps.audit === undefined ? deps.observer : deps.audit.observerFor(deps.observer, turn.tenant),
     hooks: deps.hooks,
     grants: turn.grants,
     channel: turn.channel,
@@ -69,6 +74,7 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     message: request.message,
     ...(request.approval_timeout_ms === undefined ? {} : { approvalTimeoutMs: request.approval_timeout_ms }),
     receiptGenerator: turn.receipts,
+    ...(deps.permissions === undefined ? {} : { permissions: deps.permissions }),
     // Checked (and made) once per turn, by its first tool that asks.
     workspaceDir: () => (workspaceDir ??= deps.workspaces.dirFor(turn.tenant, session.session_id)),
     workspaceOwner: deps.workspaces.ownerFor(turn.tenant)

@@ -1,6 +1,9 @@
 /** Builds the configured store (`store.kind`) for one gateway instance. */
 import type { Logger } from 'pino'
 import type { Config } from '../core/config.js'
+import { MemoryAuditLedger, type AuditLedger } from './audit-chain.js'
+import { PostgresAuditLedger } from './audit-postgres.js'
+import { SqliteAuditLedger } from './audit-sqlite.js'
 import { MemoryStore } from './memory.js'
 import { PostgresStore } from './postgres.js'
 import type { SqlProbe } from './sql-probe.js'
@@ -44,6 +47,25 @@ export async function createStore (config: Config, options: CreateStoreOptions):
         maxConnections: pgc.max_connections,
         connectTimeoutMs: pgc.connect_timeout_ms,
         onIdleError: (err) => { options.log.warn({ err }, 'an idle PostgreSQL connection failed') }
+      })
+    }
+  }
+}
+
+/** The tenants' audit chains, in the configured store's database (decision 0213). */
+export async function createAuditLedger (config: Config, options: Pick<CreateStoreOptions, 'env' | 'log'>): Promise<AuditLedger> {
+  switch (config.store.kind) {
+    case 'memory':
+      return new MemoryAuditLedger()
+    case 'sqlite':
+      return new SqliteAuditLedger(config.store.sqlite.path)
+    case 'postgres': {
+      const pgc = config.store.postgres
+      return await PostgresAuditLedger.open({
+        connectionString: connectionUrl(pgc, options.env, 'store.postgres'),
+        schema: pgc.schema,
+        connectTimeoutMs: pgc.connect_timeout_ms,
+        onIdleError: (err) => { options.log.warn({ err }, 'an idle PostgreSQL connection of the audit chain failed') }
       })
     }
   }

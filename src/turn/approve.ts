@@ -13,6 +13,8 @@ import { scrubValue } from '../core/security/redact.js'
 import { displayArguments } from '../approval/display.js'
 import { sanitizeReplacement, summarizeArgs } from '../approval/summary.js'
 import { NO_BACKCHANNEL, RUNTIME_DECIDER, runtimeDeniedText, userDeniedText, type ApprovalReply } from '../approval/decision.js'
+import type { GateVerdict } from '../approval/policy.js'
+import { reportPermission, ruleDeniedText, unansweredText } from './permission-report.js'
 
 /** Result text of a call whose approval wait ended because the turn was cancelled (worded like dispatch's NOT_RUN_TEXT). */
 export const CANCELLED_WAITING_TEXT = '[not executed: the turn was cancelled while this call waited for approval]'
@@ -50,8 +52,9 @@ function replyFromLog (request: PendingApproval, resolved: ResolvedApproval): Ap
 /** The person's answer: asked over the turn's backchannel, or denied at once for a non-interactive turn. */
 async function ask (
   exec: ResolvedAgentExecution, state: TurnState, call: { callId: string, name: string, arguments: Record<string, unknown> },
-  tool: Tool, summary: string, reopen: ReopenedGate | undefined
+  tool: Tool, summary: string, reopen: ReopenedGate | undefined, verdict: GateVerdict
 ): Promise<ApprovalReply> {
+  const permission = verdict.shadow ? null : verdict.permission
   if (!state.interactive && reopen === undefined) {
     return await NO_BACKCHANNEL.ask({
       callId: call.callId, tool: call.name, arguments: {}, summary, display: [], risk: 'medium', reason: '', timeoutMs: 0,
@@ -65,7 +68,8 @@ async function ask (
     summary,
     display: displayArguments(call.arguments),
     risk: classifyRisk(tool, call.arguments),
-    reason: exec.approval.promptReason(call.name),
+    reason: permission === null || permission.outcome === 'allow' ? exec.approval.promptReason(call.name) : `Permission rules: ${permission.reason}`,
+    ...(permission === null ? {} : { rule: permission.rule, needs: permission.needs }),
     timeoutMs: exec.knobs.approvalTimeoutMs,
     whenUnwatched: exec.knobs.onNoBackchannel,
     ...(reopen === undefined ? {} : { reopen: reopen.request })
@@ -79,14 +83,18 @@ export async function gateToolApproval (
   tool: Tool,
   reopen?: ReopenedGate
 ): Promise<GateOutcome> {
-  const requirement = reopen === undefined ? exec.approval.requirement(call.name, call.arguments) : 'prompt'
+  const verdict = exec.approval.verdict(call.name, call.arguments)
+  // A reopened gate's decision was reported before the restart.
+  if (reopen === undefined) reportPermission(exec, state, call, verdict)
+  const requirement = reopen === undefined ? verdict.requirement : 'prompt'
+  if (requirement === 'denied') return { kind: 'deny', text: ruleDeniedText(call.name, verdict.permission) }
   if (requirement !== 'prompt') return { kind: 'proceed', approved: requirement === 'approved' }
 
   // The audit's record is made from scrubbed arguments; the person deciding sees them exactly.
   const summary = summarizeArgs(scrubValue(call.arguments))
   const reply = reopen?.resolved != null
     ? replyFromLog(reopen.request, reopen.resolved)
-    : await ask(exec, state, call, tool, summary, reopen)
+    : await ask(exec, state, call, tool, summary, reopen, verdict)
 
   const decision = auditDecision(reply)
   const principal = reply.principal ?? RUNTIME_DECIDER
@@ -123,14 +131,14 @@ export async function gateToolApproval (
 
   // A cancellation is nobody's denial: the call reports `cancelled`, like the batch's unstarted calls.
   if (reply.source === 'cancelled') return { kind: 'cancel', text: CANCELLED_WAITING_TEXT }
-  if (reply.source !== 'operator') return { kind: 'deny', text: runtimeDeniedText(call.name) }
+  if (reply.source !== 'operator') return { kind: 'deny', text: unansweredText(runtimeDeniedText(call.name), verdict) }
   switch (reply.decision) {
     case 'no':
       return { kind: 'deny', text: userDeniedText(reply.reason === undefined ? undefined : sanitizeReplacement(reply.reason)) }
     case 'edit':
       return { kind: 'replace', text: sanitizeReplacement(reply.replacement ?? '') }
     case 'always':
-      exec.approval.grantAlways(call.name, call.arguments)
+      exec.approval.grantAlways(call.name, call.arguments, verdict.shadow ? null : verdict.permission)
       return { kind: 'proceed', approved: true }
     case 'yes':
       return { kind: 'proceed', approved: true }

@@ -3,6 +3,7 @@
  * every stable dependency the loop needs; per-message state (history, signal, event sink,
  * approval backchannel) lives in `TurnState`. Nothing inside the loop or a tool looks config up.
  */
+import type { PermissionBook } from '../approval/permission-book.js'
 import type { Logger } from 'pino'
 import type { AgentConfig, Config, RiskProfileConfig, RuntimeProfileConfig } from '../../schemas/config.js'
 import type { ApprovalAuditEntry, ToolCallRecord } from '../../schemas/turn.js'
@@ -192,6 +193,8 @@ export interface ResolveOptions {
   workspaceOwner: FileOwner | null
   /** The turn request's `approval_timeout_ms`, if it gave one. */
   approvalTimeoutMs?: number
+  /** The risk profiles' compiled permission rules; absent: no profile has any. */
+  permissions?: PermissionBook
 }
 
 export function resolveAgent (
@@ -267,7 +270,7 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
     channel: options.channel,
     model,
     registry: scoped.registry,
-    approval: new ApprovalManager(risk, options.grants),
+    approval: new ApprovalManager(risk, options.grants, options.permissions?.forProfile(agent.risk_profile) ?? null),
     observer: options.observer,
     hooks: options.hooks,
     knobs: resolveKnobs(config, runtime, agent, options.approvalTimeoutMs),

@@ -212,6 +212,9 @@ test('every route answers its success as documented', async (t) => {
   const verified = await call(g, 'POST', '/v1/receipts/verify', { body: verify, headers: auth })
   assert.deepEqual(JSON.parse(verified.body), { valid: true })
   conforms('POST', '/v1/receipts/verify', verified)
+  const audit = await call(g, 'GET', '/v1/audit?format=jsonl', { headers: auth })
+  assert.match(audit.body, /^\{"seq":1,/)
+  conforms('GET', '/v1/audit', audit)
   conforms('GET', '/v1/ws', await upgrade(g, auth))
   conforms('GET', '/v1/acp', await upgrade(g, auth, '/v1/acp', 'tollgate.acp.v1'))
   conforms('POST', '/v1/turns/{id}/messages', await call(g, 'POST', `/v1/turns/${turn.turnId}/messages`, { body: { message: 'late' }, headers: auth }), 409)
@@ -262,6 +265,7 @@ test('schema violations are 400 as documented, a bad after_seq among them', asyn
   const maybe = { body: { decision: 'maybe' }, headers: auth }
   conforms('POST', '/v1/approvals/{request_id}', await call(g, 'POST', '/v1/approvals/apr_x', maybe), 400)
   conforms('POST', '/v1/receipts/verify', await call(g, 'POST', '/v1/receipts/verify', { body: { receipt: 'r' }, headers: auth }), 400)
+  conforms('GET', '/v1/audit', await call(g, 'GET', '/v1/audit?format=csv', { headers: auth }), 400)
   conforms('POST', '/v1/ag-ui', await call(g, 'POST', '/v1/ag-ui', { body: { threadId: 't' }, headers: auth }), 400)
   conforms('POST', '/v1/ai-sdk/chat', await call(g, 'POST', '/v1/ai-sdk/chat', { body: { id: 'c', messages: [] }, headers: auth }), 400)
 })
@@ -271,7 +275,7 @@ test('a request without a token is 401 on every /v1 route, the WebSocket upgrade
   for (const [method, path, template] of [
     ['POST', '/v1/turns', '/v1/turns'], ['GET', '/v1/turns/t', '/v1/turns/{id}'], ['DELETE', '/v1/turns/t', '/v1/turns/{id}'],
     ['GET', '/v1/turns/t/events', '/v1/turns/{id}/events'], ['POST', '/v1/approvals/a', '/v1/approvals/{request_id}'],
-    ['GET', '/v1/sessions/s', '/v1/sessions/{id}'], ['GET', '/v1/tools', '/v1/tools'],
+    ['GET', '/v1/sessions/s', '/v1/sessions/{id}'], ['GET', '/v1/tools', '/v1/tools'], ['GET', '/v1/audit', '/v1/audit'],
     ['POST', '/v1/receipts/verify', '/v1/receipts/verify'], ['POST', '/v1/ag-ui', '/v1/ag-ui'], ['POST', '/v1/ai-sdk/chat', '/v1/ai-sdk/chat']
   ] as const) {
     conforms(method, template, await call(g, method, path, method === 'POST' ? { body: {} } : {}), 401)
@@ -288,6 +292,8 @@ test('a missing scope and a foreign WebSocket Origin are 403 as documented', asy
   conforms('POST', '/v1/approvals/{request_id}', await call(g, 'POST', '/v1/approvals/a', yes), 403)
   conforms('POST', '/v1/ag-ui', await call(g, 'POST', '/v1/ag-ui', { body: agUiInput('t'), headers: reader }), 403)
   conforms('POST', '/v1/ai-sdk/chat', await call(g, 'POST', '/v1/ai-sdk/chat', { body: aiSdkChat('c'), headers: reader }), 403)
+  const writer = { authorization: `Bearer ${await mintToken({ scopes: ['turns:write'] })}` }
+  conforms('GET', '/v1/audit', await call(g, 'GET', '/v1/audit', { headers: writer }), 403)
   conforms('GET', '/v1/ws', await upgrade(g, { origin: 'https://evil.example', authorization: `Bearer ${await mintToken()}` }), 403)
 })
 

@@ -8,7 +8,7 @@ import type { RiskProfileConfig } from '../../schemas/config.js'
 
 function manager (profile: Partial<RiskProfileConfig> = {}, grants = new SessionGrants()): ApprovalManager {
   const base: RiskProfileConfig = {
-    level: 'supervised', auto_approve: ['file_read', 'tool_search'], always_ask: [], excluded_tools: [], allowed_tools: [], shell_network: false
+    level: 'supervised', auto_approve: ['file_read', 'tool_search'], always_ask: [], excluded_tools: [], allowed_tools: [], shell_network: false, permissions: { allow: [], ask: [], deny: [] }, permissions_mode: 'enforce'
   }
   return new ApprovalManager({ ...base, ...profile }, grants)
 }

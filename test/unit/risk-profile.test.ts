@@ -22,7 +22,7 @@ type Level = RiskProfileConfig['level']
 
 function profile (level: Level, autoApprove: string[] = DEFAULT_AUTO_APPROVE): ApprovalManager {
   const risk: RiskProfileConfig = {
-    level, auto_approve: autoApprove, always_ask: [], excluded_tools: [], allowed_tools: [], shell_network: false
+    level, auto_approve: autoApprove, always_ask: [], excluded_tools: [], allowed_tools: [], shell_network: false, permissions: { allow: [], ask: [], deny: [] }, permissions_mode: 'enforce'
   }
   return new ApprovalManager(risk, new SessionGrants())
 }

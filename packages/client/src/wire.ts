@@ -73,6 +73,10 @@ export type ApprovalRequestedEvent = {
   risk: ApprovalRisk
   /** The policy rule that asked for approval, in words */
   reason: string
+  /** The permission rule that asked (`default`: no rule allows the call); absent without permission rules */
+  rule?: string
+  /** The parts of the call that need the answer, each with why: simple commands no rule allows, or what no rule can allow */
+  needs?: string[]
   /** RFC 3339 */
   requested_at: string
   /** RFC 3339 */
@@ -265,6 +269,10 @@ export type PendingApproval = {
   risk: ApprovalRisk
   /** The policy rule that asked for approval, in words */
   reason: string
+  /** The permission rule that asked (`default`: no rule allows the call); absent without permission rules */
+  rule?: string
+  /** The parts of the call that need the answer, each with why: simple commands no rule allows, or what no rule can allow */
+  needs?: string[]
   /** RFC 3339 */
   requested_at: string
   /** RFC 3339 */
