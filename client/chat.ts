@@ -196,6 +196,8 @@ class ChatSession implements Chat {
   private running: string | null = null
   private midLine = false
   private narration = ''
+  /** A run of reasoning is shown collapsed: one line when it starts, not its words. */
+  private thinking = false
   private stopping = false
   private finished = false
 
@@ -308,6 +310,11 @@ class ChatSession implements Chat {
         return undefined
       case 'iteration':
         this.narration = ''
+        this.thinking = false
+        return undefined
+      case 'reasoning.delta':
+        if (!this.thinking) this.line('  ⋯ thinking')
+        this.thinking = true
         return undefined
       case 'turn.resumed':
         // A model call the restart cut off is made again: its narration starts over.
@@ -315,6 +322,7 @@ class ChatSession implements Chat {
         this.narration = ''
         return undefined
       case 'text.delta': {
+        this.thinking = false
         const text = terminalSafe(e.text)
         this.narration += text
         this.write(text)

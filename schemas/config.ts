@@ -393,7 +393,10 @@ export const AgentConfig = Type.Object({
     description: 'An interactive turn\'s prompt-required call when no operator is connected: wait for one (REST, a later subscriber), ' +
       'or deny at once (audited as auto-deny)'
   }),
-  access: Type.Optional(AgentAccess)
+  access: Type.Optional(AgentAccess),
+  show_reasoning: Type.Boolean({
+    default: true, description: 'false: the model\'s reasoning (reasoning.delta events) is not sent to clients nor kept in the event log'
+  })
 }, { additionalProperties: false })
 export type AgentConfig = Static<typeof AgentConfig>
 

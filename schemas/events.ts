@@ -41,6 +41,17 @@ export const TextDeltaEvent = Type.Object({
   text: Type.String()
 })
 
+/**
+ * The model's reasoning as it streams (Anthropic thinking, Responses reasoning summaries,
+ * chat-completions `reasoning_content` / `reasoning`, `<think>` blocks): never part of
+ * `text.delta` or `final_text`, scrubbed like text; absent when the agent has
+ * `show_reasoning = false`.
+ */
+export const ReasoningDeltaEvent = Type.Object({
+  kind: Type.Literal('reasoning.delta'),
+  text: Type.String()
+})
+
 export const ToolCallEvent = Type.Object({
   kind: Type.Literal('tool_call'),
   call_id: OpaqueId,
@@ -164,6 +175,7 @@ export const TurnFailedEvent = Type.Object({
 export const TurnEvent = Type.Union([
   TurnStartedEvent,
   TextDeltaEvent,
+  ReasoningDeltaEvent,
   ToolCallEvent,
   ToolProgressEvent,
   ToolResultEvent,

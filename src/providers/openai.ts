@@ -25,8 +25,13 @@ interface WireToolCallDelta {
 }
 
 interface WireChoice {
-  message?: { content?: string | null, tool_calls?: Array<{ id?: string, function?: { name?: string, arguments?: string } }> }
-  delta?: { content?: string | null, tool_calls?: WireToolCallDelta[] }
+  message?: {
+    content?: string | null
+    reasoning_content?: unknown
+    reasoning?: unknown
+    tool_calls?: Array<{ id?: string, function?: { name?: string, arguments?: string } }>
+  }
+  delta?: { content?: string | null, reasoning_content?: unknown, reasoning?: unknown, tool_calls?: WireToolCallDelta[] }
   finish_reason?: string | null
 }
 
@@ -36,6 +41,15 @@ interface WireChunk {
   choices?: WireChoice[]
   usage?: { prompt_tokens?: unknown, completion_tokens?: unknown } | null
   error?: { message?: string }
+}
+
+/**
+ * Reasoning the server sent beside the content: `reasoning_content` (DeepSeek, vLLM) or
+ * `reasoning` (OpenRouter, Ollama), a string either way; anything else is not reasoning text.
+ */
+function reasoningOf (part: { reasoning_content?: unknown, reasoning?: unknown }): string {
+  if (typeof part.reasoning_content === 'string') return part.reasoning_content
+  return typeof part.reasoning === 'string' ? part.reasoning : ''
 }
 
 function tokenCount (value: unknown): number | null {
@@ -170,9 +184,11 @@ export class OpenAIProvider implements ModelProvider {
       for (let retry = 0; ; retry++) {
         let streamed = false
         const forward = options.onTextDelta
+        const forwardReasoning = options.onReasoningDelta
         const attempt: ChatCallOptions = {
           signal: deadline.signal,
-          ...(forward === undefined ? {} : { onTextDelta: (text: string) => { streamed = true; forward(text) } })
+          ...(forward === undefined ? {} : { onTextDelta: (text: string) => { streamed = true; forward(text) } }),
+          ...(forwardReasoning === undefined ? {} : { onReasoningDelta: (text: string) => { streamed = true; forwardReasoning(text) } })
         }
         try {
           return await this.attempt(body, headers, attempt)
@@ -258,6 +274,8 @@ export class OpenAIProvider implements ModelProvider {
       arguments: c.function?.arguments ?? ''
     }))
     const response: ChatResponse = { text: choice.message.content ?? '', toolCalls }
+    const reasoning = reasoningOf(choice.message)
+    if (reasoning !== '') response.reasoning = reasoning
     identify(response, json)
     if (choice.finish_reason != null) response.finishReason = choice.finish_reason
     const usage = readUsage(json.usage)
@@ -296,6 +314,8 @@ export class OpenAIProvider implements ModelProvider {
       if (choice.finish_reason != null) finishReason = choice.finish_reason
       const delta = choice.delta
       if (delta === undefined) return
+      const reasoning = reasoningOf(delta)
+      if (reasoning !== '') options.onReasoningDelta?.(reasoning)
       if (typeof delta.content === 'string' && delta.content !== '') {
         text += delta.content
         options.onTextDelta?.(delta.content)

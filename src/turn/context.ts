@@ -48,6 +48,8 @@ export interface RuntimeKnobs {
   toolProgress: ProgressLimits
   /** How deep and long a call's arguments may be (parsing refuses a call past them). */
   argumentBounds: JsonBounds
+  /** `agents.<a>.show_reasoning`: the model's reasoning goes out as `reasoning.delta` events. */
+  showReasoning: boolean
 }
 
 export interface ReceiptInput {
@@ -245,7 +247,8 @@ export function resolveKnobs (
       maxPerCall: config.turns.tool_progress.max_events_per_call,
       maxMessageBytes: config.turns.tool_progress.max_message_bytes
     },
-    argumentBounds: { maxDepth: config.turns.tool_arguments.max_depth, maxChars: config.turns.tool_arguments.max_chars }
+    argumentBounds: { maxDepth: config.turns.tool_arguments.max_depth, maxChars: config.turns.tool_arguments.max_chars },
+    showReasoning: agent.show_reasoning
   }
 }
 

@@ -15,6 +15,7 @@ import { parseResponse, type ParsedResponse } from './parse.js'
 import { prepareRound } from './prepare.js'
 import { buildIterationRequest } from './prompt.js'
 import { collectRound } from './results.js'
+import { emitAnswerReasoning, emitReasoning } from './reasoning.js'
 import { createThinkFilter } from './stream-filter.js'
 import { detectToolProtocolIssue, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks } from './text-protocol/index.js'
 
@@ -63,12 +64,13 @@ interface LiveText {
   shown: () => boolean
 }
 
-function liveText (state: TurnState): LiveText {
+function liveText (exec: ResolvedAgentExecution, state: TurnState): LiveText {
   const filter = createThinkFilter()
   let shown = false
   return {
     push: (text) => {
-      const visible = filter.push(text)
+      const { visible, reasoning } = filter.push(text)
+      emitReasoning(exec, state, reasoning)
       if (visible === '') return
       shown = true
       state.emit({ kind: 'text.delta', text: visible })
@@ -114,6 +116,7 @@ async function callModel (
     }, {
       signal: state.signal,
       ...(live === null ? {} : { onTextDelta: live.push }),
+      onReasoningDelta: (text) => { emitReasoning(exec, state, text) },
       onRetry: (retry) => { state.log.warn({ provider: provider.name, model, ...retry }, 'retrying the model call') }
     })
     state.recordCallUsage(response.usage)
@@ -166,8 +169,9 @@ async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor:
   const request = buildIterationRequest(exec, state.history, state.systemNotes)
   // Native providers stream visible text live; text-protocol output would leak call payloads,
   // so it is shown only after parsing.
-  const live = request.useNative ? liveText(state) : null
+  const live = request.useNative ? liveText(exec, state) : null
   const response = await callModel(exec, state, request, live)
+  emitAnswerReasoning(exec, state, response, live !== null)
   const parsed = parseResponse(response, {
     advertised: new Set(request.specs.map((s) => s.name)),
     strict: exec.knobs.strictToolParsing,

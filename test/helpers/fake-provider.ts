@@ -14,6 +14,10 @@ export interface ScriptedCall {
 
 export interface ScriptedReply {
   text?: string
+  /** Reasoning sent beside the content, before it (streamed in 8-character pieces like text). */
+  reasoning?: string
+  /** The delta/message field that carries `reasoning`: DeepSeek's and vLLM's, or OpenRouter's. */
+  reasoningField?: 'reasoning_content' | 'reasoning'
   toolCalls?: ScriptedCall[]
   /** Delay before the response starts. */
   delayMs?: number
@@ -104,7 +108,16 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
     res.writeHead(200, { 'content-type': 'application/json' })
     res.end(JSON.stringify({
       id: reply.responseId ?? 'chatcmpl-fake', object: 'chat.completion', model: reply.responseModel ?? 'fake-model',
-      choices: [{ index: 0, finish_reason: finish, message: { role: 'assistant', content: reply.text ?? null, ...(calls.length > 0 ? { tool_calls: calls } : {}) } }],
+      choices: [{
+        index: 0,
+        finish_reason: finish,
+        message: {
+          role: 'assistant',
+          content: reply.text ?? null,
+          ...(reply.reasoning === undefined ? {} : { [reply.reasoningField ?? 'reasoning_content']: reply.reasoning }),
+          ...(calls.length > 0 ? { tool_calls: calls } : {})
+        }
+      }],
       ...(usage === undefined ? {} : { usage })
     }))
     return
@@ -134,6 +147,7 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
     if (reply.chunkDelayMs !== undefined) await sleep(reply.chunkDelayMs)
   }
   await chunk({ role: 'assistant' })
+  for (const piece of (reply.reasoning ?? '').match(/[\s\S]{1,8}/g) ?? []) await chunk({ content: null, [reply.reasoningField ?? 'reasoning_content']: piece })
   for (const piece of (reply.text ?? '').match(/[\s\S]{1,8}/g) ?? []) await chunk({ content: piece })
   for (const [index, call] of calls.entries()) {
     const args = call.function.arguments

@@ -149,6 +149,10 @@ export type TurnFailedEvent = {
 export type TurnEvent =
   | TurnStartedEvent
   | TextDeltaEvent
+  | {
+    kind: 'reasoning.delta'
+    text: string
+  }
   | ToolCallEvent
   | {
     kind: 'tool.progress'
