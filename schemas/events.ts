@@ -134,7 +134,16 @@ export const TokenUsage = Type.Object({
   reported_calls: Type.Integer({ minimum: 1, description: 'Answered model calls whose usage is in the sums' }),
   unreported_calls: Type.Integer({
     minimum: 0, description: 'Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound'
-  })
+  }),
+  cache_read_tokens: Type.Optional(Type.Integer({
+    minimum: 0, description: 'Prompt tokens read from the provider\'s prompt cache (part of prompt_tokens); present when a call reported them'
+  })),
+  cache_write_tokens: Type.Optional(Type.Integer({
+    minimum: 0, description: 'Prompt tokens written to the provider\'s prompt cache (part of prompt_tokens); present when a call reported them'
+  })),
+  reasoning_tokens: Type.Optional(Type.Integer({
+    minimum: 0, description: 'Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them'
+  }))
 }, { title: 'TokenUsage' })
 export type TokenUsage = Static<typeof TokenUsage>
 

@@ -7,7 +7,8 @@ import { resolve } from 'node:path'
 import { Ajv, type ValidateFunction } from 'ajv'
 import { parse as parseToml } from 'smol-toml'
 import {
-  GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig, MCP_SERVER_NAME, type Config
+  GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig, MCP_SERVER_NAME,
+  ANTHROPIC_DEFAULT_MAX_TOKENS, type Config
 } from '../../schemas/config.js'
 import { ownEntry } from './json/own.js'
 
@@ -110,6 +111,11 @@ function crossCheck (config: Config): void {
   for (const [name, provider] of Object.entries(config.providers)) {
     if (provider.kind === 'openai' && (provider.base_url === undefined || provider.base_url === '')) {
       throw new ConfigError(`providers.${name}.base_url is required for kind "openai"`)
+    }
+    // Anthropic refuses a thinking budget that leaves nothing of max_tokens for the answer.
+    if (provider.kind === 'anthropic' && provider.thinking_budget_tokens !== undefined &&
+      provider.thinking_budget_tokens >= (provider.max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS)) {
+      throw new ConfigError(`providers.${name}.thinking_budget_tokens must be below max_tokens (${provider.max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS})`)
     }
   }
 }

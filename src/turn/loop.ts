@@ -199,7 +199,9 @@ async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor:
     state.history.push({ role: 'assistant', content: response.text })
     return { kind: 'end', outcome: { status: 'completed', finalText: receiptsBlock(exec, state, parsed.displayText) } }
   }
-  return { kind: 'round', round: newRound(response.text, parsed.native, parsed.calls, parallelEligible(exec, parsed.calls)) }
+  const round = newRound(response.text, parsed.native, parsed.calls, parallelEligible(exec, parsed.calls))
+  if (response.providerState !== undefined) round.providerState = response.providerState
+  return { kind: 'round', round }
 }
 
 async function loop (exec: ResolvedAgentExecution, state: TurnState, durability: LoopDurability): Promise<TurnOutcome> {
@@ -257,7 +259,10 @@ async function loop (exec: ResolvedAgentExecution, state: TurnState, durability:
     await dispatchRound(exec, state, round.slots, round.parallel, recovered)
     cursor.step = 'collect'
     const verdict = state.signal.aborted ? { kind: 'continue' as const } : collectRound(exec, state, round.slots, round.originalArgs)
-    appendRound(state.history, { text: round.text, native: round.native, calls: round.calls, slots: round.slots })
+    appendRound(state.history, {
+      text: round.text, native: round.native, calls: round.calls, slots: round.slots,
+      ...(round.providerState === undefined ? {} : { providerState: round.providerState })
+    })
     if (state.signal.aborted) return cancelled(state)
     if (verdict.kind === 'abort') return { status: 'failed', code: verdict.code, message: verdict.message }
   }

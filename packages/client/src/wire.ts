@@ -112,6 +112,12 @@ export type TurnCompletedEvent = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** Prompt tokens read from the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_read_tokens?: number
+    /** Prompt tokens written to the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_write_tokens?: number
+    /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
+    reasoning_tokens?: number
   }
 }
 
@@ -127,6 +133,12 @@ export type TurnCancelledEvent = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** Prompt tokens read from the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_read_tokens?: number
+    /** Prompt tokens written to the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_write_tokens?: number
+    /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
+    reasoning_tokens?: number
   }
 }
 
@@ -143,6 +155,12 @@ export type TurnFailedEvent = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** Prompt tokens read from the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_read_tokens?: number
+    /** Prompt tokens written to the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_write_tokens?: number
+    /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
+    reasoning_tokens?: number
   }
 }
 
@@ -292,6 +310,12 @@ export type Turn = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** Prompt tokens read from the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_read_tokens?: number
+    /** Prompt tokens written to the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_write_tokens?: number
+    /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
+    reasoning_tokens?: number
   }
   tool_calls: ToolCallRecord[]
   approvals: ApprovalAuditEntry[]
