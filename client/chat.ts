@@ -312,6 +312,9 @@ class ChatSession implements Chat {
         this.narration = ''
         this.thinking = false
         return undefined
+      case 'model.fallback':
+        this.line(`  ↪ ${oneLine(e.from)} failed (${oneLine(e.code)}); trying ${oneLine(e.to)}`)
+        return undefined
       case 'reasoning.delta':
         if (!this.thinking) this.line('  ⋯ thinking')
         this.thinking = true

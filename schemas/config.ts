@@ -423,6 +423,11 @@ export const AgentConfig = Type.Object({
       'or deny at once (audited as auto-deny)'
   }),
   access: Type.Optional(AgentAccess),
+  fallback_providers: Type.Array(Type.String({ minLength: 1 }), {
+    default: [], maxItems: 4,
+    description: 'Providers (names under [providers]) tried in order, each with its own default model, when the call fails with a ' +
+      'retryable error (after its own retries) before any text or reasoning streamed'
+  }),
   show_reasoning: Type.Boolean({
     default: true, description: 'false: the model\'s reasoning (reasoning.delta events) is not sent to clients nor kept in the event log'
   })

@@ -52,6 +52,19 @@ export const ReasoningDeltaEvent = Type.Object({
   text: Type.String()
 })
 
+/**
+ * The model call failed with a retryable error (after the provider's own retries) before anything
+ * streamed, and goes to the agent's next fallback provider. The turn record's `provider` names the
+ * provider that answered last.
+ */
+export const ModelFallbackEvent = Type.Object({
+  kind: Type.Literal('model.fallback'),
+  from: Type.String({ description: 'The provider that failed (a name under [providers])' }),
+  to: Type.String({ description: 'The provider tried next' }),
+  code: Type.String({ description: 'The failure\'s code (PROVIDER_ERROR, PROVIDER_UNAVAILABLE, PROVIDER_TIMEOUT)' }),
+  reason: Type.String({ description: 'The failure, secrets scrubbed' })
+})
+
 export const ToolCallEvent = Type.Object({
   kind: Type.Literal('tool_call'),
   call_id: OpaqueId,
@@ -185,6 +198,7 @@ export const TurnEvent = Type.Union([
   TurnStartedEvent,
   TextDeltaEvent,
   ReasoningDeltaEvent,
+  ModelFallbackEvent,
   ToolCallEvent,
   ToolProgressEvent,
   ToolResultEvent,

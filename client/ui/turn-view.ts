@@ -59,6 +59,10 @@ export class TurnView {
         this.reasoning = null
         this.appendText(e.text)
         return
+      case 'model.fallback':
+        this.body.append(el('p', { class: 'turn-note', text: `${e.from} failed (${e.code}); trying ${e.to}` }))
+        this.text = null
+        return
       case 'reasoning.delta':
         this.appendReasoning(e.text)
         return

@@ -215,6 +215,11 @@ export class AgUiTranslator implements EventTranslator {
         } as BaseEvent))
         return { frames: out, park: true }
       }
+      case 'model.fallback':
+        out.push(this.frame({
+          type: EventType.CUSTOM, name: 'tollgate.model.fallback', value: { from: e.from, to: e.to, code: e.code, reason: e.reason }
+        } as BaseEvent))
+        break
       case 'approval.resolved':
         out.push(this.frame({
           type: EventType.CUSTOM,

@@ -138,6 +138,9 @@ export class AiSdkTranslator implements EventTranslator {
         out.push({ type: 'reasoning-delta', id: this.reasoningId, delta: e.text })
         this.stepHasContent = true
         break
+      case 'model.fallback':
+        out.push({ type: 'data-tollgate-fallback', id: `${this.turnId}-f${envelope.seq}`, data: { from: e.from, to: e.to, code: e.code, reason: e.reason } })
+        break
       case 'text.delta':
         if (e.text === '') break
         this.closeReasoning(out)

@@ -106,6 +106,11 @@ function crossCheck (config: Config): void {
     if (ownEntry(config.providers, agent.provider) === undefined) throw new ConfigError(`agents.${name}.provider ${JSON.stringify(agent.provider)} is not defined under [providers]`)
     if (ownEntry(config.runtime_profiles, agent.runtime_profile) === undefined) throw new ConfigError(`agents.${name}.runtime_profile ${JSON.stringify(agent.runtime_profile)} is not defined`)
     if (ownEntry(config.risk_profiles, agent.risk_profile) === undefined) throw new ConfigError(`agents.${name}.risk_profile ${JSON.stringify(agent.risk_profile)} is not defined`)
+    for (const fallback of agent.fallback_providers) {
+      if (ownEntry(config.providers, fallback) === undefined || fallback === agent.provider) {
+        throw new ConfigError(`agents.${name}.fallback_providers: ${JSON.stringify(fallback)} is not another provider defined under [providers]`)
+      }
+    }
   }
   crossCheckMcp(config)
   for (const [name, provider] of Object.entries(config.providers)) {

@@ -6,7 +6,7 @@ import { TurnFailure, type TurnFailureCode } from '../core/errors.js'
 import type { ObserverCorrelation } from '../observe/observer.js'
 import { ProviderError, type ChatResponse } from '../providers/types.js'
 import { scrubText } from '../core/security/redact.js'
-import type { ResolvedAgentExecution, TurnState } from './context.js'
+import type { ModelBinding, ResolvedAgentExecution, TurnState } from './context.js'
 import type { ReopenedGate } from './approve.js'
 import { newRound, type LoopCheckpoints, type LoopCursor, type LoopEntry, type RecoveredCall, type RoundCursor } from './cursor.js'
 import { dispatchRound, parallelEligible } from './dispatch.js'
@@ -15,6 +15,7 @@ import { parseResponse, type ParsedResponse } from './parse.js'
 import { prepareRound } from './prepare.js'
 import { buildIterationRequest } from './prompt.js'
 import { collectRound } from './results.js'
+import { withFallback, type ProviderAttempt } from './fallback.js'
 import { emitAnswerReasoning, emitReasoning } from './reasoning.js'
 import { createThinkFilter } from './stream-filter.js'
 import { detectToolProtocolIssue, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks } from './text-protocol/index.js'
@@ -98,12 +99,21 @@ function errorType (err: unknown): string {
 async function callModel (
   exec: ResolvedAgentExecution, state: TurnState, request: ReturnType<typeof buildIterationRequest>, live: LiveText | null
 ): Promise<ChatResponse> {
-  const { provider, model } = exec.model
+  return await withFallback(exec, state, async (binding, attempt) => await callProvider(exec, state, binding, request, live, attempt))
+}
+
+/** One provider's try at the model call (its own retries included), observed as one chat. */
+async function callProvider (
+  exec: ResolvedAgentExecution, state: TurnState, binding: ModelBinding, request: ReturnType<typeof buildIterationRequest>,
+  live: LiveText | null, attempt: ProviderAttempt
+): Promise<ChatResponse> {
+  const { provider, model } = binding
   const correlation = correlationOf(exec, state)
   exec.observer.record({
     kind: 'llm_request', provider: provider.name, provider_kind: provider.kind, model, messages: request.messages.length,
     tools: request.useNative ? request.specs.length : 0,
     ...(provider.endpoint === undefined ? {} : { server_address: provider.endpoint.address, server_port: provider.endpoint.port }),
+    ...(attempt.fallbackFrom === undefined ? {} : { fallback_from: attempt.fallbackFrom }),
     ...correlation
   })
   const started = performance.now()
@@ -112,14 +122,17 @@ async function callModel (
       model,
       messages: request.messages,
       ...(request.useNative ? { tools: request.specs } : {}),
-      ...(exec.model.temperature === undefined ? {} : { temperature: exec.model.temperature })
+      ...(binding.temperature === undefined ? {} : { temperature: binding.temperature })
     }, {
       signal: state.signal,
-      ...(live === null ? {} : { onTextDelta: live.push }),
-      onReasoningDelta: (text) => { emitReasoning(exec, state, text) },
+      ...(live === null ? {} : { onTextDelta: (text) => { attempt.streamed = true; live.push(text) } }),
+      onReasoningDelta: (text) => {
+        attempt.streamed = true
+        emitReasoning(exec, state, text)
+      },
       onRetry: (retry) => { state.log.warn({ provider: provider.name, model, ...retry }, 'retrying the model call') }
     })
-    state.recordCallUsage(response.usage)
+    state.recordCallUsage(response.usage, provider.name)
     exec.observer.record({
       kind: 'llm_response', provider: provider.name, model, duration_ms: performance.now() - started, success: true,
       ...(response.usage?.input_tokens === undefined ? {} : { input_tokens: response.usage.input_tokens }),

@@ -171,6 +171,17 @@ export type TurnEvent =
     kind: 'reasoning.delta'
     text: string
   }
+  | {
+    kind: 'model.fallback'
+    /** The provider that failed (a name under [providers]) */
+    from: string
+    /** The provider tried next */
+    to: string
+    /** The failure's code (PROVIDER_ERROR, PROVIDER_UNAVAILABLE, PROVIDER_TIMEOUT) */
+    code: string
+    /** The failure, secrets scrubbed */
+    reason: string
+  }
   | ToolCallEvent
   | {
     kind: 'tool.progress'
@@ -317,6 +328,8 @@ export type Turn = {
     /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
     reasoning_tokens?: number
   }
+  /** The provider (a name under [providers]) that answered the turn's last model call: a fallback after a switch */
+  provider?: string
   tool_calls: ToolCallRecord[]
   approvals: ApprovalAuditEntry[]
   /** Approval requests waiting for an answer now, in model order */
