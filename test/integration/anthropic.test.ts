@@ -6,11 +6,14 @@
  */
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { EventEnvelope } from '../../schemas/events.js'
 import { startFakeAnthropic, type FakeAnthropic } from '../helpers/fake-anthropic.js'
 import type { TestGateway } from '../helpers/gateway.js'
 import { startProbeGateway } from '../helpers/tools.js'
-import { runTurn } from '../helpers/turns.js'
+import { finishedTurn, runTurn, turnEvents, until } from '../helpers/turns.js'
 
 async function claude (t: TestContext, provider: Record<string, unknown> = {}): Promise<{ g: TestGateway, api: FakeAnthropic }> {
   const api = await startFakeAnthropic()
@@ -28,6 +31,17 @@ async function claude (t: TestContext, provider: Record<string, unknown> = {}): 
 
 function joined (events: readonly EventEnvelope[], kind: 'text.delta' | 'reasoning.delta'): string {
   return events.map((e) => e.event.kind === kind ? e.event.text : '').join('')
+}
+
+/** The id of the turn's pending approval request, once `GET /v1/approvals` lists it. */
+async function pendingApproval (g: TestGateway, turnId: string): Promise<string> {
+  let id = ''
+  await until(async () => {
+    const res = await g.http('GET', `/v1/approvals?status=pending&turn_id=${turnId}`)
+    id = (res.body.items?.[0]?.request_id ?? '') as string
+    return id !== ''
+  }, 'the approval request')
+  return id
 }
 
 const THINKING = 'The user wants x checked; the probe tool does that.'
@@ -154,4 +168,42 @@ test('a JSON answer (stream = false) carries its thinking as one reasoning.delta
     role: 'assistant',
     content: [{ type: 'thinking', thinking: 'Short.', signature: 'sig-json' }, { type: 'tool_use', id: 'toolu_json', name: 'probe', input: { label: 'y' } }]
   })
+})
+
+test('a turn parked at an approval over a restart resumes on the same provider with its signed thinking block', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-anthropic-durable-'))
+  t.after(async () => { await rm(dir, { recursive: true, force: true }) })
+  const api = await startFakeAnthropic()
+  t.after(async () => { await api.close() })
+  const start = async (): Promise<TestGateway> => (await startProbeGateway(t, {
+    store: { kind: 'sqlite', sqlite: { path: join(dir, 'tollgate.db') } },
+    providers: { claude: { kind: 'anthropic', base_url: api.baseUrl, model: 'claude-fake', timeout_ms: 5000, max_retries: 0, thinking_budget_tokens: 1024 } },
+    agents: { default: { provider: 'claude' } }
+  })).g
+  api.enqueue({ thinking: THINKING, signature: SIGNATURE, toolUses: [{ id: 'toolu_risky', name: 'risky', input: { label: 'r' } }] })
+  const first = await start()
+  const started = await first.http('POST', '/v1/turns', { message: 'do r', detach: true })
+  assert.equal(started.status, 202, JSON.stringify(started.body))
+  const turnId = started.body.turn_id as string
+  await pendingApproval(first, turnId)
+  await first.close()
+
+  const second = await start()
+  const requestId = await pendingApproval(second, turnId)
+  api.enqueue({ text: 'r is done.' })
+  const answered = await second.http('POST', `/v1/approvals/${requestId}`, { decision: 'yes' })
+  assert.equal(answered.status, 200, JSON.stringify(answered.body))
+  const turn = await finishedTurn(second, turnId)
+  assert.equal(turn.status, 'completed', JSON.stringify(turn))
+  assert.equal(api.requests.length, 2)
+  assert.deepEqual(api.requests[1]?.body.messages[1], {
+    role: 'assistant',
+    content: [
+      { type: 'thinking', thinking: THINKING, signature: SIGNATURE },
+      { type: 'tool_use', id: 'toolu_risky', name: 'risky', input: { label: 'r' } }
+    ]
+  })
+  const result = (api.requests[1]?.body.messages[2]?.content as Array<{ type: string, tool_use_id: string }>)[0]
+  assert.deepEqual([result?.type, result?.tool_use_id], ['tool_result', 'toolu_risky'])
+  assert.ok((await turnEvents(second, turnId)).some((e) => e.event.kind === 'turn.resumed'))
 })
