@@ -10,7 +10,8 @@ import { ApprovalRisk, ApprovalsPage, ArgumentDisplay, OperatorDecision, Pending
 import { SessionSummary, SessionsPage } from '../schemas/session.js'
 import {
   ApprovalDecision, ApprovalRequestedEvent, ApprovalResolvedEvent, EventEnvelope, IterationEvent, TextDeltaEvent, ToolCallEvent,
-  ToolCallStatus, ToolResultEvent, TurnCancelledEvent, TurnCompletedEvent, TurnEvent, TurnFailedEvent, TurnResumedEvent, TurnStartedEvent
+  ModelFallbackEvent, ReasoningDeltaEvent, ToolCallStatus, ToolResultEvent, TurnCancelledEvent, TurnCompletedEvent, TurnEvent,
+  TurnFailedEvent, TurnResumedEvent, TurnStartedEvent
 } from '../schemas/events.js'
 import {
   ApprovalAuditEntry, CancelResult, EventsPage, ToolCallRecord, ToolNarrowing, Turn, TurnAccepted, TurnError, TurnRequest, TurnStatus,
@@ -34,6 +35,8 @@ export const WIRE_SCHEMAS: ReadonlyArray<readonly [string, unknown]> = [
   ['ArgumentDisplay', ArgumentDisplay],
   ['TurnStartedEvent', TurnStartedEvent],
   ['TextDeltaEvent', TextDeltaEvent],
+  ['ReasoningDeltaEvent', ReasoningDeltaEvent],
+  ['ModelFallbackEvent', ModelFallbackEvent],
   ['ToolCallEvent', ToolCallEvent],
   ['ToolResultEvent', ToolResultEvent],
   ['ApprovalRequestedEvent', ApprovalRequestedEvent],

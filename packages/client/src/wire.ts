@@ -31,6 +31,23 @@ export type TextDeltaEvent = {
   text: string
 }
 
+export type ReasoningDeltaEvent = {
+  kind: 'reasoning.delta'
+  text: string
+}
+
+export type ModelFallbackEvent = {
+  kind: 'model.fallback'
+  /** The provider that failed (a name under [providers]) */
+  from: string
+  /** The provider tried next */
+  to: string
+  /** The failure's code (PROVIDER_ERROR, PROVIDER_UNAVAILABLE, PROVIDER_TIMEOUT) */
+  code: string
+  /** The failure, secrets scrubbed */
+  reason: string
+}
+
 export type ToolCallEvent = {
   kind: 'tool_call'
   call_id: string
@@ -167,21 +184,8 @@ export type TurnFailedEvent = {
 export type TurnEvent =
   | TurnStartedEvent
   | TextDeltaEvent
-  | {
-    kind: 'reasoning.delta'
-    text: string
-  }
-  | {
-    kind: 'model.fallback'
-    /** The provider that failed (a name under [providers]) */
-    from: string
-    /** The provider tried next */
-    to: string
-    /** The failure's code (PROVIDER_ERROR, PROVIDER_UNAVAILABLE, PROVIDER_TIMEOUT) */
-    code: string
-    /** The failure, secrets scrubbed */
-    reason: string
-  }
+  | ReasoningDeltaEvent
+  | ModelFallbackEvent
   | ToolCallEvent
   | {
     kind: 'tool.progress'
