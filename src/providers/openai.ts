@@ -39,7 +39,12 @@ interface WireChunk {
   id?: string
   model?: string
   choices?: WireChoice[]
-  usage?: { prompt_tokens?: unknown, completion_tokens?: unknown } | null
+  usage?: {
+    prompt_tokens?: unknown
+    completion_tokens?: unknown
+    prompt_tokens_details?: { cached_tokens?: unknown } | null
+    completion_tokens_details?: { reasoning_tokens?: unknown } | null
+  } | null
   error?: { message?: string }
 }
 
@@ -61,7 +66,14 @@ function readUsage (usage: WireChunk['usage']): ChatUsage | undefined {
   if (usage == null || typeof usage !== 'object') return undefined
   const input = tokenCount(usage.prompt_tokens)
   const output = tokenCount(usage.completion_tokens)
-  return input === null || output === null ? undefined : { input_tokens: input, output_tokens: output }
+  if (input === null || output === null) return undefined
+  const result: ChatUsage = { input_tokens: input, output_tokens: output }
+  // The details OpenAI (and servers copying it) report: cached prompt tokens, reasoning tokens.
+  const cached = tokenCount(usage.prompt_tokens_details?.cached_tokens)
+  if (cached !== null) result.cache_read_tokens = cached
+  const reasoning = tokenCount(usage.completion_tokens_details?.reasoning_tokens)
+  if (reasoning !== null) result.reasoning_tokens = reasoning
+  return result
 }
 
 function toWireMessage (m: ChatMessage): Record<string, unknown> {

@@ -22,6 +22,8 @@ export interface AnthropicScript {
   status?: number
   errorType?: string
   headers?: Record<string, string>
+  /** Stream message_start, then an `error` event of this type (as an overloaded API does mid-stream), and end. */
+  streamError?: string
 }
 
 export interface AnthropicBody {
@@ -67,6 +69,11 @@ async function answer (s: AnthropicScript, request: { body: AnthropicBody }, res
     if (s.eventDelayMs !== undefined) await sleep(s.eventDelayMs)
   }
   await send('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } })
+  if (s.streamError !== undefined) {
+    await send('error', { error: { type: s.streamError, message: 'Overloaded' } })
+    res.end()
+    return
+  }
   for (const [index, block] of content.entries()) {
     if (block.type === 'thinking') {
       await send('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } })

@@ -42,7 +42,12 @@ export interface ScriptedReply {
   /** Never answer; the request stays open until the client gives up. */
   hang?: boolean
   /** Default { prompt_tokens: 10, completion_tokens: 5 }; null: no usage at all, as from a server that ignores stream_options. */
-  usage?: { prompt_tokens: number, completion_tokens: number } | null
+  usage?: {
+    prompt_tokens: number
+    completion_tokens: number
+    prompt_tokens_details?: { cached_tokens: number }
+    completion_tokens_details?: { reasoning_tokens: number }
+  } | null
   /** The completion's `id` (default `chatcmpl-fake`) and the answering `model` (default `fake-model`). */
   responseId?: string
   responseModel?: string

@@ -142,6 +142,22 @@ test('529 overloaded with retry-after is retried on the retry rules, then the an
   assert.equal(joined(events, 'text.delta'), 'Made it.')
 })
 
+test('an overloaded_error event inside the stream before any text is retried; an invalid_request_error event is not', async (t) => {
+  const { g, api } = await claude(t, { max_retries: 1, retry_initial_delay_ms: 1 })
+  api.enqueue({ streamError: 'overloaded_error' }, { text: 'Second try.' })
+  const { turn, events } = await runTurn(g, { message: 'q' })
+  assert.equal(turn.status, 'completed')
+  assert.equal(api.requests.length, 2)
+  assert.equal(joined(events, 'text.delta'), 'Second try.')
+
+  api.enqueue({ streamError: 'invalid_request_error' })
+  const failed = await runTurn(g, { message: 'again' })
+  assert.equal(failed.turn.status, 'failed')
+  assert.equal(failed.turn.error.code, 'PROVIDER_ERROR')
+  assert.match(failed.turn.error.message, /invalid_request_error/)
+  assert.equal(api.requests.length, 3)
+})
+
 test('a 400 invalid_request_error fails the turn at once with the error type, no retry', async (t) => {
   const { g, api } = await claude(t, { max_retries: 2, retry_initial_delay_ms: 1 })
   api.enqueue({ status: 400, errorType: 'invalid_request_error' })

@@ -39,6 +39,25 @@ test('streamed reasoning_content deltas become reasoning.delta events, before th
   assert.equal(last?.kind === 'turn.completed' ? last.final_text : null, 'Hello there, friend.')
 })
 
+test('reasoning and cached tokens a chat-completions server reports are counted in the turn\'s usage', async (t) => {
+  const g = await gateway(t)
+  g.provider.enqueue({
+    reasoning: 'Counting.',
+    text: 'Counted.',
+    usage: {
+      prompt_tokens: 50,
+      completion_tokens: 20,
+      prompt_tokens_details: { cached_tokens: 32 },
+      completion_tokens_details: { reasoning_tokens: 12 }
+    }
+  })
+  const { turn } = await runTurn(g, { message: 'q' })
+  assert.deepEqual(turn.usage, {
+    prompt_tokens: 50, completion_tokens: 20, total_tokens: 70, reported_calls: 1, unreported_calls: 0,
+    cache_read_tokens: 32, reasoning_tokens: 12
+  })
+})
+
 test('a JSON answer\'s `reasoning` field (OpenRouter) becomes one reasoning.delta', async (t) => {
   const g = await gateway(t, { providers: { fake: { stream: false } } })
   g.provider.enqueue({ reasoning: 'Short thought.', reasoningField: 'reasoning', text: 'Answer.' })
