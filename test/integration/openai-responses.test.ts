@@ -5,11 +5,14 @@
  */
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { EventEnvelope } from '../../schemas/events.js'
 import { startFakeResponses, type FakeResponses } from '../helpers/fake-responses.js'
 import type { TestGateway } from '../helpers/gateway.js'
 import { startProbeGateway } from '../helpers/tools.js'
-import { runTurn } from '../helpers/turns.js'
+import { finishedTurn, runTurn, until } from '../helpers/turns.js'
 
 async function responses (t: TestContext, provider: Record<string, unknown> = {}): Promise<{ g: TestGateway, api: FakeResponses }> {
   const api = await startFakeResponses()
@@ -28,6 +31,17 @@ async function responses (t: TestContext, provider: Record<string, unknown> = {}
 
 function joined (events: readonly EventEnvelope[], kind: 'text.delta' | 'reasoning.delta'): string {
   return events.map((e) => e.event.kind === kind ? e.event.text : '').join('')
+}
+
+/** The id of the turn's pending approval request, once `GET /v1/approvals` lists it. */
+async function pendingApproval (g: TestGateway, turnId: string): Promise<string> {
+  let id = ''
+  await until(async () => {
+    const res = await g.http('GET', `/v1/approvals?status=pending&turn_id=${turnId}`)
+    id = (res.body.items?.[0]?.request_id ?? '') as string
+    return id !== ''
+  }, 'the approval request')
+  return id
 }
 
 const CALL = { call_id: 'call_12345xyz', name: 'probe', arguments: { label: 'x' } }
@@ -104,4 +118,42 @@ test('a JSON answer (stream = false) carries its reasoning summary as one reason
   assert.equal(api.requests[0]?.body.stream, false)
   assert.equal(joined(events, 'reasoning.delta'), 'Brief.')
   assert.equal(joined(events, 'text.delta'), 'Answer.')
+})
+
+test('a turn parked at an approval over a restart resumes with its encrypted reasoning item and the function call', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-responses-durable-'))
+  t.after(async () => { await rm(dir, { recursive: true, force: true }) })
+  const api = await startFakeResponses()
+  t.after(async () => { await api.close() })
+  const start = async (): Promise<TestGateway> => (await startProbeGateway(t, {
+    store: { kind: 'sqlite', sqlite: { path: join(dir, 'tollgate.db') } },
+    providers: { oai: { kind: 'openai-responses', base_url: api.baseUrl, model: 'gpt-fake', timeout_ms: 5000, max_retries: 0 } },
+    agents: { default: { provider: 'oai' } }
+  })).g
+  api.enqueue({
+    responseId: 'resp_park', reasoningSummary: 'Risky needs a yes.', functionCalls: [{ call_id: 'call_park', name: 'risky', arguments: { label: 'r' } }]
+  })
+  const first = await start()
+  const started = await first.http('POST', '/v1/turns', { message: 'do r', detach: true })
+  assert.equal(started.status, 202, JSON.stringify(started.body))
+  const turnId = started.body.turn_id as string
+  await pendingApproval(first, turnId)
+  await first.close()
+
+  const second = await start()
+  const requestId = await pendingApproval(second, turnId)
+  api.enqueue({ text: 'r is done.' })
+  const answered = await second.http('POST', `/v1/approvals/${requestId}`, { decision: 'yes' })
+  assert.equal(answered.status, 200, JSON.stringify(answered.body))
+  const turn = await finishedTurn(second, turnId)
+  assert.equal(turn.status, 'completed', JSON.stringify(turn))
+  const input = api.requests[1]?.body.input ?? []
+  assert.deepEqual(input[1], {
+    id: 'rs_resp_park',
+    type: 'reasoning',
+    summary: [{ type: 'summary_text', text: 'Risky needs a yes.' }],
+    encrypted_content: 'gAAAA-encrypted-resp_park'
+  })
+  assert.deepEqual([input[2]?.type, input[2]?.call_id], ['function_call', 'call_park'])
+  assert.deepEqual([input[3]?.type, input[3]?.call_id], ['function_call_output', 'call_park'])
 })
