@@ -4,6 +4,8 @@
  */
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
+import { SpanStatusCode, trace } from '@opentelemetry/api'
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { loadConfig } from '../../src/core/config.js'
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
@@ -76,4 +78,24 @@ test('a fallback that is not another configured provider is a configuration erro
   const overrides = (fallback: string): unknown => ({ agents: { default: { fallback_providers: [fallback] } } })
   assert.throws(() => loadConfig({ env: {}, overrides: overrides('missing') }), /fallback_providers: "missing" is not another provider/)
   assert.throws(() => loadConfig({ env: {}, overrides: overrides('demo') }), /fallback_providers: "demo" is not another provider/)
+})
+
+test('each provider\'s try is its own chat span; the fallback\'s names the provider it falls back from', async (t) => {
+  const exporter = new InMemorySpanExporter()
+  const tracer = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
+  assert.equal(trace.setGlobalTracerProvider(tracer), true)
+  t.after(async () => {
+    trace.disable()
+    await tracer.shutdown()
+  })
+  const { g, backup } = await withBackup(t, { max_retries: 0 })
+  g.provider.enqueue({ status: 503 })
+  backup.enqueue({ text: 'Backup here.' })
+  const { turn } = await runTurn(g, { message: 'hi' })
+  assert.equal(turn.status, 'completed')
+  const chats = exporter.getFinishedSpans().filter((s) => s.name.startsWith('chat '))
+  assert.deepEqual(chats.map((s) => [s.name, s.attributes['tollgate.provider'], s.attributes['tollgate.fallback_from'], s.status.code]), [
+    ['chat fake-model', 'fake', undefined, SpanStatusCode.ERROR],
+    ['chat backup-model', 'backup', 'fake', SpanStatusCode.UNSET]
+  ])
 })
