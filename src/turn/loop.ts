@@ -63,20 +63,25 @@ function cancelled (state: TurnState): TurnOutcome {
 interface LiveText {
   push: (text: string) => void
   shown: () => boolean
+  /** Whether any text came through `push` (its think blocks then went out as reasoning already). */
+  received: () => boolean
 }
 
 function liveText (exec: ResolvedAgentExecution, state: TurnState): LiveText {
   const filter = createThinkFilter()
   let shown = false
+  let received = false
   return {
     push: (text) => {
+      received = true
       const { visible, reasoning } = filter.push(text)
       emitReasoning(exec, state, reasoning)
       if (visible === '') return
       shown = true
       state.emit({ kind: 'text.delta', text: visible })
     },
-    shown: () => shown
+    shown: () => shown,
+    received: () => received
   }
 }
 
@@ -184,7 +189,7 @@ async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor:
   // so it is shown only after parsing.
   const live = request.useNative ? liveText(exec, state) : null
   const response = await callModel(exec, state, request, live)
-  emitAnswerReasoning(exec, state, response, live !== null)
+  emitAnswerReasoning(exec, state, response, live?.received() === true)
   const parsed = parseResponse(response, {
     advertised: new Set(request.specs.map((s) => s.name)),
     strict: exec.knobs.strictToolParsing,

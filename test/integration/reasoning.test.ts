@@ -77,6 +77,15 @@ test('<think> blocks in streamed text become reasoning.delta and are left out of
   assert.equal(last?.kind === 'turn.completed' ? last.final_text : null, 'Brief answer here.')
 })
 
+test('<think> blocks of an answer that did not stream (stream = false) become one reasoning.delta', async (t) => {
+  const g = await gateway(t, { providers: { fake: { stream: false } } })
+  g.provider.enqueue({ text: '<think>Whole thought.</think>Whole answer.' })
+  const { events } = await runTurn(g, { message: 'q' })
+  assert.deepEqual(kinds(events), ['turn.started', 'iteration', 'reasoning.delta', 'text.delta', 'turn.completed'])
+  assert.equal(joined(events, 'reasoning.delta'), 'Whole thought.')
+  assert.equal(joined(events, 'text.delta'), 'Whole answer.')
+})
+
 test('<think> blocks of a text-protocol agent become reasoning.delta too', async (t) => {
   const g = await gateway(t, { providers: { fake: { native_tools: false } } })
   g.provider.enqueue({ text: '<think>No tool needed.</think>Plain answer.' })
