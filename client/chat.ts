@@ -200,6 +200,8 @@ class ChatSession implements Chat {
   private asking = false
   private midLine = false
   private narration = ''
+  /** A run of reasoning is shown collapsed: one line when it starts, not its words. */
+  private thinking = false
   private stopping = false
   private finished = false
 
@@ -329,6 +331,14 @@ class ChatSession implements Chat {
         return undefined
       case 'iteration':
         this.narration = ''
+        this.thinking = false
+        return undefined
+      case 'model.fallback':
+        this.line(`  ↪ ${oneLine(e.from)} failed (${oneLine(e.code)}); trying ${oneLine(e.to)}`)
+        return undefined
+      case 'reasoning.delta':
+        if (!this.thinking) this.line('  ⋯ thinking')
+        this.thinking = true
         return undefined
       case 'user.message':
         this.line(`» ${clip(oneLine(terminalSafe(e.message)), MAX_ARGS_CHARS)} (joins before the next model call)`)
@@ -339,6 +349,7 @@ class ChatSession implements Chat {
         this.narration = ''
         return undefined
       case 'text.delta': {
+        this.thinking = false
         const text = terminalSafe(e.text)
         this.narration += text
         this.write(text)

@@ -1026,11 +1026,21 @@ var TurnView = class {
   errorLine;
   cards = /* @__PURE__ */ new Map();
   text = null;
+  /** The open reasoning block: collapsed (`<details>`), its text inside. */
+  reasoning = null;
   apply(envelope) {
     const e = envelope.event;
     switch (e.kind) {
       case "text.delta":
+        this.reasoning = null;
         this.appendText(e.text);
+        return;
+      case "model.fallback":
+        this.body.append(el("p", { class: "turn-note", text: `${e.from} failed (${e.code}); trying ${e.to}` }));
+        this.text = null;
+        return;
+      case "reasoning.delta":
+        this.appendReasoning(e.text);
         return;
       case "approval.requested":
         this.askApproval(e);
@@ -1061,6 +1071,7 @@ var TurnView = class {
         return;
       case "iteration":
         this.text = null;
+        this.reasoning = null;
         return;
       case "turn.resumed":
         this.body.append(el("p", { class: "turn-resumed", text: "Resumed after a gateway restart" }));
@@ -1114,6 +1125,14 @@ var TurnView = class {
       this.cancelButton.disabled = false;
       this.fail(err);
     });
+  }
+  appendReasoning(text) {
+    if (this.reasoning === null) {
+      this.reasoning = el("p", { class: "reasoning-text" });
+      this.body.append(el("details", { class: "reasoning" }, [el("summary", { text: "Reasoning" }), this.reasoning]));
+      this.text = null;
+    }
+    this.reasoning.textContent = `${this.reasoning.textContent ?? ""}${text}`;
   }
   appendText(text) {
     if (this.text === null) {

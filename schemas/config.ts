@@ -346,9 +346,16 @@ export const ReceiptsConfig = Type.Object({
   })
 }, { additionalProperties: false, default: {} })
 
+/** The max_tokens an anthropic provider sends when its config names none (the API requires one). */
+export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
+
 export const ProviderConfig = Type.Object({
-  kind: Type.Union([Type.Literal('demo'), Type.Literal('openai')], { description: 'demo: embedded scripted provider, NOT an LLM' }),
-  base_url: Type.Optional(Type.String({ description: 'e.g. https://api.openai.com/v1' })),
+  kind: Type.Union([Type.Literal('demo'), Type.Literal('openai'), Type.Literal('anthropic'), Type.Literal('openai-responses')], {
+    description: 'demo: embedded scripted provider, NOT an LLM; openai: chat completions; anthropic: Messages API; openai-responses: Responses API'
+  }),
+  base_url: Type.Optional(Type.String({
+    description: 'e.g. https://api.openai.com/v1; anthropic defaults to https://api.anthropic.com/v1, openai-responses to https://api.openai.com/v1'
+  })),
   api_key_env: Type.Optional(Type.String({ description: 'Name of the environment variable holding the API key' })),
   model: Type.String({ default: 'gpt-4o-mini', description: 'Model name sent to the provider; an agent\'s model wins' }),
   native_tools: Type.Boolean({ default: true, description: 'false: tools go in the prompt (text protocol)' }),
@@ -369,7 +376,29 @@ export const ProviderConfig = Type.Object({
   retry_max_delay_ms: Type.Integer({ minimum: 0, default: 8000, description: 'Backoff cap; a longer Retry-After ends the call instead' }),
   max_response_bytes: Type.Integer({ minimum: 1024, default: 8_388_608, description: 'Largest provider answer read; a larger one fails the call with PROVIDER_BAD_RESPONSE' }),
   headers: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra request headers sent to the provider' }),
-  step_delay_ms: Type.Integer({ minimum: 0, default: 0, description: 'demo only: pause between streamed pieces' })
+  step_delay_ms: Type.Integer({ minimum: 0, default: 0, description: 'demo only: pause between streamed pieces' }),
+  max_tokens: Type.Optional(Type.Integer({
+    minimum: 1, description: `anthropic: max_tokens (always sent, default ${ANTHROPIC_DEFAULT_MAX_TOKENS}); openai-responses: max_output_tokens (sent when set)`
+  })),
+  anthropic_version: Type.String({ default: '2023-06-01', description: 'anthropic only: the anthropic-version header' }),
+  thinking_budget_tokens: Type.Optional(Type.Integer({
+    minimum: 1024, description: 'anthropic only: extended thinking with this budget (below max_tokens); absent: no thinking'
+  })),
+  cache_breakpoints: Type.Array(Type.Union([Type.Literal('system'), Type.Literal('tools'), Type.Literal('history')]), {
+    default: [], uniqueItems: true,
+    description: 'anthropic only: prompt-caching breakpoints (cache_control) on the system prompt, the last tool, the last message'
+  }),
+  reasoning_effort: Type.Optional(Type.Union([Type.Literal('minimal'), Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')], {
+    description: 'openai-responses only: reasoning.effort'
+  })),
+  reasoning_summary: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('concise'), Type.Literal('detailed')], {
+    description: 'openai-responses only: reasoning.summary (summaries stream as reasoning.delta)'
+  })),
+  reasoning_carry: Type.Union([Type.Literal('encrypted_content'), Type.Literal('previous_response_id')], {
+    default: 'encrypted_content',
+    description: 'openai-responses only: how reasoning reaches the next call: store=false and the encrypted reasoning items sent back, ' +
+      'or previous_response_id (the provider keeps the response)'
+  })
 }, { additionalProperties: false })
 export type ProviderConfig = Static<typeof ProviderConfig>
 
@@ -411,7 +440,15 @@ export const AgentConfig = Type.Object({
     description: 'An interactive turn\'s prompt-required call when no operator is connected: wait for one (REST, a later subscriber), ' +
       'or deny at once (audited as auto-deny)'
   }),
-  access: Type.Optional(AgentAccess)
+  access: Type.Optional(AgentAccess),
+  fallback_providers: Type.Array(Type.String({ minLength: 1 }), {
+    default: [], maxItems: 4,
+    description: 'Providers (names under [providers]) tried in order, each with its own default model, when the call fails with a ' +
+      'retryable error (after its own retries) before any text or reasoning streamed'
+  }),
+  show_reasoning: Type.Boolean({
+    default: true, description: 'false: the model\'s reasoning (reasoning.delta events) is not sent to clients nor kept in the event log'
+  })
 }, { additionalProperties: false })
 export type AgentConfig = Static<typeof AgentConfig>
 

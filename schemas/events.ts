@@ -41,6 +41,30 @@ export const TextDeltaEvent = Type.Object({
   text: Type.String()
 })
 
+/**
+ * The model's reasoning as it streams (Anthropic thinking, Responses reasoning summaries,
+ * chat-completions `reasoning_content` / `reasoning`, `<think>` blocks): never part of
+ * `text.delta` or `final_text`, scrubbed like text; absent when the agent has
+ * `show_reasoning = false`.
+ */
+export const ReasoningDeltaEvent = Type.Object({
+  kind: Type.Literal('reasoning.delta'),
+  text: Type.String()
+})
+
+/**
+ * The model call failed with a retryable error (after the provider's own retries) before anything
+ * streamed, and goes to the agent's next fallback provider. The turn record's `provider` names the
+ * provider that answered last.
+ */
+export const ModelFallbackEvent = Type.Object({
+  kind: Type.Literal('model.fallback'),
+  from: Type.String({ description: 'The provider that failed (a name under [providers])' }),
+  to: Type.String({ description: 'The provider tried next' }),
+  code: Type.String({ description: 'The failure\'s code (PROVIDER_ERROR, PROVIDER_UNAVAILABLE, PROVIDER_TIMEOUT)' }),
+  reason: Type.String({ description: 'The failure, secrets scrubbed' })
+})
+
 export const ToolCallEvent = Type.Object({
   kind: Type.Literal('tool_call'),
   call_id: OpaqueId,
@@ -140,7 +164,16 @@ export const TokenUsage = Type.Object({
   reported_calls: Type.Integer({ minimum: 1, description: 'Answered model calls whose usage is in the sums' }),
   unreported_calls: Type.Integer({
     minimum: 0, description: 'Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound'
-  })
+  }),
+  cache_read_tokens: Type.Optional(Type.Integer({
+    minimum: 0, description: 'Prompt tokens read from the provider\'s prompt cache (part of prompt_tokens); present when a call reported them'
+  })),
+  cache_write_tokens: Type.Optional(Type.Integer({
+    minimum: 0, description: 'Prompt tokens written to the provider\'s prompt cache (part of prompt_tokens); present when a call reported them'
+  })),
+  reasoning_tokens: Type.Optional(Type.Integer({
+    minimum: 0, description: 'Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them'
+  }))
 }, { title: 'TokenUsage' })
 export type TokenUsage = Static<typeof TokenUsage>
 
@@ -181,6 +214,8 @@ export const TurnFailedEvent = Type.Object({
 export const TurnEvent = Type.Union([
   TurnStartedEvent,
   TextDeltaEvent,
+  ReasoningDeltaEvent,
+  ModelFallbackEvent,
   ToolCallEvent,
   ToolProgressEvent,
   ToolResultEvent,

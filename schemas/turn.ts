@@ -105,6 +105,9 @@ export const Turn = Type.Object({
   error: Type.Optional(TurnError),
   iterations: Type.Integer({ minimum: 0 }),
   usage: Type.Optional(TokenUsage),
+  provider: Type.Optional(Type.String({
+    description: 'The provider (a name under [providers]) that answered the turn\'s last model call: a fallback after a switch'
+  })),
   tool_calls: Type.Array(ToolCallRecord),
   approvals: Type.Array(ApprovalAuditEntry),
   pending_approvals: Type.Array(PendingApproval, { description: 'Approval requests waiting for an answer now, in model order' }),

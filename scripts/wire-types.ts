@@ -10,8 +10,8 @@ import { ApprovalAnswerResult, ApprovalRisk, ApprovalsPage, ArgumentDisplay, Ope
 import { SessionSummary, SessionsPage } from '../schemas/session.js'
 import {
   ApprovalDecision, ApprovalRequestedEvent, ApprovalResolvedEvent, EventEnvelope, IterationEvent, TextDeltaEvent, ToolCallEvent,
-  ToolCallStatus, ToolResultEvent, TurnCancelledEvent, TurnCompletedEvent, TurnEvent, TurnFailedEvent, TurnResumedEvent, TurnStartedEvent,
-  UserMessageEvent
+  ModelFallbackEvent, ReasoningDeltaEvent, ToolCallStatus, ToolResultEvent, TurnCancelledEvent, TurnCompletedEvent, TurnEvent,
+  TurnFailedEvent, TurnResumedEvent, TurnStartedEvent, UserMessageEvent
 } from '../schemas/events.js'
 import {
   ApprovalAuditEntry, CancelResult, EventsPage, ToolCallRecord, ToolNarrowing, Turn, TurnAccepted, TurnError, TurnRequest, TurnStatus,
@@ -36,6 +36,8 @@ export const WIRE_SCHEMAS: ReadonlyArray<readonly [string, unknown]> = [
   ['ArgumentDisplay', ArgumentDisplay],
   ['TurnStartedEvent', TurnStartedEvent],
   ['TextDeltaEvent', TextDeltaEvent],
+  ['ReasoningDeltaEvent', ReasoningDeltaEvent],
+  ['ModelFallbackEvent', ModelFallbackEvent],
   ['ToolCallEvent', ToolCallEvent],
   ['ToolResultEvent', ToolResultEvent],
   ['ApprovalRequestedEvent', ApprovalRequestedEvent],

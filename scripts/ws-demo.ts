@@ -31,6 +31,9 @@ ws.on('message', (data: Buffer) => {
     case 'text.delta':
       process.stdout.write(String(e.text))
       return
+    case 'reasoning.delta':
+      process.stdout.write(`\x1b[2m${String(e.text)}\x1b[0m`)
+      return
     case 'tool_call':
       console.log(`\n[${frame.seq}] tool_call ${e.name} ${JSON.stringify(e.arguments)}`)
       return

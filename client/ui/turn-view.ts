@@ -28,6 +28,8 @@ export class TurnView {
   private readonly errorLine: HTMLElement
   private readonly cards = new Map<string, Card>()
   private text: HTMLElement | null = null
+  /** The open reasoning block: collapsed (`<details>`), its text inside. */
+  private reasoning: HTMLElement | null = null
 
   /** `message` is null when the page did not keep it (a turn found in the lists after a reload). */
   constructor (
@@ -55,7 +57,15 @@ export class TurnView {
     const e = envelope.event
     switch (e.kind) {
       case 'text.delta':
+        this.reasoning = null
         this.appendText(e.text)
+        return
+      case 'model.fallback':
+        this.body.append(el('p', { class: 'turn-note', text: `${e.from} failed (${e.code}); trying ${e.to}` }))
+        this.text = null
+        return
+      case 'reasoning.delta':
+        this.appendReasoning(e.text)
         return
       case 'approval.requested':
         this.askApproval(e)
@@ -87,6 +97,7 @@ export class TurnView {
       case 'iteration':
         // Each model round writes its narration in a paragraph of its own.
         this.text = null
+        this.reasoning = null
         return
       case 'turn.resumed':
         // The gateway restarted mid-turn; a model call it cut off is made again, in a paragraph of its own.
@@ -147,6 +158,15 @@ export class TurnView {
       this.cancelButton.disabled = false
       this.fail(err)
     })
+  }
+
+  private appendReasoning (text: string): void {
+    if (this.reasoning === null) {
+      this.reasoning = el('p', { class: 'reasoning-text' })
+      this.body.append(el('details', { class: 'reasoning' }, [el('summary', { text: 'Reasoning' }), this.reasoning]))
+      this.text = null
+    }
+    this.reasoning.textContent = `${this.reasoning.textContent ?? ''}${text}`
   }
 
   private appendText (text: string): void {

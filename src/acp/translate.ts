@@ -33,6 +33,8 @@ export class UpdateTranslator {
         return event.text === '' ? [] : [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: event.text } }]
       case 'user.message':
         return [{ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: event.message } }]
+      case 'reasoning.delta':
+        return event.text === '' ? [] : [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: event.text } }]
       case 'tool_call':
         return [
           ...this.announce(event.call_id, event.name, event.arguments),
@@ -63,7 +65,13 @@ export class UpdateTranslator {
       case 'turn.completed':
       case 'turn.cancelled':
       case 'turn.failed':
+      case 'model.fallback':
         return []
+      default: {
+        // A new event kind fails to compile here until ACP maps it (or deliberately drops it).
+        const unmapped: never = event
+        return unmapped
+      }
     }
   }
 }

@@ -115,6 +115,7 @@ export class AgUiTranslator implements EventTranslator {
   private readonly encoder = new EventEncoder()
   private readonly announced: Set<string>
   private textId: string | null = null
+  private reasoningId: string | null = null
   private turnId = ''
 
   constructor (
@@ -141,10 +142,19 @@ export class AgUiTranslator implements EventTranslator {
     } as BaseEvent)]
   }
 
+  /** Ends the open text message, and the open reasoning message: whatever comes next starts its own. */
   private closeText (out: string[]): void {
+    this.closeReasoning(out)
     if (this.textId === null) return
     out.push(this.frame({ type: EventType.TEXT_MESSAGE_END, messageId: this.textId } as BaseEvent))
     this.textId = null
+  }
+
+  private closeReasoning (out: string[]): void {
+    if (this.reasoningId === null) return
+    out.push(this.frame({ type: EventType.REASONING_MESSAGE_END, messageId: this.reasoningId } as BaseEvent))
+    out.push(this.frame({ type: EventType.REASONING_END, messageId: this.reasoningId } as BaseEvent))
+    this.reasoningId = null
   }
 
   /** TOOL_CALL_START/ARGS/END once per call: at its approval request, or when it runs. */
@@ -171,8 +181,19 @@ export class AgUiTranslator implements EventTranslator {
       case 'turn.resumed':
         this.closeText(out)
         break
+      case 'reasoning.delta':
+        if (e.text === '') break
+        if (this.reasoningId === null) {
+          this.closeText(out)
+          this.reasoningId = `${this.turnId}-th${envelope.seq}`
+          out.push(this.frame({ type: EventType.REASONING_START, messageId: this.reasoningId } as BaseEvent))
+          out.push(this.frame({ type: EventType.REASONING_MESSAGE_START, messageId: this.reasoningId, role: 'reasoning' } as BaseEvent))
+        }
+        out.push(this.frame({ type: EventType.REASONING_MESSAGE_CONTENT, messageId: this.reasoningId, delta: e.text } as BaseEvent))
+        break
       case 'text.delta':
         if (e.text === '') break
+        this.closeReasoning(out)
         if (this.textId === null) {
           this.textId = `${this.turnId}-m${envelope.seq}`
           out.push(this.frame({ type: EventType.TEXT_MESSAGE_START, messageId: this.textId, role: 'assistant' } as BaseEvent))
@@ -208,6 +229,11 @@ export class AgUiTranslator implements EventTranslator {
         } as BaseEvent))
         return { frames: out, park: true }
       }
+      case 'model.fallback':
+        out.push(this.frame({
+          type: EventType.CUSTOM, name: 'tollgate.model.fallback', value: { from: e.from, to: e.to, code: e.code, reason: e.reason }
+        } as BaseEvent))
+        break
       case 'approval.resolved':
         out.push(this.frame({
           type: EventType.CUSTOM,

@@ -89,6 +89,7 @@ type Chunk = Record<string, unknown> & { type: string }
 export class AiSdkTranslator implements EventTranslator {
   private readonly announced: Set<string>
   private textId: string | null = null
+  private reasoningId: string | null = null
   private stepHasContent = false
   private turnId = ''
 
@@ -106,10 +107,18 @@ export class AiSdkTranslator implements EventTranslator {
     return [AiSdkTranslator.frame({ type: 'start', messageId: turnId }), AiSdkTranslator.frame({ type: 'start-step' })]
   }
 
+  /** Ends the open text part, and the open reasoning part: whatever comes next starts its own. */
   private closeText (out: Chunk[]): void {
+    this.closeReasoning(out)
     if (this.textId === null) return
     out.push({ type: 'text-end', id: this.textId })
     this.textId = null
+  }
+
+  private closeReasoning (out: Chunk[]): void {
+    if (this.reasoningId === null) return
+    out.push({ type: 'reasoning-end', id: this.reasoningId })
+    this.reasoningId = null
   }
 
   private announce (out: Chunk[], callId: string, name: string, args: Record<string, unknown>): void {
@@ -143,8 +152,22 @@ export class AiSdkTranslator implements EventTranslator {
           this.stepHasContent = false
         }
         break
+      case 'reasoning.delta':
+        if (e.text === '') break
+        if (this.reasoningId === null) {
+          this.closeText(out)
+          this.reasoningId = `${this.turnId}-th${envelope.seq}`
+          out.push({ type: 'reasoning-start', id: this.reasoningId })
+        }
+        out.push({ type: 'reasoning-delta', id: this.reasoningId, delta: e.text })
+        this.stepHasContent = true
+        break
+      case 'model.fallback':
+        out.push({ type: 'data-tollgate-fallback', id: `${this.turnId}-f${envelope.seq}`, data: { from: e.from, to: e.to, code: e.code, reason: e.reason } })
+        break
       case 'text.delta':
         if (e.text === '') break
+        this.closeReasoning(out)
         if (this.textId === null) {
           this.textId = `${this.turnId}-t${envelope.seq}`
           out.push({ type: 'text-start', id: this.textId })

@@ -71,6 +71,8 @@ export function summarizeLog (events: readonly BusEnvelope[]): LogSummary {
       case 'text.delta':
       case 'tool.progress':
       case 'user.message':
+      case 'reasoning.delta':
+      case 'model.fallback':
         break
       default: {
         // A new event kind fails to compile here until the rebuild decides what it keeps of it.

@@ -7,7 +7,8 @@ import { resolve } from 'node:path'
 import { Ajv, type ValidateFunction } from 'ajv'
 import { parse as parseToml } from 'smol-toml'
 import {
-  GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig, MCP_SERVER_NAME, type Config
+  GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig, MCP_SERVER_NAME,
+  ANTHROPIC_DEFAULT_MAX_TOKENS, type Config
 } from '../../schemas/config.js'
 import { ownEntry } from './json/own.js'
 import { didYouMean, problemsMessage, schemaProblems } from './config-problems.js'
@@ -126,11 +127,21 @@ function crossCheck (config: Config, problems: string[]): void {
     if (ownEntry(config.providers, agent.provider) === undefined) problems.push(undefinedName(`agents.${name}.provider`, agent.provider, 'providers', config.providers))
     if (ownEntry(config.runtime_profiles, agent.runtime_profile) === undefined) problems.push(undefinedName(`agents.${name}.runtime_profile`, agent.runtime_profile, 'runtime_profiles', config.runtime_profiles))
     if (ownEntry(config.risk_profiles, agent.risk_profile) === undefined) problems.push(undefinedName(`agents.${name}.risk_profile`, agent.risk_profile, 'risk_profiles', config.risk_profiles))
+    for (const fallback of agent.fallback_providers) {
+      if (ownEntry(config.providers, fallback) === undefined || fallback === agent.provider) {
+        problems.push(`agents.${name}.fallback_providers: ${JSON.stringify(fallback)} is not another provider defined under [providers]`)
+      }
+    }
   }
   crossCheckMcp(config, problems)
   for (const [name, provider] of Object.entries(config.providers)) {
     if (provider.kind === 'openai' && (provider.base_url === undefined || provider.base_url === '')) {
       problems.push(`providers.${name}.base_url is required for kind "openai"; add the server's URL, e.g. base_url = "https://api.openai.com/v1"`)
+    }
+    // Anthropic refuses a thinking budget that leaves nothing of max_tokens for the answer.
+    if (provider.kind === 'anthropic' && provider.thinking_budget_tokens !== undefined &&
+      provider.thinking_budget_tokens >= (provider.max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS)) {
+      throw new ConfigError(`providers.${name}.thinking_budget_tokens must be below max_tokens (${provider.max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS})`)
     }
   }
   checkUrls(config, problems)

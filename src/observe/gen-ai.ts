@@ -7,10 +7,12 @@ import type { ObservedToolProvenance } from './observer.js'
 /**
  * `gen_ai.provider.name`: the conventions' well-known value where one exists. An OpenAI-compatible
  * endpoint is `openai` even when another product serves it, as the conventions ask of clients
- * that cannot know better; the in-process demo provider gets a `tollgate.`-namespaced value.
+ * that cannot know better (so is the Responses API); Anthropic's Messages API is `anthropic`; the
+ * in-process demo provider gets a `tollgate.`-namespaced value.
  */
 export function genAiProviderName (providerKind: string): string {
-  return providerKind === 'openai' ? 'openai' : `tollgate.${providerKind}`
+  if (providerKind === 'openai' || providerKind === 'openai-responses') return 'openai'
+  return providerKind === 'anthropic' ? 'anthropic' : `tollgate.${providerKind}`
 }
 
 /**

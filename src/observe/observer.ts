@@ -28,7 +28,9 @@ export type ObserverEvent =
   | ({ kind: 'iteration', n: number, delegate_depth: number } & ObserverCorrelation)
   | ({
     kind: 'llm_request', provider: string, provider_kind: string, model: string, messages: number, tools: number,
-    server_address?: string, server_port?: number
+    server_address?: string, server_port?: number,
+    /** The provider whose failure this call falls back from (`agents.<a>.fallback_providers`). */
+    fallback_from?: string
   } & ObserverCorrelation)
   | ({
     kind: 'llm_response', provider: string, model: string, duration_ms: number, success: boolean, error?: string, error_type?: string,

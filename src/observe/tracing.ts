@@ -160,6 +160,7 @@ export class TracingObserver implements Observer {
         ...(event.server_address === undefined ? {} : { 'server.address': event.server_address }),
         ...(event.server_port === undefined ? {} : { 'server.port': event.server_port }),
         'tollgate.provider': event.provider,
+        ...(event.fallback_from === undefined ? {} : { 'tollgate.fallback_from': event.fallback_from }),
         'tollgate.messages': event.messages,
         'tollgate.tools': event.tools,
         ...correlationAttributes(event)

@@ -1,5 +1,7 @@
 import type { Config } from '../core/config.js'
+import { AnthropicProvider } from './anthropic.js'
 import { DemoProvider } from './demo.js'
+import { ResponsesProvider } from './openai-responses.js'
 import { OpenAIProvider } from './openai.js'
 import type { ModelProvider } from './types.js'
 
@@ -9,10 +11,12 @@ export function createProviders (config: Config, env: NodeJS.ProcessEnv): Map<st
   for (const [name, p] of Object.entries(config.providers)) {
     if (p.kind === 'demo') {
       providers.set(name, new DemoProvider({ name, stepDelayMs: p.step_delay_ms }))
-    } else {
-      const apiKey = p.api_key_env === undefined ? undefined : env[p.api_key_env]
-      providers.set(name, new OpenAIProvider({ name, config: p, apiKey }))
+      continue
     }
+    const apiKey = p.api_key_env === undefined ? undefined : env[p.api_key_env]
+    if (p.kind === 'anthropic') providers.set(name, new AnthropicProvider({ name, config: p, apiKey }))
+    else if (p.kind === 'openai-responses') providers.set(name, new ResponsesProvider({ name, config: p, apiKey }))
+    else providers.set(name, new OpenAIProvider({ name, config: p, apiKey }))
   }
   return providers
 }

@@ -25,8 +25,13 @@ interface WireToolCallDelta {
 }
 
 interface WireChoice {
-  message?: { content?: string | null, tool_calls?: Array<{ id?: string, function?: { name?: string, arguments?: string } }> }
-  delta?: { content?: string | null, tool_calls?: WireToolCallDelta[] }
+  message?: {
+    content?: string | null
+    reasoning_content?: unknown
+    reasoning?: unknown
+    tool_calls?: Array<{ id?: string, function?: { name?: string, arguments?: string } }>
+  }
+  delta?: { content?: string | null, reasoning_content?: unknown, reasoning?: unknown, tool_calls?: WireToolCallDelta[] }
   finish_reason?: string | null
 }
 
@@ -34,8 +39,22 @@ interface WireChunk {
   id?: string
   model?: string
   choices?: WireChoice[]
-  usage?: { prompt_tokens?: unknown, completion_tokens?: unknown } | null
+  usage?: {
+    prompt_tokens?: unknown
+    completion_tokens?: unknown
+    prompt_tokens_details?: { cached_tokens?: unknown } | null
+    completion_tokens_details?: { reasoning_tokens?: unknown } | null
+  } | null
   error?: { message?: string }
+}
+
+/**
+ * Reasoning the server sent beside the content: `reasoning_content` (DeepSeek, vLLM) or
+ * `reasoning` (OpenRouter, Ollama), a string either way; anything else is not reasoning text.
+ */
+function reasoningOf (part: { reasoning_content?: unknown, reasoning?: unknown }): string {
+  if (typeof part.reasoning_content === 'string') return part.reasoning_content
+  return typeof part.reasoning === 'string' ? part.reasoning : ''
 }
 
 function tokenCount (value: unknown): number | null {
@@ -47,7 +66,14 @@ function readUsage (usage: WireChunk['usage']): ChatUsage | undefined {
   if (usage == null || typeof usage !== 'object') return undefined
   const input = tokenCount(usage.prompt_tokens)
   const output = tokenCount(usage.completion_tokens)
-  return input === null || output === null ? undefined : { input_tokens: input, output_tokens: output }
+  if (input === null || output === null) return undefined
+  const result: ChatUsage = { input_tokens: input, output_tokens: output }
+  // The details OpenAI (and servers copying it) report: cached prompt tokens, reasoning tokens.
+  const cached = tokenCount(usage.prompt_tokens_details?.cached_tokens)
+  if (cached !== null) result.cache_read_tokens = cached
+  const reasoning = tokenCount(usage.completion_tokens_details?.reasoning_tokens)
+  if (reasoning !== null) result.reasoning_tokens = reasoning
+  return result
 }
 
 function toWireMessage (m: ChatMessage): Record<string, unknown> {
@@ -170,9 +196,11 @@ export class OpenAIProvider implements ModelProvider {
       for (let retry = 0; ; retry++) {
         let streamed = false
         const forward = options.onTextDelta
+        const forwardReasoning = options.onReasoningDelta
         const attempt: ChatCallOptions = {
           signal: deadline.signal,
-          ...(forward === undefined ? {} : { onTextDelta: (text: string) => { streamed = true; forward(text) } })
+          ...(forward === undefined ? {} : { onTextDelta: (text: string) => { streamed = true; forward(text) } }),
+          ...(forwardReasoning === undefined ? {} : { onReasoningDelta: (text: string) => { streamed = true; forwardReasoning(text) } })
         }
         try {
           return await this.attempt(body, headers, attempt)
@@ -258,6 +286,8 @@ export class OpenAIProvider implements ModelProvider {
       arguments: c.function?.arguments ?? ''
     }))
     const response: ChatResponse = { text: choice.message.content ?? '', toolCalls }
+    const reasoning = reasoningOf(choice.message)
+    if (reasoning !== '') response.reasoning = reasoning
     identify(response, json)
     if (choice.finish_reason != null) response.finishReason = choice.finish_reason
     const usage = readUsage(json.usage)
@@ -296,6 +326,8 @@ export class OpenAIProvider implements ModelProvider {
       if (choice.finish_reason != null) finishReason = choice.finish_reason
       const delta = choice.delta
       if (delta === undefined) return
+      const reasoning = reasoningOf(delta)
+      if (reasoning !== '') options.onReasoningDelta?.(reasoning)
       if (typeof delta.content === 'string' && delta.content !== '') {
         text += delta.content
         options.onTextDelta?.(delta.content)

@@ -11,12 +11,24 @@ export interface ChatToolCall {
   arguments: string
 }
 
+/**
+ * What a provider needs back, unchanged, with an assistant message on its next call (Anthropic
+ * thinking blocks and their signatures, Responses reasoning items). Plain JSON: it is kept in the
+ * history, the session and a durable turn's checkpoint. Only a provider of `kind` reads it.
+ */
+export interface ProviderState {
+  kind: string
+  data: unknown
+}
+
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool'
   content: string | null
   tool_calls?: ChatToolCall[]
   tool_call_id?: string
   name?: string
+  /** Assistant messages: the answering provider's state for this message. */
+  provider_state?: ProviderState
 }
 
 export interface ChatRequest {
@@ -31,10 +43,20 @@ export interface ChatRequest {
 export interface ChatUsage {
   input_tokens: number
   output_tokens: number
+  /** Prompt tokens read from the provider's prompt cache, when it reports them. */
+  cache_read_tokens?: number
+  /** Prompt tokens written to the provider's prompt cache, when it reports them. */
+  cache_write_tokens?: number
+  /** Output tokens spent on reasoning, when the provider reports them apart. */
+  reasoning_tokens?: number
 }
 
 export interface ChatResponse {
   text: string
+  /** Reasoning of an answer that did not stream it through `onReasoningDelta` (a JSON answer). */
+  reasoning?: string
+  /** State to keep on the assistant message this answer becomes (see ProviderState). */
+  providerState?: ProviderState
   toolCalls: ChatToolCall[]
   usage?: ChatUsage
   finishReason?: string
@@ -64,6 +86,8 @@ export interface ChatCallOptions {
   signal: AbortSignal
   /** Called with visible text as it streams; absent when the caller wants no live text. */
   onTextDelta?: (text: string) => void
+  /** Called with the model's reasoning as it streams (never part of the text). */
+  onReasoningDelta?: (text: string) => void
   /** Told before each retry (for the turn's log). */
   onRetry?: (retry: ProviderRetry) => void
 }

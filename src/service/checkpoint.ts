@@ -9,7 +9,7 @@ import type { PendingApproval } from '../../schemas/approval.js'
 import type { ApprovalGrant } from '../../schemas/session.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { ObservedCheckpointStep } from '../observe/observer.js'
-import type { ChatMessage } from '../providers/types.js'
+import type { ChatMessage, ProviderState } from '../providers/types.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import type { LoopCheckpoints, LoopCursor, WaitingGate } from '../turn/cursor.js'
 import type { DetectorRecord } from '../turn/loop-detector.js'
@@ -52,6 +52,8 @@ interface SlotDoc {
 export interface RoundDoc {
   text: string
   native: boolean
+  /** The answering provider's state of the round's assistant message (kept exactly: signatures). */
+  provider_state?: ProviderState
   calls: ParsedCall[]
   parallel: boolean
   slots: SlotDoc[]
@@ -149,7 +151,8 @@ export function checkpointDoc (source: CheckpointSource, step: CheckpointStep, r
       original_args: round.originalArgs,
       shell_signatures: [...round.shellSignatures],
       search_pending: round.searchPending,
-      next: round.next
+      next: round.next,
+      ...(round.providerState === undefined ? {} : { provider_state: round.providerState })
     }
   }
   if (step === 'approval' && round?.waiting != null && request !== undefined) doc.waiting = { ...round.waiting, request }

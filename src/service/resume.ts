@@ -41,6 +41,7 @@ function restoreRound (exec: ResolvedAgentExecution, doc: RoundDoc): RoundCursor
   round.shellSignatures = new Set(doc.shell_signatures)
   round.searchPending = doc.search_pending
   round.next = doc.next
+  if (doc.provider_state !== undefined) round.providerState = doc.provider_state
   round.slots = doc.slots.map((s): ToolSlot => {
     const slot: ToolSlot = {
       index: s.index, callId: s.call_id, providerCallId: s.provider_call_id, name: s.name, arguments: s.arguments,

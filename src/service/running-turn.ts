@@ -51,6 +51,8 @@ export class RunningTurn {
   private frozen = false
   /** The model's streamed text is scrubbed on its way out; a piece may wait for the next one (text-stream.ts). */
   private readonly text = new StreamedTextScrubber()
+  /** The model's streamed reasoning, scrubbed the same way as its own stream. */
+  private readonly reasoning = new StreamedTextScrubber()
   private readonly disposers: Array<() => void> = []
   private resolveDone!: (record: TurnRecord) => void
 
@@ -84,11 +86,19 @@ export class RunningTurn {
   emit (event: TurnEvent): void {
     if (this.frozen) return
     if (event.kind === 'text.delta') {
+      this.releaseReasoning()
       const shown = this.text.push(event.text)
       if (shown !== '') this.host.bus.publish(this.sequence({ kind: 'text.delta', text: shown }))
       return
     }
+    if (event.kind === 'reasoning.delta') {
+      this.releaseText()
+      const shown = this.reasoning.push(event.text)
+      if (shown !== '') this.host.bus.publish(this.sequence({ kind: 'reasoning.delta', text: shown }))
+      return
+    }
     this.releaseText()
+    this.releaseReasoning()
     this.host.bus.publish(this.sequence(event))
   }
 
@@ -96,6 +106,11 @@ export class RunningTurn {
   private releaseText (): void {
     const rest = this.text.end()
     if (rest !== '') this.host.bus.publish(this.sequence({ kind: 'text.delta', text: rest }))
+  }
+
+  private releaseReasoning (): void {
+    const rest = this.reasoning.end()
+    if (rest !== '') this.host.bus.publish(this.sequence({ kind: 'reasoning.delta', text: rest }))
   }
 
   /**
@@ -298,6 +313,7 @@ export class RunningTurn {
     }
     session.history = state.history
     session.always_allowed = grants.list()
+    this.releaseReasoning()
     this.releaseText()
     // Persisted before the terminal event goes out: whoever sees it, on any instance, and then
     // reads the turn or starts the session's next turn finds the finished state in the store.

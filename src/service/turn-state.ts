@@ -189,7 +189,8 @@ export function assembleTurnState (
       void running.saveRecord(state.log).then(() => answer?.resolve())
     },
     // Kept on the record as it grows (a running turn's GET shows it); stored with the next save.
-    recordCallUsage: (u) => {
+    recordCallUsage: (u, provider) => {
+      if (provider !== undefined) record.provider = provider
       usage.add(u)
       const current = usage.current()
       if (current !== undefined) record.usage = current

@@ -32,6 +32,8 @@ export interface ModelBinding {
   provider: ModelProvider
   model: string
   temperature?: number
+  /** `agents.<a>.fallback_providers`, in order, each with its provider's default model. */
+  fallbacks?: readonly ModelBinding[]
 }
 
 export interface RuntimeKnobs {
@@ -51,6 +53,8 @@ export interface RuntimeKnobs {
   toolProgress: ProgressLimits
   /** How deep and long a call's arguments may be (parsing refuses a call past them). */
   argumentBounds: JsonBounds
+  /** `agents.<a>.show_reasoning`: the model's reasoning goes out as `reasoning.delta` events. */
+  showReasoning: boolean
 }
 
 export interface ReceiptInput {
@@ -135,8 +139,11 @@ export interface TurnState {
   approvals: ApprovalChannel
   recordToolCall (record: ToolCallRecord): void
   recordApproval (entry: ApprovalAuditEntry): void
-  /** One answered model call's provider-reported usage (undefined: none reported); sub-turns add theirs to the parent's. */
-  recordCallUsage (usage: ChatUsage | undefined): void
+  /**
+   * One answered model call's provider-reported usage (undefined: none reported) and, for the
+   * turn's own calls, the provider that answered; sub-turns add their usage to the parent's.
+   */
+  recordCallUsage (usage: ChatUsage | undefined, provider?: string): void
   /** Prompt-required shell signatures seen in earlier rounds of this turn. */
   promptShellSignatures: Set<string>
   /** Dedup signatures; cleared every round when the knob says `round`. */
@@ -208,12 +215,20 @@ export function resolveAgent (
   return { agent, runtime, risk }
 }
 
+function bindingOf (config: Config, name: string, model: string, providers: ReadonlyMap<string, ModelProvider>): ModelBinding {
+  const provider = providers.get(name)
+  if (provider === undefined) throw new TollgateError('INTERNAL', `provider ${name} is not built`)
+  const providerConfig = ownEntry(config.providers, name)
+  const binding: ModelBinding = { provider, model }
+  if (providerConfig?.temperature !== undefined) binding.temperature = providerConfig.temperature
+  return binding
+}
+
 export function resolveModelBinding (config: Config, agent: AgentConfig, providers: ReadonlyMap<string, ModelProvider>): ModelBinding {
-  const provider = providers.get(agent.provider)
-  if (provider === undefined) throw new TollgateError('INTERNAL', `provider ${agent.provider} is not built`)
-  const providerConfig = ownEntry(config.providers, agent.provider)
-  const model: ModelBinding = { provider, model: modelNameFor(config, agent) }
-  if (providerConfig?.temperature !== undefined) model.temperature = providerConfig.temperature
+  const model = bindingOf(config, agent.provider, modelNameFor(config, agent), providers)
+  // The agent's `model` names a model of its own provider; a fallback answers with its provider's default.
+  const fallbacks = agent.fallback_providers.map((name) => bindingOf(config, name, ownEntry(config.providers, name)?.model ?? 'default', providers))
+  if (fallbacks.length > 0) model.fallbacks = fallbacks
   return model
 }
 
@@ -247,7 +262,8 @@ export function resolveKnobs (
       maxPerCall: config.turns.tool_progress.max_events_per_call,
       maxMessageBytes: config.turns.tool_progress.max_message_bytes
     },
-    argumentBounds: { maxDepth: config.turns.tool_arguments.max_depth, maxChars: config.turns.tool_arguments.max_chars }
+    argumentBounds: { maxDepth: config.turns.tool_arguments.max_depth, maxChars: config.turns.tool_arguments.max_chars },
+    showReasoning: agent.show_reasoning
   }
 }
 

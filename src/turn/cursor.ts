@@ -4,6 +4,7 @@
  * round about to run); the service writes a checkpoint from it. `LoopEntry` is the way back in
  * after a restart.
  */
+import type { ProviderState } from '../providers/types.js'
 import type { PendingApproval } from '../../schemas/approval.js'
 import type { ApprovalDecision } from '../../schemas/events.js'
 import type { ParsedCall } from './parse.js'
@@ -23,6 +24,8 @@ export interface RoundCursor {
   native: boolean
   calls: ParsedCall[]
   parallel: boolean
+  /** What the answering provider needs back with this message (thinking blocks, reasoning items). */
+  providerState?: ProviderState
   /**
    * One per call prepared so far, in model order (the waiting call's included); runnable ones have
    * `tool` set and no `prefill`.

@@ -3,7 +3,7 @@
  * tool-call message and then the ordered results, so the next request sees calls and results
  * in the order the model made them, whatever order they finished in.
  */
-import type { ChatMessage } from '../providers/types.js'
+import type { ChatMessage, ProviderState } from '../providers/types.js'
 import type { ParsedCall } from './parse.js'
 import type { ToolSlot } from './results.js'
 
@@ -14,6 +14,7 @@ export interface RoundRecord {
   /** The calls as the model made them (before hooks and markers): history must echo the model. */
   calls: readonly ParsedCall[]
   slots: readonly ToolSlot[]
+  providerState?: ProviderState
 }
 
 /** The id the provider knows a call by: its own, or ours for text-protocol calls. */
@@ -31,6 +32,7 @@ export function roundMessages (round: RoundRecord): ChatMessage[] {
         return { id: historyCallId(s), name: call?.name ?? s.name, arguments: call?.rawArguments ?? JSON.stringify(call?.arguments ?? {}) }
       })
     }
+    if (round.providerState !== undefined) assistant.provider_state = round.providerState
     const results = round.slots.map((s): ChatMessage => ({
       role: 'tool',
       tool_call_id: historyCallId(s),
@@ -39,8 +41,10 @@ export function roundMessages (round: RoundRecord): ChatMessage[] {
     return [assistant, ...results]
   }
   const blocks = round.slots.map((s) => `<tool_result name="${s.name}">\n${s.outcome?.modelText ?? ''}\n</tool_result>\n`).join('')
+  const assistant: ChatMessage = { role: 'assistant', content: round.text }
+  if (round.providerState !== undefined) assistant.provider_state = round.providerState
   return [
-    { role: 'assistant', content: round.text },
+    assistant,
     { role: 'user', content: `[Tool results]\n${blocks}` }
   ]
 }

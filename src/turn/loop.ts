@@ -6,7 +6,7 @@ import { TurnFailure, type TurnFailureCode } from '../core/errors.js'
 import type { ObserverCorrelation } from '../observe/observer.js'
 import { ProviderError, type ChatResponse } from '../providers/types.js'
 import { scrubText } from '../core/security/redact.js'
-import type { ResolvedAgentExecution, TurnState } from './context.js'
+import type { ModelBinding, ResolvedAgentExecution, TurnState } from './context.js'
 import type { ReopenedGate } from './approve.js'
 import { newRound, type LoopCheckpoints, type LoopCursor, type LoopEntry, type RecoveredCall, type RoundCursor } from './cursor.js'
 import { dispatchRound, parallelEligible } from './dispatch.js'
@@ -15,6 +15,8 @@ import { parseResponse, type ParsedResponse } from './parse.js'
 import { prepareRound } from './prepare.js'
 import { buildIterationRequest } from './prompt.js'
 import { collectRound } from './results.js'
+import { withFallback, type ProviderAttempt } from './fallback.js'
+import { emitAnswerReasoning, emitReasoning } from './reasoning.js'
 import { createFrameHoldBack, createThinkFilter, unsentRemainder } from './stream-filter.js'
 import { detectToolProtocolIssue, stripTerminalMarkers, stripThinkBlocks, stripToolResultBlocks } from './text-protocol/index.js'
 
@@ -64,21 +66,27 @@ function cancelled (state: TurnState): TurnOutcome {
 interface LiveText {
   push: (text: string) => void
   shown: () => string
+  /** Whether any text came through `push` (its think blocks then went out as reasoning already). */
+  received: () => boolean
 }
 
-function liveText (state: TurnState, textProtocol: boolean): LiveText {
+function liveText (exec: ResolvedAgentExecution, state: TurnState, textProtocol: boolean): LiveText {
   const think = createThinkFilter()
   const frames = textProtocol ? createFrameHoldBack() : null
   let shown = ''
+  let received = false
   return {
     push: (text) => {
-      const thought = think.push(text)
+      received = true
+      const { visible: thought, reasoning } = think.push(text)
+      emitReasoning(exec, state, reasoning)
       const visible = frames === null || thought === '' ? thought : frames.push(thought)
       if (visible === '') return
       shown += visible
       state.emit({ kind: 'text.delta', text: visible })
     },
-    shown: () => shown
+    shown: () => shown,
+    received: () => received
   }
 }
 
@@ -113,12 +121,21 @@ function errorType (err: unknown): string {
 async function callModel (
   exec: ResolvedAgentExecution, state: TurnState, request: ReturnType<typeof buildIterationRequest>, live: LiveText | null
 ): Promise<ChatResponse> {
-  const { provider, model } = exec.model
+  return await withFallback(exec, state, async (binding, attempt) => await callProvider(exec, state, binding, request, live, attempt))
+}
+
+/** One provider's try at the model call (its own retries included), observed as one chat. */
+async function callProvider (
+  exec: ResolvedAgentExecution, state: TurnState, binding: ModelBinding, request: ReturnType<typeof buildIterationRequest>,
+  live: LiveText | null, attempt: ProviderAttempt
+): Promise<ChatResponse> {
+  const { provider, model } = binding
   const correlation = correlationOf(exec, state)
   exec.observer.record({
     kind: 'llm_request', provider: provider.name, provider_kind: provider.kind, model, messages: request.messages.length,
     tools: request.useNative ? request.specs.length : 0,
     ...(provider.endpoint === undefined ? {} : { server_address: provider.endpoint.address, server_port: provider.endpoint.port }),
+    ...(attempt.fallbackFrom === undefined ? {} : { fallback_from: attempt.fallbackFrom }),
     ...correlation
   })
   const started = performance.now()
@@ -127,13 +144,17 @@ async function callModel (
       model,
       messages: request.messages,
       ...(request.useNative ? { tools: request.specs } : {}),
-      ...(exec.model.temperature === undefined ? {} : { temperature: exec.model.temperature })
+      ...(binding.temperature === undefined ? {} : { temperature: binding.temperature })
     }, {
       signal: state.signal,
-      ...(live === null ? {} : { onTextDelta: live.push }),
+      ...(live === null ? {} : { onTextDelta: (text) => { attempt.streamed = true; live.push(text) } }),
+      onReasoningDelta: (text) => {
+        attempt.streamed = true
+        emitReasoning(exec, state, text)
+      },
       onRetry: (retry) => { state.log.warn({ provider: provider.name, model, ...retry }, 'retrying the model call') }
     })
-    state.recordCallUsage(response.usage)
+    state.recordCallUsage(response.usage, provider.name)
     exec.observer.record({
       kind: 'llm_response', provider: provider.name, model, duration_ms: performance.now() - started, success: true,
       ...(response.usage?.input_tokens === undefined ? {} : { input_tokens: response.usage.input_tokens }),
@@ -187,8 +208,9 @@ async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor:
   // Every request streams its visible text live; text-protocol output goes through the frame
   // hold-back, so no call payload reaches a `text.delta`.
   const textProtocol = !request.useNative
-  const live = liveText(state, textProtocol)
+  const live = liveText(exec, state, textProtocol)
   const response = await callModel(exec, state, request, live)
+  emitAnswerReasoning(exec, state, response, live.received())
   const parsed = parseResponse(response, {
     advertised: new Set(request.specs.map((s) => s.name)),
     strict: exec.knobs.strictToolParsing,
@@ -221,7 +243,9 @@ async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor:
     state.steering?.close()
     return { kind: 'end', outcome: { status: 'completed', finalText: receiptsBlock(exec, state, parsed.displayText) } }
   }
-  return { kind: 'round', round: newRound(response.text, parsed.native, parsed.calls, parallelEligible(exec, parsed.calls)) }
+  const round = newRound(response.text, parsed.native, parsed.calls, parallelEligible(exec, parsed.calls))
+  if (response.providerState !== undefined) round.providerState = response.providerState
+  return { kind: 'round', round }
 }
 
 async function loop (exec: ResolvedAgentExecution, state: TurnState, durability: LoopDurability): Promise<TurnOutcome> {
@@ -281,7 +305,10 @@ async function loop (exec: ResolvedAgentExecution, state: TurnState, durability:
     await dispatchRound(exec, state, round.slots, round.parallel, recovered)
     cursor.step = 'collect'
     const verdict = state.signal.aborted ? { kind: 'continue' as const } : collectRound(exec, state, round.slots, round.originalArgs)
-    appendRound(state.history, { text: round.text, native: round.native, calls: round.calls, slots: round.slots })
+    appendRound(state.history, {
+      text: round.text, native: round.native, calls: round.calls, slots: round.slots,
+      ...(round.providerState === undefined ? {} : { providerState: round.providerState })
+    })
     if (state.signal.aborted) return cancelled(state)
     if (verdict.kind === 'abort') return { status: 'failed', code: verdict.code, message: verdict.message }
   }

@@ -1,6 +1,7 @@
 /**
  * Live-text hygiene for streamed model output: reasoning inside <think>…</think> (or
- * <thinking>…</thinking>) never reaches clients, even when a tag is split across chunks.
+ * <thinking>…</thinking>) never reaches the visible text, even when a tag is split across
+ * chunks; it is handed back apart, for `reasoning.delta`.
  */
 const OPEN = ['<think>', '<thinking>']
 const CLOSE = ['</think>', '</thinking>']
@@ -28,9 +29,15 @@ function findTag (text: string, tags: readonly string[]): { at: number, length: 
   return best
 }
 
+export interface FilteredText {
+  /** Text that may be shown now (possibly empty). */
+  visible: string
+  /** Reasoning (the inside of think blocks) complete so far (possibly empty). */
+  reasoning: string
+}
+
 export interface StreamFilter {
-  /** Returns the part of `chunk` that may be shown now (possibly empty). */
-  push (chunk: string): string
+  push (chunk: string): FilteredText
 }
 
 export function createThinkFilter (): StreamFilter {
@@ -40,16 +47,19 @@ export function createThinkFilter (): StreamFilter {
     push (chunk) {
       let text = pending + chunk
       pending = ''
-      let out = ''
+      let visible = ''
+      let reasoning = ''
       for (;;) {
         const tag = findTag(text, inside ? CLOSE : OPEN)
         if (tag === null) {
           const keep = partialSuffix(text, inside ? CLOSE : OPEN)
-          if (!inside) out += text.slice(0, text.length - keep)
+          if (inside) reasoning += text.slice(0, text.length - keep)
+          else visible += text.slice(0, text.length - keep)
           pending = text.slice(text.length - keep)
-          return out
+          return { visible, reasoning }
         }
-        if (!inside) out += text.slice(0, tag.at)
+        if (inside) reasoning += text.slice(0, tag.at)
+        else visible += text.slice(0, tag.at)
         text = text.slice(tag.at + tag.length)
         inside = !inside
       }
@@ -89,7 +99,12 @@ function classifyFence (held: string): Held {
   return !lineEnded && FENCE_WORDS.some((w) => w.startsWith(word)) ? 'undecided' : 'prose'
 }
 
-export function createFrameHoldBack (): StreamFilter {
+/** A filter whose output is only the text that may be shown now. */
+export interface TextHoldBack {
+  push (chunk: string): string
+}
+
+export function createFrameHoldBack (): TextHoldBack {
   let started = false
   let latched = false
   let held = ''

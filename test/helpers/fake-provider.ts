@@ -14,6 +14,10 @@ export interface ScriptedCall {
 
 export interface ScriptedReply {
   text?: string
+  /** Reasoning sent beside the content, before it (streamed in 8-character pieces like text). */
+  reasoning?: string
+  /** The delta/message field that carries `reasoning`: DeepSeek's and vLLM's, or OpenRouter's. */
+  reasoningField?: 'reasoning_content' | 'reasoning'
   toolCalls?: ScriptedCall[]
   /** Delay before the response starts. */
   delayMs?: number
@@ -38,7 +42,12 @@ export interface ScriptedReply {
   /** Never answer; the request stays open until the client gives up. */
   hang?: boolean
   /** Default { prompt_tokens: 10, completion_tokens: 5 }; null: no usage at all, as from a server that ignores stream_options. */
-  usage?: { prompt_tokens: number, completion_tokens: number } | null
+  usage?: {
+    prompt_tokens: number
+    completion_tokens: number
+    prompt_tokens_details?: { cached_tokens: number }
+    completion_tokens_details?: { reasoning_tokens: number }
+  } | null
   /** The completion's `id` (default `chatcmpl-fake`) and the answering `model` (default `fake-model`). */
   responseId?: string
   responseModel?: string
@@ -104,7 +113,16 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
     res.writeHead(200, { 'content-type': 'application/json' })
     res.end(JSON.stringify({
       id: reply.responseId ?? 'chatcmpl-fake', object: 'chat.completion', model: reply.responseModel ?? 'fake-model',
-      choices: [{ index: 0, finish_reason: finish, message: { role: 'assistant', content: reply.text ?? null, ...(calls.length > 0 ? { tool_calls: calls } : {}) } }],
+      choices: [{
+        index: 0,
+        finish_reason: finish,
+        message: {
+          role: 'assistant',
+          content: reply.text ?? null,
+          ...(reply.reasoning === undefined ? {} : { [reply.reasoningField ?? 'reasoning_content']: reply.reasoning }),
+          ...(calls.length > 0 ? { tool_calls: calls } : {})
+        }
+      }],
       ...(usage === undefined ? {} : { usage })
     }))
     return
@@ -134,6 +152,7 @@ async function answer (reply: ScriptedReply, stream: boolean, res: ServerRespons
     if (reply.chunkDelayMs !== undefined) await sleep(reply.chunkDelayMs)
   }
   await chunk({ role: 'assistant' })
+  for (const piece of (reply.reasoning ?? '').match(/[\s\S]{1,8}/g) ?? []) await chunk({ content: null, [reply.reasoningField ?? 'reasoning_content']: piece })
   for (const piece of (reply.text ?? '').match(/[\s\S]{1,8}/g) ?? []) await chunk({ content: piece })
   for (const [index, call] of calls.entries()) {
     const args = call.function.arguments

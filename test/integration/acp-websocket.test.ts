@@ -156,3 +156,18 @@ test('without the opt-in, a second prompt while the turn runs waits and runs as 
   assert.deepEqual(turns.map((x: { status: string }) => x.status), ['completed', 'completed'])
   assert.deepEqual(g.provider.requests[1]?.body.messages.slice(-3).map((m) => m.content), ['one', 'First.', 'two'])
 })
+
+test('over /v1/acp the model\'s reasoning arrives as agent_thought_chunk, apart from the answer', async (t) => {
+  const { g, token, acpUrl } = await jwtGateway(t)
+  g.provider.enqueue({ reasoning: 'The user greets me; answer briefly.', text: 'Hello!' })
+  const h = overSocket(acpUrl, token)
+  const { response } = await h.run(async (ctx) => {
+    await ctx.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+    const { sessionId } = await ctx.request('session/new', { cwd: '/tmp', mcpServers: [] })
+    return { response: await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hi' }] }) }
+  })
+  assert.equal(response.stopReason, 'end_turn')
+  const thoughts = h.updates.flatMap((n) => n.update.sessionUpdate === 'agent_thought_chunk' && n.update.content.type === 'text' ? [n.update.content.text] : [])
+  assert.equal(thoughts.join(''), 'The user greets me; answer briefly.')
+  assert.equal(messageText(h.updates), 'Hello!')
+})

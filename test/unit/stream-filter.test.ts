@@ -4,7 +4,12 @@ import { createFrameHoldBack, createThinkFilter, unsentRemainder } from '../../s
 
 function run (chunks: string[]): string {
   const filter = createThinkFilter()
-  return chunks.map((c) => filter.push(c)).join('')
+  return chunks.map((c) => filter.push(c).visible).join('')
+}
+
+function reasoningOf (chunks: string[]): string {
+  const filter = createThinkFilter()
+  return chunks.map((c) => filter.push(c).reasoning).join('')
 }
 
 test('text without reasoning tags passes through unchanged', () => {
@@ -29,6 +34,10 @@ test('a lone < that does not start a tag is released with the next chunk', () =>
 
 test('an unclosed think block hides the rest of the stream', () => {
   assert.equal(run(['shown<think>never', ' shown']), 'shown')
+})
+
+test('the inside of think blocks comes back as reasoning, tags split across chunks included', () => {
+  assert.equal(reasoningOf(['Hi <th', 'ink>hidden', ' stuff</thi', 'nk> there<thinking>more</thinking>']), 'hidden stuffmore')
 })
 
 function held (chunks: string[]): string[] {

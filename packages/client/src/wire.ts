@@ -31,6 +31,23 @@ export type TextDeltaEvent = {
   text: string
 }
 
+export type ReasoningDeltaEvent = {
+  kind: 'reasoning.delta'
+  text: string
+}
+
+export type ModelFallbackEvent = {
+  kind: 'model.fallback'
+  /** The provider that failed (a name under [providers]) */
+  from: string
+  /** The provider tried next */
+  to: string
+  /** The failure's code (PROVIDER_ERROR, PROVIDER_UNAVAILABLE, PROVIDER_TIMEOUT) */
+  code: string
+  /** The failure, secrets scrubbed */
+  reason: string
+}
+
 export type ToolCallEvent = {
   kind: 'tool_call'
   call_id: string
@@ -124,6 +141,12 @@ export type TurnCompletedEvent = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** Prompt tokens read from the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_read_tokens?: number
+    /** Prompt tokens written to the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_write_tokens?: number
+    /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
+    reasoning_tokens?: number
   }
 }
 
@@ -139,6 +162,12 @@ export type TurnCancelledEvent = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** Prompt tokens read from the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_read_tokens?: number
+    /** Prompt tokens written to the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_write_tokens?: number
+    /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
+    reasoning_tokens?: number
   }
 }
 
@@ -155,12 +184,20 @@ export type TurnFailedEvent = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** Prompt tokens read from the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_read_tokens?: number
+    /** Prompt tokens written to the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_write_tokens?: number
+    /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
+    reasoning_tokens?: number
   }
 }
 
 export type TurnEvent =
   | TurnStartedEvent
   | TextDeltaEvent
+  | ReasoningDeltaEvent
+  | ModelFallbackEvent
   | ToolCallEvent
   | {
     kind: 'tool.progress'
@@ -305,7 +342,15 @@ export type Turn = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** Prompt tokens read from the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_read_tokens?: number
+    /** Prompt tokens written to the provider's prompt cache (part of prompt_tokens); present when a call reported them */
+    cache_write_tokens?: number
+    /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
+    reasoning_tokens?: number
   }
+  /** The provider (a name under [providers]) that answered the turn's last model call: a fallback after a switch */
+  provider?: string
   tool_calls: ToolCallRecord[]
   approvals: ApprovalAuditEntry[]
   /** Approval requests waiting for an answer now, in model order */
