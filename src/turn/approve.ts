@@ -102,6 +102,7 @@ export async function gateToolApproval (
   if (reply.requestId !== null && reopen?.resolved == null) {
     state.emit({ kind: 'approval.resolved', request_id: reply.requestId, call_id: call.callId, decision, decided_by: reply.decidedBy })
   }
+  const enforced = verdict.shadow ? null : verdict.permission
   const entry = {
     request_id: reply.requestId ?? `auto-${call.callId}`,
     call_id: call.callId,
@@ -111,6 +112,7 @@ export async function gateToolApproval (
     decided_by: reply.decidedBy,
     channel: reply.channel,
     principal,
+    ...(enforced === null ? {} : { rule: enforced.rule, policy_version: enforced.policyVersion }),
     timestamp: new Date().toISOString()
   }
   state.recordApproval(entry)

@@ -76,6 +76,8 @@ test('the audit export of rule-decided turns verifies with tollgate audit verify
   const denied = entries.find((e) => e.kind === 'permission' && e.data.outcome === 'deny')
   assert.equal(denied?.data.rule, 'shell(rm:*)')
   assert.ok(denied?.data.policy_version !== undefined)
+  const asked = (turn.body.approvals as Array<{ call_id: string, rule?: string, policy_version?: string }>)[0]
+  assert.deepEqual([asked?.call_id, asked?.rule, asked?.policy_version], [callIds[2], 'default', denied?.data.policy_version])
   const plan = denied?.data.plan as { commands: Array<{ command: string, outcome: string }> }
   assert.deepEqual(plan.commands.map((c) => [c.command, c.outcome]), [['ls', 'allow'], ['rm -f keep.txt', 'deny']])
 
