@@ -98,6 +98,20 @@ test('the audit export of rule-decided turns verifies with tollgate audit verify
   assert.equal(bad.stderr.trim(), `${tampered}:${at + 1}: broken chain: hash does not match the entry`)
 })
 
+test('a signed tool receipt is chained beside the execution it vouches for', async (t) => {
+  const g = await gatewayWithRules(t, { runtime_profiles: { default: { tool_receipts: { enabled: true } } } })
+  g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'shell', arguments: { command: 'ls' } }] }, { text: 'ok' })
+  const turn = await g.http('POST', '/v1/turns?wait=true', { message: 'go', interactive: false })
+  const callId = (turn.body.tool_calls as Array<{ call_id: string }>)[0]?.call_id
+  const lines = String((await g.http('GET', '/v1/audit?format=jsonl')).body).trim().split('\n')
+  const entries = lines.map((l) => JSON.parse(l) as { kind: string, data: { call_id: string, receipt?: string } })
+  // The receipt is signed as the result settles, just before the execution's record is made.
+  assert.deepEqual(entries.map((e) => e.kind), ['permission', 'receipt', 'tool_execution'])
+  assert.deepEqual(entries.map((e) => e.data.call_id), [callId, callId, callId])
+  assert.match(entries[1]?.data.receipt ?? '', /^tg-receipt-/)
+  assert.deepEqual(verifyAuditChain(lines.join('\n')), { ok: true, entries: 3 })
+})
+
 test('the audit export is paginated by seq', async (t) => {
   const g = await gatewayWithRules(t)
   for (const command of ['ls', 'ls -a', 'ls -l']) {
