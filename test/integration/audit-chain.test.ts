@@ -112,6 +112,18 @@ test('a signed tool receipt is chained beside the execution it vouches for', asy
   assert.deepEqual(verifyAuditChain(lines.join('\n')), { ok: true, entries: 3 })
 })
 
+test('a credential in a command is scrubbed from the chained plan and reason', async (t) => {
+  const g = await gatewayWithRules(t)
+  const token = `ghp_${'A1b2C3d4E5'.repeat(3)}xYz789`
+  g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'shell', arguments: { command: `ls && echo ${token}` } }] }, { text: 'ok' })
+  await g.http('POST', '/v1/turns?wait=true', { message: 'go', interactive: false })
+  const text = String((await g.http('GET', '/v1/audit?format=jsonl')).body)
+  const permission = JSON.parse(text.split('\n')[0] as string) as { kind: string, data: { outcome: string, reason: string } }
+  assert.deepEqual([permission.kind, permission.data.outcome], ['permission', 'default'])
+  assert.match(permission.data.reason, /`echo ghp_/)
+  assert.equal(text.includes(token), false)
+})
+
 test('the audit export is paginated by seq', async (t) => {
   const g = await gatewayWithRules(t)
   for (const command of ['ls', 'ls -a', 'ls -l']) {
