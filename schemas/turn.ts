@@ -88,6 +88,8 @@ export const ApprovalAuditEntry = Type.Object({
   decided_by: Type.String({ description: 'ws:<connection>, rest:<tenant>/<sub>, ag-ui:<tenant>/<sub>, ai-sdk:<tenant>/<sub>, or runtime' }),
   channel: Type.String({ description: 'websocket | rest | sse | ag-ui | ai-sdk | runtime' }),
   principal: Type.String({ description: 'tenant/sub of the operator who answered, or runtime when the gateway decided (auto-deny, expired, cancelled)' }),
+  rule: Type.Optional(Type.String({ description: 'The permission rule that asked (`default`: no rule allowed the call); absent without enforced rules' })),
+  policy_version: Type.Optional(Type.String({ description: 'The permission rules\' version (a hash of the rules) that asked' })),
   timestamp: Timestamp
 })
 export type ApprovalAuditEntry = Static<typeof ApprovalAuditEntry>

@@ -55,6 +55,8 @@ export type ObserverEvent =
     /** A shell call's parsed plan: each simple command with its outcome and rule, and the hazards. */
     plan?: unknown
   } & ObserverCorrelation)
+  /** A tool receipt was signed for an executed call (the audit chain keeps it). */
+  | ({ kind: 'receipt', tool: string, call_id: string, receipt: string } & ObserverCorrelation)
   /** A durable turn's checkpoint could not be made at `step`; the turn went on from its last one. */
   | ({ kind: 'checkpoint_failed', step: ObservedCheckpointStep } & ObserverCorrelation)
 

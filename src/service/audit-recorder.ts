@@ -1,6 +1,6 @@
 /**
  * Feeds the tenant's audit chain from a turn's observer records: rule decisions, approval
- * decisions and tool executions. Appends are queued in order, so a turn's entries are chained in
+ * decisions, tool executions and their receipts. Appends are queued in order, so a turn's entries are chained in
  * the order they happened; a failed append is logged and never fails the turn.
  */
 import type { Logger } from 'pino'
@@ -36,6 +36,11 @@ function draftOf (event: ObserverEvent): AuditDraft | null {
           // What ran, provably, without keeping the arguments: their scrubbed canonical form's hash.
           arguments_sha256: digest(canonicalJson(event.arguments))
         }
+      }
+    case 'receipt':
+      return {
+        kind: 'receipt',
+        data: { turn_id: event.turn_id, session_id: event.session_id, call_id: event.call_id, tool: event.tool, receipt: event.receipt }
       }
     default:
       return null

@@ -8,7 +8,7 @@ import { canonicalJson, digest } from '../core/json/canonical.js'
 
 export const GENESIS_HASH = '0'.repeat(64)
 
-export type AuditKind = 'permission' | 'approval' | 'tool_execution'
+export type AuditKind = 'permission' | 'approval' | 'tool_execution' | 'receipt'
 
 /** What a writer appends; the ledger gives it its place in the chain. */
 export interface AuditDraft {

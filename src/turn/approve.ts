@@ -9,11 +9,12 @@ import type { Tool } from '../tools/contract.js'
 import { classifyRisk } from '../approval/risk.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import type { ResolvedApproval } from './cursor.js'
-import { scrubValue } from '../core/security/redact.js'
+import { scrubText, scrubValue } from '../core/security/redact.js'
 import { displayArguments } from '../approval/display.js'
 import { sanitizeReplacement, summarizeArgs } from '../approval/summary.js'
 import { NO_BACKCHANNEL, RUNTIME_DECIDER, runtimeDeniedText, userDeniedText, type ApprovalReply } from '../approval/decision.js'
 import type { GateVerdict } from '../approval/policy.js'
+import type { PermissionDecision } from '../approval/permissions.js'
 import { reportPermission, ruleDeniedText, unansweredText } from './permission-report.js'
 
 /** Result text of a call whose approval wait ended because the turn was cancelled (worded like dispatch's NOT_RUN_TEXT). */
@@ -49,6 +50,14 @@ function replyFromLog (request: PendingApproval, resolved: ResolvedApproval): Ap
   return { ...base, decision: 'no', source: resolved.decision === 'expired' ? 'timed_out' : resolved.decision === 'cancelled' ? 'cancelled' : 'unavailable' }
 }
 
+/** Why the person is asked: the rules' reason when they asked or left parts of a command unallowed, else the profile's. */
+function askedBy (exec: ResolvedAgentExecution, tool: string, permission: PermissionDecision | null): string {
+  if (permission === null || permission.outcome === 'allow' || (permission.outcome === 'default' && permission.needs.length === 0)) {
+    return exec.approval.promptReason(tool)
+  }
+  return scrubText(`Permission rules: ${permission.reason}`)
+}
+
 /** The person's answer: asked over the turn's backchannel, or denied at once for a non-interactive turn. */
 async function ask (
   exec: ResolvedAgentExecution, state: TurnState, call: { callId: string, name: string, arguments: Record<string, unknown> },
@@ -68,8 +77,9 @@ async function ask (
     summary,
     display: displayArguments(call.arguments),
     risk: classifyRisk(tool, call.arguments),
-    reason: permission === null || permission.outcome === 'allow' ? exec.approval.promptReason(call.name) : `Permission rules: ${permission.reason}`,
-    ...(permission === null ? {} : { rule: permission.rule, needs: permission.needs }),
+    reason: askedBy(exec, call.name, permission),
+    // Commands can carry credentials: what is stored and broadcast is scrubbed; `display` shows them exactly.
+    ...(permission === null ? {} : { rule: permission.rule, needs: permission.needs.map((n) => scrubText(n)) }),
     timeoutMs: exec.knobs.approvalTimeoutMs,
     whenUnwatched: exec.knobs.onNoBackchannel,
     ...(reopen === undefined ? {} : { reopen: reopen.request })
@@ -102,6 +112,7 @@ export async function gateToolApproval (
   if (reply.requestId !== null && reopen?.resolved == null) {
     state.emit({ kind: 'approval.resolved', request_id: reply.requestId, call_id: call.callId, decision, decided_by: reply.decidedBy })
   }
+  const enforced = verdict.shadow ? null : verdict.permission
   const entry = {
     request_id: reply.requestId ?? `auto-${call.callId}`,
     call_id: call.callId,
@@ -111,6 +122,7 @@ export async function gateToolApproval (
     decided_by: reply.decidedBy,
     channel: reply.channel,
     principal,
+    ...(enforced === null ? {} : { rule: enforced.rule, policy_version: enforced.policyVersion }),
     timestamp: new Date().toISOString()
   }
   state.recordApproval(entry)

@@ -4,6 +4,7 @@
  * rule denied its call or a call the rules left to a person found nobody to answer.
  */
 import type { GateVerdict } from '../approval/policy.js'
+import { scrubText, scrubValue } from '../core/security/redact.js'
 import type { PermissionDecision } from '../approval/permissions.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 
@@ -21,8 +22,9 @@ export function reportPermission (
     mode: verdict.shadow ? 'shadow' : 'enforce',
     policy_version: permission.policyVersion,
     requirement: verdict.requirement,
-    reason: permission.reason,
-    ...(permission.plan === undefined ? {} : { plan: permission.plan }),
+    // Logged and chained: commands can carry credentials.
+    reason: scrubText(permission.reason),
+    ...(permission.plan === undefined ? {} : { plan: scrubValue(permission.plan) }),
     turn_id: state.turnId,
     session_id: state.sessionId,
     agent: exec.agent,

@@ -101,6 +101,10 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
       turnId: state.turnId, callId: slot.callId, tool: slot.name, arguments: slot.arguments, output
     })
     state.receipts.push(`${slot.name}: ${receipt}`)
+    exec.observer.record({
+      kind: 'receipt', tool: slot.name, call_id: slot.callId, receipt,
+      turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel
+    })
   }
   const bounded = truncateToolResult(output, exec.knobs.maxToolResultChars)
   const modelText = receipt === null ? bounded.text : `${bounded.text}\n\n[receipt: ${receipt}]`

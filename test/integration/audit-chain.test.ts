@@ -76,6 +76,8 @@ test('the audit export of rule-decided turns verifies with tollgate audit verify
   const denied = entries.find((e) => e.kind === 'permission' && e.data.outcome === 'deny')
   assert.equal(denied?.data.rule, 'shell(rm:*)')
   assert.ok(denied?.data.policy_version !== undefined)
+  const asked = (turn.body.approvals as Array<{ call_id: string, rule?: string, policy_version?: string }>)[0]
+  assert.deepEqual([asked?.call_id, asked?.rule, asked?.policy_version], [callIds[2], 'default', denied?.data.policy_version])
   const plan = denied?.data.plan as { commands: Array<{ command: string, outcome: string }> }
   assert.deepEqual(plan.commands.map((c) => [c.command, c.outcome]), [['ls', 'allow'], ['rm -f keep.txt', 'deny']])
 
@@ -94,6 +96,32 @@ test('the audit export of rule-decided turns verifies with tollgate audit verify
   const bad = await verifyWithCli(tampered)
   assert.equal(bad.code, 1)
   assert.equal(bad.stderr.trim(), `${tampered}:${at + 1}: broken chain: hash does not match the entry`)
+})
+
+test('a signed tool receipt is chained beside the execution it vouches for', async (t) => {
+  const g = await gatewayWithRules(t, { runtime_profiles: { default: { tool_receipts: { enabled: true } } } })
+  g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'shell', arguments: { command: 'ls' } }] }, { text: 'ok' })
+  const turn = await g.http('POST', '/v1/turns?wait=true', { message: 'go', interactive: false })
+  const callId = (turn.body.tool_calls as Array<{ call_id: string }>)[0]?.call_id
+  const lines = String((await g.http('GET', '/v1/audit?format=jsonl')).body).trim().split('\n')
+  const entries = lines.map((l) => JSON.parse(l) as { kind: string, data: { call_id: string, receipt?: string } })
+  // The receipt is signed as the result settles, just before the execution's record is made.
+  assert.deepEqual(entries.map((e) => e.kind), ['permission', 'receipt', 'tool_execution'])
+  assert.deepEqual(entries.map((e) => e.data.call_id), [callId, callId, callId])
+  assert.match(entries[1]?.data.receipt ?? '', /^tg-receipt-/)
+  assert.deepEqual(verifyAuditChain(lines.join('\n')), { ok: true, entries: 3 })
+})
+
+test('a credential in a command is scrubbed from the chained plan and reason', async (t) => {
+  const g = await gatewayWithRules(t)
+  const token = `ghp_${'A1b2C3d4E5'.repeat(3)}xYz789`
+  g.provider.enqueue({ toolCalls: [{ id: 'c1', name: 'shell', arguments: { command: `ls && echo ${token}` } }] }, { text: 'ok' })
+  await g.http('POST', '/v1/turns?wait=true', { message: 'go', interactive: false })
+  const text = String((await g.http('GET', '/v1/audit?format=jsonl')).body)
+  const permission = JSON.parse(text.split('\n')[0] as string) as { kind: string, data: { outcome: string, reason: string } }
+  assert.deepEqual([permission.kind, permission.data.outcome], ['permission', 'default'])
+  assert.match(permission.data.reason, /`echo ghp_/)
+  assert.equal(text.includes(token), false)
 })
 
 test('the audit export is paginated by seq', async (t) => {

@@ -288,6 +288,10 @@ export type ApprovalAuditEntry = {
   channel: string
   /** tenant/sub of the operator who answered, or runtime when the gateway decided (auto-deny, expired, cancelled) */
   principal: string
+  /** The permission rule that asked (`default`: no rule allowed the call); absent without enforced rules */
+  rule?: string
+  /** The permission rules' version (a hash of the rules) that asked */
+  policy_version?: string
   /** RFC 3339 */
   timestamp: string
 }
