@@ -102,6 +102,9 @@ export interface StreamPoint {
   errors: number
   /** CPU ms of the runner's process and of its main thread over the run; null where /proc is missing. */
   cpu: { process: number, mainThread: number } | null
+  /** CPU ms of the fake provider and of the client process over the same run: a saturated client would show here. */
+  providerCpu: number | null
+  clientCpu: number | null
   /** Resident memory growth of the runner's process, mid-run over before the run, in bytes. */
   rssGrowth: number | null
 }
@@ -360,17 +363,22 @@ function cpuPerKilo (p: StreamPoint): number {
   return p.cpu === null || p.deltas === 0 ? Number.NaN : p.cpu.process / (p.deltas / 1000)
 }
 
+function perKilo (ms: number | null, deltas: number): string {
+  return ms === null || deltas === 0 ? 'n/a' : fmt(ms / (deltas / 1000), 1)
+}
+
 function renderStreaming (out: string[], st: StreamingFigures): void {
   out.push('## Streaming', '')
   out.push(table(
     [
       'streams', 'runner', 'deltas (expected)', 'deltas/s', 'latency p50 ms', 'latency p99 ms', 'CPU ms / 1,000 deltas (main thread)',
-      'RSS / in-flight stream', 'errors'
+      'provider / client CPU ms / 1,000 deltas', 'RSS / in-flight stream', 'errors'
     ],
     st.points.map((p) => [
       String(p.streams), STREAM_LABELS[p.runner], `${p.deltas} (${p.expectedDeltas})`, fmt(p.deltas / p.seconds, 0),
       fmt(p.latency.p50), fmt(p.latency.p99),
       `${fmt(cpuPerKilo(p), 1)} (${p.cpu === null || p.deltas === 0 ? 'n/a' : fmt(p.cpu.mainThread / (p.deltas / 1000), 1)})`,
+      `${perKilo(p.providerCpu, p.deltas)} / ${perKilo(p.clientCpu, p.deltas)}`,
       p.rssGrowth === null ? 'n/a' : `${fmt(p.rssGrowth / p.streams / KIB, 1)} KiB`,
       String(p.errors)
     ])

@@ -553,17 +553,20 @@ async function streaming (ctx: Ctx): Promise<StreamingFigures> {
       const pid = runner.server.proc.pid as number
       const rssBefore = residentBytes(pid)
       const cpu0 = cpuSample(pid)
+      const others0 = [ctx.provider.proc.pid as number, clients.child.proc.pid as number].map(cpuSample)
       const run = runLoad(runner, streams)
       // Halfway through an answer every stream of the load is in flight.
       await Promise.race([sleep(answerMs / 2), run.catch(() => {})])
       const rssMid = residentBytes(pid)
       const result = await run
       const cpu = cpuSince(cpu0, cpuSample(pid))
+      const [providerCpu, clientCpu] = [ctx.provider.proc.pid as number, clients.child.proc.pid as number]
+        .map((p, k) => cpuSince(others0[k] ?? null, cpuSample(p))?.process ?? null)
       if (runner.key === 'tollgate') answersStored += streams - result.errors
       if (result.errors > 0) ctx.warnings.push(`streaming ${runner.key} × ${streams}: ${result.errors} failed streams; first: ${result.firstError ?? ''}`)
       points.push({
         streams, runner: runner.key, deltas: result.deltas, expectedDeltas: streams * knobs.streamTokens, seconds: result.seconds,
-        latency: result.latency, errors: result.errors, cpu,
+        latency: result.latency, errors: result.errors, cpu, providerCpu: providerCpu ?? null, clientCpu: clientCpu ?? null,
         rssGrowth: rssBefore === null || rssMid === null ? null : rssMid - rssBefore
       })
       ctx.log(`  ${runner.key} × ${streams} streams: ${result.deltas} deltas in ${result.seconds.toFixed(1)} s, ${result.errors} failed`)

@@ -139,7 +139,7 @@ test('a tiny streaming bench run prints its table, every runner delivers every t
     for (const r of points) {
       // Delivered (expected), then the errors column: every token of every stream, no failed stream.
       assert.equal(r[2], `${streams * 10} (${streams * 10})`, r.join(' | '))
-      assert.equal(r[8], '0', r.join(' | '))
+      assert.equal(r[9], '0', r.join(' | '))
     }
     assert.equal(rows(stdout, `${streams} streams: Tollgate / bare Fastify SSE relay`).length, 1, stdout)
     assert.equal(rows(stdout, `${streams} streams: Tollgate / Fastify + AI SDK streamText`).length, 1, stdout)
