@@ -8,8 +8,8 @@
  */
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import { announceReady, serveCommands } from './ipc.js'
-import { callsAskedBy, FINAL_TEXT, HOLD_PREFIX, MODEL, scriptedCalls, type ScriptedCall } from './workload.js'
+import { announceReady, monotonicNs, serveCommands } from './ipc.js'
+import { callsAskedBy, encodeSendTime, FINAL_TEXT, HOLD_PREFIX, MODEL, scriptedCalls, streamAskedBy, type ScriptedCall } from './workload.js'
 
 const MAX_BODY_BYTES = 1_048_576
 
@@ -25,6 +25,38 @@ function hold (holds: Holds, key: string): { promise: Promise<void>, release: ()
     holds.waiters.set(key, entry)
   }
   return entry
+}
+
+/** One `chat.completion.chunk` SSE frame, the shape the OpenAI API reference shows for `stream: true`. */
+function chunk (delta: Record<string, unknown>, finishReason: string | null, extra: Record<string, unknown> = {}): string {
+  return `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 0, model: MODEL, choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`
+}
+
+/** The closing frames of a stream: the finish reason, the usage chunk (empty `choices`), `[DONE]`. */
+function streamEnd (finish: string, completionTokens: number): string {
+  const usage = { prompt_tokens: 40, completion_tokens: completionTokens, total_tokens: 40 + completionTokens }
+  return `${chunk({}, finish)}data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 0, model: MODEL, choices: [], usage })}\n\ndata: [DONE]\n\n`
+}
+
+/**
+ * Streaming section: `tokens` content chunks, one every `intervalMs`, each carrying its own send
+ * time (encodeSendTime, read from the clock just before the write) as its text.
+ */
+function streamTokens (res: ServerResponse, tokens: number, intervalMs: number): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+  res.write(chunk({ role: 'assistant', content: '' }, null))
+  let sent = 0
+  const tick = (): void => {
+    if (res.destroyed) return
+    if (sent === tokens) {
+      res.end(streamEnd('stop', tokens))
+      return
+    }
+    sent++
+    res.write(chunk({ content: encodeSendTime(monotonicNs()) }, null))
+    setTimeout(tick, intervalMs)
+  }
+  setTimeout(tick, intervalMs)
 }
 
 function reply (res: ServerResponse, stream: boolean, scripted: ReadonlyArray<ScriptedCall & { id: string }>): void {
@@ -45,13 +77,9 @@ function reply (res: ServerResponse, stream: boolean, scripted: ReadonlyArray<Sc
     res.end(body)
     return
   }
-  const chunk = (delta: Record<string, unknown>, finishReason: string | null, extra: Record<string, unknown> = {}): string =>
-    `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 0, model: MODEL, choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`
   let out = chunk({ role: 'assistant', content: text ?? '' }, null)
   calls.forEach((c, index) => { out += chunk({ tool_calls: [{ index, ...c }] }, null) })
-  out += chunk({}, finish)
-  out += `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 0, model: MODEL, choices: [], usage })}\n\n`
-  out += 'data: [DONE]\n\n'
+  out += streamEnd(finish, 8)
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
   res.end(out)
 }
@@ -95,6 +123,11 @@ async function main (): Promise<void> {
       }
       const user = messages.findLast((m) => m.role === 'user')
       const content = typeof user?.content === 'string' ? user.content : ''
+      const streamed = streamAskedBy(content)
+      if (streamed !== null) {
+        streamTokens(res, streamed.tokens, streamed.intervalMs)
+        return
+      }
       const calls = scriptedCalls(callsAskedBy(content)).map((c) => ({ ...c, id: `call_${(nextCall++).toString(36)}` }))
       if (!content.startsWith(HOLD_PREFIX)) {
         reply(res, stream, calls)

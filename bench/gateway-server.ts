@@ -9,7 +9,7 @@
  * Commands let the orchestrator read memory (after a full GC), count tool runs and SQL work, and
  * read the emit times of a watched turn's events.
  */
-import { rmSync } from 'node:fs'
+import { existsSync, rmSync, statSync } from 'node:fs'
 import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -25,7 +25,8 @@ import { TimedEventBus } from './timed-bus.js'
 import { MODEL, NOOP_TOOLS, SYSTEM_PROMPT } from './workload.js'
 
 /** `durable: false` turns checkpoints off on SQLite (`shutdown.running_turns = "cancel"`): what durability costs. */
-interface Options { providerUrl: string, stream: boolean, store: 'sqlite' | 'memory', probe: boolean, durable: boolean }
+/** `noTools`: the agent has no tools (streaming section: a chat agent whose answers stream live). */
+interface Options { providerUrl: string, stream: boolean, store: 'sqlite' | 'memory', probe: boolean, durable: boolean, noTools?: boolean }
 
 function fullGc (): void {
   const gc = (globalThis as { gc?: () => void }).gc
@@ -64,7 +65,7 @@ async function main (): Promise<void> {
       // the memory store (nothing persisted) for the second row.
       store: { kind: options.store, sqlite: { path: join(workspace, 'tollgate.db') } },
       providers: { fake: { kind: 'openai', base_url: options.providerUrl, model: MODEL, stream: options.stream, timeout_ms: 30_000 } },
-      agents: { default: { provider: 'fake', system_prompt: SYSTEM_PROMPT, tools: NOOP_TOOLS.map((t) => t.name) } },
+      agents: { default: { provider: 'fake', system_prompt: SYSTEM_PROMPT, tools: options.noTools === true ? [] : NOOP_TOOLS.map((t) => t.name) } },
       risk_profiles: { default: { auto_approve: NOOP_TOOLS.map((t) => t.name) } }
     }
   })
@@ -97,6 +98,11 @@ async function main (): Promise<void> {
       return {}
     },
     emits: (m) => ({ emits: bus.take(String(m.turnId)).map(([seq, ns]) => [seq, ns.toString()]) }),
+    // Bytes of the SQLite database file and of its WAL (the shared-memory index is not storage).
+    storage: () => {
+      const size = (file: string): number => existsSync(join(workspace, file)) ? statSync(join(workspace, file)).size : 0
+      return { database: size('tollgate.db'), wal: size('tollgate.db-wal') }
+    },
     close: async () => {
       await gateway.close()
       return {}

@@ -3,8 +3,8 @@
  * run with a message naming the variable instead of producing a meaningless table.
  */
 
-export type Section = 'throughput' | 'tool-calls' | 'cancel' | 'first-event' | 'idle' | 'fanout'
-export const SECTIONS: readonly Section[] = ['throughput', 'tool-calls', 'cancel', 'first-event', 'idle', 'fanout']
+export type Section = 'throughput' | 'tool-calls' | 'cancel' | 'first-event' | 'idle' | 'fanout' | 'streaming'
+export const SECTIONS: readonly Section[] = ['throughput', 'tool-calls', 'cancel', 'first-event', 'idle', 'fanout', 'streaming']
 
 export interface Knobs {
   concurrency: number
@@ -23,6 +23,11 @@ export interface Knobs {
   fanoutProcesses: number
   fanoutTurns: number
   firstEventSamples: number
+  /** Streaming section: the concurrent-stream counts measured, one load after another. */
+  streamLoads: number[]
+  /** Tokens per streamed answer and the provider's interval between them. */
+  streamTokens: number
+  streamIntervalMs: number
   sections: ReadonlySet<Section>
   /** Where to write the Markdown report; empty: do not write one. */
   resultsPath: string
@@ -38,6 +43,17 @@ export function int (env: NodeJS.ProcessEnv, name: string, fallback: number, min
   const value = Number(raw)
   if (!Number.isInteger(value) || value < min || value > max) throw new KnobError(`${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(raw)}`)
   return value
+}
+
+/** A comma-separated list of integers, each within bounds. */
+function ints (env: NodeJS.ProcessEnv, name: string, fallback: number[], min: number, max: number): number[] {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const values = raw.split(',').map((s) => s.trim())
+  if (values.some((v) => !Number.isInteger(Number(v)) || v === '' || Number(v) < min || Number(v) > max)) {
+    throw new KnobError(`${name} must list integers from ${min} to ${max}, comma-separated, not ${JSON.stringify(raw)}`)
+  }
+  return values.map(Number)
 }
 
 function flag (env: NodeJS.ProcessEnv, name: string): boolean {
@@ -77,6 +93,9 @@ export function readKnobs (env: NodeJS.ProcessEnv, openFiles: number, defaultRes
     fanoutProcesses: int(env, 'BENCH_FANOUT_PROCESSES', 4, 1, 32),
     fanoutTurns: int(env, 'BENCH_FANOUT_TURNS', 5, 1, 100),
     firstEventSamples: int(env, 'BENCH_FIRST_EVENT_SAMPLES', 200, 1, 10_000),
+    streamLoads: ints(env, 'BENCH_STREAMS', [50, 100, 200], 1, 2000),
+    streamTokens: int(env, 'BENCH_STREAM_TOKENS', 200, 1, 10_000),
+    streamIntervalMs: int(env, 'BENCH_STREAM_INTERVAL_MS', 20, 1, 10_000),
     sections: sections(env),
     resultsPath: env.BENCH_RESULTS ?? defaultResults,
     verbose: flag(env, 'BENCH_VERBOSE')

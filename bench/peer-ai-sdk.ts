@@ -3,6 +3,8 @@
  * Vercel AI SDK (`ai` + `@ai-sdk/openai-compatible`). The same two no-op tools (zod input
  * schemas, as the SDK's documentation writes them) run through generateText/streamText with
  * stopWhen looping until the final answer; the route answers with the final text and tool calls.
+ * For the streaming section, `POST /v1/stream` runs streamText without tools and pipes the UI
+ * message stream (SSE) to the client with pipeUIMessageStreamToResponse.
  */
 import Fastify from 'fastify'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
@@ -50,6 +52,22 @@ async function main (): Promise<void> {
     }
     const result = await generateText(settings)
     return { status: 'completed', final_text: result.text, tool_calls: result.steps.flatMap((s) => s.toolCalls.map((c) => ({ name: c.toolName, arguments: c.input }))) }
+  })
+  // Streaming section: the AI SDK's own way to stream an answer to a browser, no tools.
+  app.post('/v1/stream', {
+    schema: {
+      body: {
+        type: 'object',
+        properties: { message: { type: 'string', minLength: 1, maxLength: 100_000 } },
+        required: ['message'],
+        additionalProperties: false
+      }
+    }
+  }, (request, reply) => {
+    const { message } = request.body as { message: string }
+    const result = streamText({ model, system: SYSTEM_PROMPT, prompt: message })
+    reply.hijack()
+    result.pipeUIMessageStreamToResponse(reply.raw)
   })
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
 

@@ -89,6 +89,35 @@ export interface FanoutFigures {
   latency: Summary
 }
 
+/** Streaming section, per load and runner. */
+export type StreamRunnerKey = 'tollgate' | 'relay' | 'ai-sdk'
+
+export interface StreamPoint {
+  streams: number
+  runner: StreamRunnerKey
+  deltas: number
+  expectedDeltas: number
+  seconds: number
+  latency: Summary
+  errors: number
+  /** CPU ms of the runner's process and of its main thread over the run; null where /proc is missing. */
+  cpu: { process: number, mainThread: number } | null
+  /** CPU ms of the fake provider and of the client process over the same run: a saturated client would show here. */
+  providerCpu: number | null
+  clientCpu: number | null
+  /** Resident memory growth of the runner's process, mid-run over before the run, in bytes. */
+  rssGrowth: number | null
+}
+
+export interface StreamingFigures {
+  tokens: number
+  intervalMs: number
+  points: StreamPoint[]
+  /** SQLite file growth (database and WAL, after a graceful stop) over the answers stored; null if unread. */
+  storedBytesPerAnswer: number | null
+  answersStored: number
+}
+
 export interface Report {
   date: string
   machine: Machine
@@ -102,6 +131,7 @@ export interface Report {
   firstEvent?: FirstEventFigures
   idle?: IdleFigures
   fanout?: FanoutFigures
+  streaming?: StreamingFigures
   warnings: string[]
 }
 
@@ -311,10 +341,72 @@ export function renderReport (report: Report): string {
     out.push(`Latency per subscriber and event: receipt in the subscriber process minus the moment the gateway handed the event to its bus, both on the machine's monotonic clock; ${k.fanoutProcesses} subscriber process(es).`, '')
   }
 
+  const st = report.streaming
+  if (st !== undefined) renderStreaming(out, st)
+
   if (report.warnings.length > 0) {
     out.push('## Warnings', '')
     for (const w of report.warnings) out.push(`- ${w}`)
     out.push('')
   }
   return out.join('\n')
+}
+
+const STREAM_LABELS: Record<StreamRunnerKey, string> = {
+  tollgate: 'Tollgate, SQLite (default)',
+  relay: 'bare Fastify SSE relay',
+  'ai-sdk': 'Fastify + AI SDK streamText'
+}
+
+/** CPU ms of the runner's process per 1,000 delivered deltas. */
+function cpuPerKilo (p: StreamPoint): number {
+  return p.cpu === null || p.deltas === 0 ? Number.NaN : p.cpu.process / (p.deltas / 1000)
+}
+
+function perKilo (ms: number | null, deltas: number): string {
+  return ms === null || deltas === 0 ? 'n/a' : fmt(ms / (deltas / 1000), 1)
+}
+
+function renderStreaming (out: string[], st: StreamingFigures): void {
+  out.push('## Streaming', '')
+  out.push(table(
+    [
+      'streams', 'runner', 'deltas (expected)', 'deltas/s', 'latency p50 ms', 'latency p99 ms', 'CPU ms / 1,000 deltas (main thread)',
+      'provider / client CPU ms / 1,000 deltas', 'RSS / in-flight stream', 'errors'
+    ],
+    st.points.map((p) => [
+      String(p.streams), STREAM_LABELS[p.runner], `${p.deltas} (${p.expectedDeltas})`, fmt(p.deltas / p.seconds, 0),
+      fmt(p.latency.p50), fmt(p.latency.p99),
+      `${fmt(cpuPerKilo(p), 1)} (${p.cpu === null || p.deltas === 0 ? 'n/a' : fmt(p.cpu.mainThread / (p.deltas / 1000), 1)})`,
+      `${perKilo(p.providerCpu, p.deltas)} / ${perKilo(p.clientCpu, p.deltas)}`,
+      p.rssGrowth === null ? 'n/a' : `${fmt(p.rssGrowth / p.streams / KIB, 1)} KiB`,
+      String(p.errors)
+    ])
+  ), '')
+  const loads = [...new Set(st.points.map((p) => p.streams))]
+  const at = (streams: number, runner: StreamRunnerKey): StreamPoint | undefined =>
+    st.points.find((p) => p.streams === streams && p.runner === runner)
+  const rows: string[][] = []
+  for (const streams of loads) {
+    const tollgate = at(streams, 'tollgate')
+    if (tollgate === undefined) continue
+    for (const other of ['relay', 'ai-sdk'] as const) {
+      const o = at(streams, other)
+      if (o === undefined) continue
+      rows.push([
+        `${streams} streams: Tollgate / ${STREAM_LABELS[other]}`, ratio(cpuPerKilo(tollgate), cpuPerKilo(o)),
+        ratio(tollgate.latency.p50, o.latency.p50), ratio(tollgate.latency.p99, o.latency.p99)
+      ])
+    }
+  }
+  out.push(table(['ratio', 'CPU / delta', 'latency p50', 'latency p99'], rows), '')
+  out.push(
+    `Stored by Tollgate per answer (SQLite database and WAL growth after a graceful stop, over ${st.answersStored} answers): ` +
+    `${st.storedBytesPerAnswer === null ? 'n/a' : `${fmt(st.storedBytesPerAnswer / KIB, 1)} KiB`}; the relay and the AI SDK route store nothing.`, ''
+  )
+  out.push(
+    `Each stream is one answer of ${st.tokens} tokens, one every ${st.intervalMs} ms from the fake provider; all streams of a load start at once. ` +
+    'Latency: receipt in the client process minus the provider\'s send time carried in the token, both CLOCK_MONOTONIC. ' +
+    'CPU is the runner\'s process (all threads) from /proc; RSS per stream is its resident memory mid-run minus before the run, over the streams in flight.', ''
+  )
 }

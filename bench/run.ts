@@ -14,11 +14,13 @@ import { describeMachine, describeVersions, loadAverage } from './machine.js'
 import {
   renderReport, type CancelFigures, type FanoutFigures, type FirstEventFigures, type IdleFigures, type Report, type RunnerFigures,
   type CpuPerTurn, type RunnerKey,
-  type SqlPerTurn, type ThroughputFigures, type ToolCallFigures, type ToolCallPoint
+  type SqlPerTurn, type ThroughputFigures, type ToolCallFigures, type ToolCallPoint,
+  type StreamingFigures, type StreamPoint, type StreamRunnerKey
 } from './report.js'
+import { readFileSync } from 'node:fs'
 import type { SqlCounts } from '../src/store/sql-probe.js'
 import { summarize } from './stats.js'
-import { HOLD_PREFIX, TURN_MESSAGE, turnMessage } from './workload.js'
+import { HOLD_PREFIX, streamMessage, TURN_MESSAGE, turnMessage } from './workload.js'
 
 const CONNECT_IN_FLIGHT = 64
 const PRIME_TURNS = 1000
@@ -490,6 +492,100 @@ async function fanout (ctx: Ctx): Promise<FanoutFigures> {
   }
 }
 
+/** Resident memory of `pid` in bytes, from /proc/<pid>/status; null where it is missing. */
+function residentBytes (pid: number): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return m === null ? null : Number(m[1]) * 1024
+  } catch {
+    return null
+  }
+}
+
+/** Streams per runner in the unmeasured warm-up load (JIT, connection pools, lazy set-up). */
+const STREAM_WARMUP = 10
+
+interface StreamRunner { key: StreamRunnerKey, server: Child, url: string, body: (message: string) => Record<string, unknown> }
+
+/**
+ * Streaming: the same streaming provider behind three runners (Tollgate by default wiring with an
+ * agent without tools, a bare Fastify SSE relay, a Fastify route with the AI SDK's streamText),
+ * at each load a batch of concurrent streams started at once; see bench/README.md.
+ */
+async function streaming (ctx: Ctx): Promise<StreamingFigures> {
+  const { knobs } = ctx
+  const options = { providerUrl: ctx.providerUrl }
+  const [gateway, relay, peer, clients] = await Promise.all([
+    ctx.group.spawn('tollgate-streaming', 'gateway-server.ts', {
+      options: { ...options, stream: true, store: 'sqlite', probe: false, durable: true, noTools: true }, execArgv: ['--expose-gc']
+    }),
+    ctx.group.spawn('relay', 'stream-relay.ts', { options }),
+    ctx.group.spawn('peer', 'peer-ai-sdk.ts', { options: { ...options, stream: true } }),
+    ctx.group.spawn('stream-clients', 'stream-clients.ts')
+  ])
+  const runners: StreamRunner[] = [
+    { key: 'tollgate', server: gateway.child, url: `${String(gateway.ready.url)}/v1/turns`, body: (message) => ({ message, interactive: false }) },
+    { key: 'relay', server: relay.child, url: `${String(relay.ready.url)}/v1/stream`, body: (message) => ({ message }) },
+    { key: 'ai-sdk', server: peer.child, url: `${String(peer.ready.url)}/v1/stream`, body: (message) => ({ message }) }
+  ]
+  // The database file before any turn, against database and WAL after a graceful stop, over every
+  // answer (warm-up included): a WAL read at any other time holds frames that a checkpoint later
+  // folds into fewer pages. The schema, written to the WAL at start, is counted in the growth.
+  const storedBefore = (await gateway.child.request<{ database: number }>({ type: 'storage' })).database
+  let answersStored = 0
+  const answerMs = knobs.streamTokens * knobs.streamIntervalMs
+  let batch = 0
+  const runLoad = async (runner: StreamRunner, streams: number): Promise<{ deltas: number, errors: number, firstError: string | null, seconds: number, latency: StreamPoint['latency'] }> => {
+    const id = batch++
+    const bodies = Array.from({ length: streams }, (_, i) => runner.body(streamMessage(knobs.streamTokens, knobs.streamIntervalMs, `s${id}-${i}`)))
+    return await clients.child.request({ type: 'run', kind: runner.key, url: runner.url, bodies, streams, tokens: knobs.streamTokens }, answerMs * 4 + 120_000)
+  }
+  const warmup = Math.min(STREAM_WARMUP, Math.max(...knobs.streamLoads))
+  for (const runner of runners) {
+    const warm = await runLoad(runner, warmup)
+    if (runner.key === 'tollgate') answersStored += warmup - warm.errors
+    if (warm.errors > 0) ctx.warnings.push(`streaming warm-up ${runner.key}: ${warm.errors} failed streams; first: ${warm.firstError ?? ''}`)
+  }
+  const points: StreamPoint[] = []
+  for (const [i, streams] of knobs.streamLoads.entries()) {
+    const order = runners.map((_, j) => runners[(j + i) % runners.length] as StreamRunner)
+    for (const runner of order) {
+      const pid = runner.server.proc.pid as number
+      const rssBefore = residentBytes(pid)
+      const cpu0 = cpuSample(pid)
+      const others0 = [ctx.provider.proc.pid as number, clients.child.proc.pid as number].map(cpuSample)
+      const run = runLoad(runner, streams)
+      // Halfway through an answer every stream of the load is in flight.
+      await Promise.race([sleep(answerMs / 2), run.catch(() => {})])
+      const rssMid = residentBytes(pid)
+      const result = await run
+      const cpu = cpuSince(cpu0, cpuSample(pid))
+      const [providerCpu, clientCpu] = [ctx.provider.proc.pid as number, clients.child.proc.pid as number]
+        .map((p, k) => cpuSince(others0[k] ?? null, cpuSample(p))?.process ?? null)
+      if (runner.key === 'tollgate') answersStored += streams - result.errors
+      if (result.errors > 0) ctx.warnings.push(`streaming ${runner.key} × ${streams}: ${result.errors} failed streams; first: ${result.firstError ?? ''}`)
+      points.push({
+        streams, runner: runner.key, deltas: result.deltas, expectedDeltas: streams * knobs.streamTokens, seconds: result.seconds,
+        latency: result.latency, errors: result.errors, cpu, providerCpu: providerCpu ?? null, clientCpu: clientCpu ?? null,
+        rssGrowth: rssBefore === null || rssMid === null ? null : rssMid - rssBefore
+      })
+      ctx.log(`  ${runner.key} × ${streams} streams: ${result.deltas} deltas in ${result.seconds.toFixed(1)} s, ${result.errors} failed`)
+    }
+  }
+  // A graceful stop first: what stays in the database and its WAL is what the deployment keeps.
+  await gateway.child.request({ type: 'close' })
+  const after = await gateway.child.request<{ database: number, wal: number }>({ type: 'storage' })
+  const storedAfter = after.database + after.wal
+  await Promise.all([gateway.child.stop(), stopChild(relay.child), stopChild(peer.child), clients.child.stop()])
+  return {
+    tokens: knobs.streamTokens,
+    intervalMs: knobs.streamIntervalMs,
+    points,
+    storedBytesPerAnswer: answersStored === 0 ? null : (storedAfter - storedBefore) / answersStored,
+    answersStored
+  }
+}
+
 async function main (): Promise<void> {
   const machine = describeMachine()
   let knobs: Knobs
@@ -538,6 +634,10 @@ async function main (): Promise<void> {
     if (knobs.sections.has('fanout')) {
       log(`bench: fan-out to ${knobs.fanoutSubscribers} subscribers × ${knobs.fanoutTurns} turns`)
       report.fanout = await fanout(ctx)
+    }
+    if (knobs.sections.has('streaming')) {
+      log(`bench: streaming (${knobs.streamLoads.join('/')} concurrent streams of ${knobs.streamTokens} tokens, one every ${knobs.streamIntervalMs} ms)`)
+      report.streaming = await streaming(ctx)
     }
     await stopChild(provider.child)
   } finally {

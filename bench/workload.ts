@@ -61,3 +61,48 @@ export function callsAskedBy (message: string): number {
   const m = CALLS_PREFIX.exec(message)
   return m === null ? DEFAULT_CALLS : Math.min(MAX_CALLS, Number(m[1]))
 }
+
+/**
+ * Streaming section: a user message `stream:<tokens>:<intervalMs> <id>` makes the fake provider
+ * stream `tokens` content chunks, one every `intervalMs`, then finish. Every runner sends the
+ * same message, so the provider does the same work for each.
+ */
+export const STREAM_PREFIX = 'stream:'
+const STREAM_ASK = /^stream:(\d+):(\d+) /
+export function streamMessage (tokens: number, intervalMs: number, id: string): string {
+  return `${STREAM_PREFIX}${tokens}:${intervalMs} ${id}`
+}
+export function streamAskedBy (message: string): { tokens: number, intervalMs: number } | null {
+  const m = STREAM_ASK.exec(message)
+  return m === null ? null : { tokens: Number(m[1]), intervalMs: Number(m[2]) }
+}
+
+/**
+ * Each streamed token is the provider's send time, on the machine's monotonic clock in
+ * microseconds, written as SEND_TIME_LETTERS lowercase letters (base 26) and a space: a plain
+ * word, which no runner's text handling (Tollgate's secret scrubber included) has a reason to
+ * alter, and which the client turns back into a send time whatever pieces the text arrives in.
+ * Nine letters hold 26^9 µs, about 62 days of uptime.
+ */
+export const SEND_TIME_LETTERS = 9
+const A = 'a'.charCodeAt(0)
+export function encodeSendTime (ns: bigint): string {
+  let us = ns / 1000n
+  let word = ''
+  for (let i = 0; i < SEND_TIME_LETTERS; i++) {
+    word = String.fromCharCode(A + Number(us % 26n)) + word
+    us /= 26n
+  }
+  return `${word} `
+}
+/** The send time in ns of one token (without its space); null when it is not one. */
+export function decodeSendTime (word: string): bigint | null {
+  if (word.length !== SEND_TIME_LETTERS) return null
+  let us = 0n
+  for (let i = 0; i < word.length; i++) {
+    const digit = word.charCodeAt(i) - A
+    if (digit < 0 || digit >= 26) return null
+    us = us * 26n + BigInt(digit)
+  }
+  return us * 1000n
+}
