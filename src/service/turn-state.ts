@@ -71,7 +71,8 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     receiptGenerator: turn.receipts,
     // Checked (and made) once per turn, by its first tool that asks.
     workspaceDir: () => (workspaceDir ??= deps.workspaces.dirFor(turn.tenant, session.session_id)),
-    workspaceOwner: deps.workspaces.ownerFor(turn.tenant)
+    workspaceOwner: deps.workspaces.ownerFor(turn.tenant),
+    tenant: turn.tenant
   })
 }
 

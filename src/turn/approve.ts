@@ -7,6 +7,7 @@ import type { PendingApproval } from '../../schemas/approval.js'
 import type { ApprovalDecision } from '../../schemas/events.js'
 import type { Tool } from '../tools/contract.js'
 import { classifyRisk } from '../approval/risk.js'
+import { applyToolCondition } from '../approval/conditional.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import type { ResolvedApproval } from './cursor.js'
 import { scrubValue } from '../core/security/redact.js'
@@ -50,7 +51,7 @@ function replyFromLog (request: PendingApproval, resolved: ResolvedApproval): Ap
 /** The person's answer: asked over the turn's backchannel, or denied at once for a non-interactive turn. */
 async function ask (
   exec: ResolvedAgentExecution, state: TurnState, call: { callId: string, name: string, arguments: Record<string, unknown> },
-  tool: Tool, summary: string, reopen: ReopenedGate | undefined
+  tool: Tool, summary: string, reopen: ReopenedGate | undefined, reason: string | undefined
 ): Promise<ApprovalReply> {
   if (!state.interactive && reopen === undefined) {
     return await NO_BACKCHANNEL.ask({
@@ -65,7 +66,7 @@ async function ask (
     summary,
     display: displayArguments(call.arguments),
     risk: classifyRisk(tool, call.arguments),
-    reason: exec.approval.promptReason(call.name),
+    reason: reason ?? exec.approval.promptReason(call.name),
     timeoutMs: exec.knobs.approvalTimeoutMs,
     whenUnwatched: exec.knobs.onNoBackchannel,
     ...(reopen === undefined ? {} : { reopen: reopen.request })
@@ -79,14 +80,26 @@ export async function gateToolApproval (
   tool: Tool,
   reopen?: ReopenedGate
 ): Promise<GateOutcome> {
-  const requirement = reopen === undefined ? exec.approval.requirement(call.name, call.arguments) : 'prompt'
+  const condition = reopen === undefined
+    ? await applyToolCondition({
+      tool,
+      args: call.arguments,
+      ctx: {
+        turnId: state.turnId, sessionId: state.sessionId, callId: call.callId, signal: state.signal,
+        ...(exec.tenant === undefined ? {} : { tenant: exec.tenant })
+      },
+      requirement: exec.approval.requirement(call.name, call.arguments),
+      explicit: exec.approval.asksExplicitly(call.name)
+    })
+    : { requirement: 'prompt' as const }
+  const { requirement } = condition
   if (requirement !== 'prompt') return { kind: 'proceed', approved: requirement === 'approved' }
 
   // The audit's record is made from scrubbed arguments; the person deciding sees them exactly.
   const summary = summarizeArgs(scrubValue(call.arguments))
   const reply = reopen?.resolved != null
     ? replyFromLog(reopen.request, reopen.resolved)
-    : await ask(exec, state, call, tool, summary, reopen)
+    : await ask(exec, state, call, tool, summary, reopen, condition.reason)
 
   const decision = auditDecision(reply)
   const principal = reply.principal ?? RUNTIME_DECIDER

@@ -96,6 +96,8 @@ export interface ResolvedAgentExecution {
   workspaceOwner: FileOwner | null
   /** The risk profile's `shell_network`: sandboxed commands may reach the network. */
   shellNetwork: boolean
+  /** The tenant the turn acts for; tools get it in `ToolContext.tenant` (absent in engine tests). */
+  tenant?: string
 }
 
 /**
@@ -186,6 +188,7 @@ export interface ResolveOptions {
   workspaceDir: () => string
   /** Who the tenant's workspace belongs to; null: the gateway's own user. */
   workspaceOwner: FileOwner | null
+  tenant?: string
   /** The turn request's `approval_timeout_ms`, if it gave one. */
   approvalTimeoutMs?: number
 }
@@ -284,6 +287,7 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
     delegateDepth: 0,
     workspaceDir: options.workspaceDir,
     workspaceOwner: options.workspaceOwner,
+    ...(options.tenant === undefined ? {} : { tenant: options.tenant }),
     shellNetwork: risk.shell_network
   }
 }
