@@ -36,6 +36,7 @@ import { seccompProgram } from '../tools/builtin/seccomp.js'
 import { WorkspaceFiles } from '../tools/builtin/workspace-files.js'
 import { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import { ToolCatalog } from '../tools/catalog.js'
+import { createHttpTools } from '../tools/http-tools/index.js'
 import type { Tool } from '../tools/contract.js'
 import { NO_HOOKS, type ToolHooks } from '../turn/hooks.js'
 import { createGatewayLogger } from '../core/security/log-scrub.js'
@@ -240,6 +241,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   const hosts = createHostPolicy(config, log)
   const origins = createOriginPolicy(config)
   const receipts = receiptKeyring(config, env)
+  // Before anything is opened: a declaration the gateway cannot honour stops the start here.
+  const httpTools = createHttpTools(config, env)
   if (config.receipts.keys.length === 0 && config.store.kind !== 'memory') {
     log.warn('receipts.keys is empty: receipts verify only in this process, not on other instances or after a restart')
   }
@@ -278,7 +281,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     lifecycle.opened('mcp', async () => { await mcp.close() })
     // Before any new tool process: end the ones a crashed gateway left behind.
     sweepProcessLedger(processLedgerDir(config), log)
-    const extraTools = [createDelegateTool({ config, providers }), ...(options.tools ?? [])]
+    const extraTools = [createDelegateTool({ config, providers }), ...(options.tools ?? []), ...httpTools]
     const { catalog, workspaces, files, closeSandbox } = await buildCatalog(config, extraTools, log)
     lifecycle.opened('files', async () => { await files.close() })
     lifecycle.opened('sandbox', closeSandbox)

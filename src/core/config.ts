@@ -9,6 +9,7 @@ import { parse as parseToml } from 'smol-toml'
 import {
   GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig, MCP_SERVER_NAME, type Config
 } from '../../schemas/config.js'
+import { HttpToolConfig, HTTP_TOOL_NAME } from '../../schemas/http-tools.js'
 import { ownEntry } from './json/own.js'
 
 export type { Config } from '../../schemas/config.js'
@@ -80,7 +81,8 @@ const VALIDATORS = {
   agent: compile(AgentConfig),
   runtime: compile(RuntimeProfileConfig),
   risk: compile(RiskProfileConfig),
-  mcpServer: compile(McpServerConfig)
+  mcpServer: compile(McpServerConfig),
+  httpTool: compile(HttpToolConfig)
 }
 
 function check (validate: ValidateFunction, value: unknown, where: string): void {
@@ -107,6 +109,9 @@ function crossCheck (config: Config): void {
     if (ownEntry(config.risk_profiles, agent.risk_profile) === undefined) throw new ConfigError(`agents.${name}.risk_profile ${JSON.stringify(agent.risk_profile)} is not defined`)
   }
   crossCheckMcp(config)
+  for (const name of Object.keys(config.http_tools)) {
+    if (!new RegExp(HTTP_TOOL_NAME).test(name)) throw new ConfigError(`http_tools.${name}: a tool name is 1-64 of [A-Za-z0-9_-]`)
+  }
   for (const [name, provider] of Object.entries(config.providers)) {
     if (provider.kind === 'openai' && (provider.base_url === undefined || provider.base_url === '')) {
       throw new ConfigError(`providers.${name}.base_url is required for kind "openai"`)
@@ -157,6 +162,7 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
   validateMap(config.runtime_profiles as Plain, VALIDATORS.runtime, 'runtime_profiles')
   validateMap(config.risk_profiles as Plain, VALIDATORS.risk, 'risk_profiles')
   validateMap((config.mcp as Plain).servers as Plain, VALIDATORS.mcpServer, 'mcp.servers')
+  validateMap(config.http_tools as Plain, VALIDATORS.httpTool, 'http_tools')
   const typed = config as unknown as Config
   crossCheck(typed)
   return typed
