@@ -55,7 +55,10 @@ export const PendingApproval = Type.Object({
   risk: ApprovalRisk,
   reason: Type.String({ description: 'The policy rule that asked for approval, in words' }),
   requested_at: Timestamp,
-  expires_at: Timestamp
+  expires_at: Timestamp,
+  client_tool: Type.Optional(Type.Literal(true, {
+    description: 'Not a question: the call of a client tool waiting for the client\'s result (POST /v1/turns/{id}/tool-results)'
+  }))
 }, { title: 'PendingApproval' })
 export type PendingApproval = Static<typeof PendingApproval>
 

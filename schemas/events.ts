@@ -96,7 +96,10 @@ export const ApprovalRequestedEvent = Type.Object({
   risk: ApprovalRisk,
   reason: Type.String({ description: 'The policy rule that asked for approval, in words' }),
   requested_at: Timestamp,
-  expires_at: Timestamp
+  expires_at: Timestamp,
+  client_tool: Type.Optional(Type.Literal(true, {
+    description: 'The call of a client tool: run it with `arguments` and send its result (POST /v1/turns/{id}/tool-results or WS tool.result); not a question'
+  }))
 })
 
 export const ApprovalResolvedEvent = Type.Object({

@@ -50,6 +50,7 @@ import healthRoutes from '../../routes/health.js'
 import metricsRoutes from '../../routes/metrics.js'
 import turnRoutes from '../../routes/turns.js'
 import approvalRoutes from '../../routes/approvals.js'
+import toolResultRoutes from '../../routes/tool-results.js'
 import receiptRoutes from '../../routes/receipts.js'
 import sessionRoutes from '../../routes/sessions.js'
 import toolRoutes from '../../routes/tools.js'
@@ -385,6 +386,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(metricsRoutes)
     await app.register(turnRoutes)
     await app.register(approvalRoutes)
+    await app.register(toolResultRoutes)
     await app.register(receiptRoutes)
     await app.register(sessionRoutes)
     await app.register(toolRoutes)

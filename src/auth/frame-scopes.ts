@@ -12,5 +12,6 @@ export const FRAME_SCOPES: Readonly<Record<ClientFrameType, Scope | null>> = {
   subscribe: 'turns:read',
   'turn.start': 'turns:write',
   cancel: 'turns:write',
-  'approval.respond': 'approvals:answer'
+  'approval.respond': 'approvals:answer',
+  'tool.result': 'turns:write'
 }

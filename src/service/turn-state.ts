@@ -68,6 +68,7 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     ...(deps.mcp === undefined ? {} : { mcp: deps.mcp }),
     message: request.message,
     ...(request.approval_timeout_ms === undefined ? {} : { approvalTimeoutMs: request.approval_timeout_ms }),
+    ...(request.client_tools === undefined ? {} : { clientTools: request.client_tools }),
     receiptGenerator: turn.receipts,
     // Checked (and made) once per turn, by its first tool that asks.
     workspaceDir: () => (workspaceDir ??= deps.workspaces.dirFor(turn.tenant, session.session_id)),

@@ -136,6 +136,8 @@ export interface Tool {
   readonly needsApproval?: ApprovalCondition
   /** The risk label approvers see for every call; absent: classified from the call's effect. */
   readonly risk?: ToolRisk
+  /** Runs in the turn's client (declared with the turn): the gate waits for the client's result instead of dispatching it. */
+  readonly runsInClient?: boolean
   /** Returns a human-readable problem with the arguments, or null when they match the schema. */
   validateArgs (args: unknown): string | null
   /** Checks the arguments against the schema (a failure is the call's result), then runs the call. */
@@ -158,6 +160,7 @@ export interface ToolDefinition<A = Record<string, unknown>> {
   /** A fixed answer or a condition on the call's (schema-valid) arguments. */
   needsApproval?: boolean | ((args: A, ctx: ApprovalCheckContext) => boolean | Promise<boolean>)
   risk?: ToolRisk
+  runsInClient?: boolean
   execute (args: A, ctx: ToolContext): Promise<ToolResult>
 }
 
@@ -202,6 +205,7 @@ export function defineTool<A = Record<string, unknown>> (def: ToolDefinition<A>)
     ...effectsOf(def.effects as ToolDefinition['effects']),
     ...approvalOf(def.needsApproval as ToolDefinition['needsApproval']),
     ...(def.risk === undefined ? {} : { risk: def.risk }),
+    ...(def.runsInClient === true ? { runsInClient: true } : {}),
     validateArgs (args: unknown): string | null {
       if (validate === null) return null
       return validate(args) ? null : describeErrors(validate.errors)

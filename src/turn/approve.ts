@@ -8,6 +8,7 @@ import type { ApprovalDecision } from '../../schemas/events.js'
 import type { Tool } from '../tools/contract.js'
 import { classifyRisk } from '../approval/risk.js'
 import { applyToolCondition } from '../approval/conditional.js'
+import { awaitClientResult } from './client-tool.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import type { ResolvedApproval } from './cursor.js'
 import { scrubValue } from '../core/security/redact.js'
@@ -73,7 +74,24 @@ async function ask (
   }, state.signal)
 }
 
+/**
+ * The gate of one call; a client tool's call the gate lets through then waits for the client's
+ * result (turn/client-tool.ts), and one that waited for it when the gateway stopped waits again.
+ */
 export async function gateToolApproval (
+  exec: ResolvedAgentExecution,
+  state: TurnState,
+  call: { callId: string, name: string, arguments: Record<string, unknown> },
+  tool: Tool,
+  reopen?: ReopenedGate
+): Promise<GateOutcome> {
+  if (reopen?.request.client_tool === true) return await awaitClientResult(exec, state, call, tool, reopen)
+  const outcome = await decideApproval(exec, state, call, tool, reopen)
+  if (outcome.kind !== 'proceed' || tool.runsInClient !== true) return outcome
+  return await awaitClientResult(exec, state, call, tool)
+}
+
+async function decideApproval (
   exec: ResolvedAgentExecution,
   state: TurnState,
   call: { callId: string, name: string, arguments: Record<string, unknown> },

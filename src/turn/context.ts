@@ -20,7 +20,9 @@ import type { FileOwner, McpToolSource, TurnHandle } from '../tools/contract.js'
 import { mcpOffer } from '../tools/scope/offer.js'
 import type { ActivatedToolSet } from '../tools/scope/activated.js'
 import type { ToolCatalog } from '../tools/catalog.js'
-import { assembleScopedTools, type ScopedRegistry, type ToolNarrowing } from '../tools/scope/scoped.js'
+import { assembleScopedTools, ScopedRegistry, type ToolNarrowing } from '../tools/scope/scoped.js'
+import { clientTools } from '../tools/client-tools.js'
+import type { ClientToolDeclaration } from '../../schemas/client-tools.js'
 import type { ToolHooks } from './hooks.js'
 import { LoopDetector } from './loop-detector.js'
 import type { ProgressLimits } from './progress.js'
@@ -189,6 +191,8 @@ export interface ResolveOptions {
   /** Who the tenant's workspace belongs to; null: the gateway's own user. */
   workspaceOwner: FileOwner | null
   tenant?: string
+  /** Tools the turn's client runs (`client_tools`), added to the scoped tools. */
+  clientTools?: readonly ClientToolDeclaration[]
   /** The turn request's `approval_timeout_ms`, if it gave one. */
   approvalTimeoutMs?: number
 }
@@ -252,6 +256,15 @@ export function resolveKnobs (
   }
 }
 
+/** The scoped tools plus the turn's client tools; the operator's exclusions apply to them too. */
+function withClientTools (
+  registry: ScopedRegistry, catalog: ToolCatalog, declarations: readonly ClientToolDeclaration[] | undefined
+): ScopedRegistry {
+  if (declarations === undefined || declarations.length === 0) return registry
+  const added = clientTools(declarations, (name) => catalog.has(name) || registry.get(name) !== undefined)
+  return new ScopedRegistry([...registry.list(), ...added], registry.excluded)
+}
+
 export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecution {
   const { config, agentName } = options
   const { agent, runtime, risk } = resolveAgent(config, agentName)
@@ -270,7 +283,7 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
     agent: agentName,
     channel: options.channel,
     model,
-    registry: scoped.registry,
+    registry: withClientTools(scoped.registry, options.catalog, options.clientTools),
     approval: new ApprovalManager(risk, options.grants),
     observer: options.observer,
     hooks: options.hooks,

@@ -77,6 +77,8 @@ export type ApprovalRequestedEvent = {
   requested_at: string
   /** RFC 3339 */
   expires_at: string
+  /** The call of a client tool: run it with `arguments` and send its result (POST /v1/turns/{id}/tool-results or WS tool.result); not a question */
+  client_tool?: true
 }
 
 export type ApprovalResolvedEvent = {
@@ -189,6 +191,14 @@ export type TurnRequest = {
   agent?: string
   message: string
   tools?: ToolNarrowing
+  /** Tools the client runs: when the model calls one (and the policy lets it), the turn waits for POST /v1/turns/{id}/tool-results */
+  client_tools?: Array<{
+    /** Must not be the name of a tool the gateway has */
+    name: string
+    description: string
+    /** JSON Schema of the arguments */
+    parameters: Record<string, unknown>
+  }>
   /** true: prompt-required calls wait for an answer, also while nobody is connected; false: they are auto-denied */
   interactive?: boolean
   /** Approval wait of this turn (default: the agent's), capped at turns.max_approval_timeout_ms */
@@ -260,6 +270,8 @@ export type PendingApproval = {
   requested_at: string
   /** RFC 3339 */
   expires_at: string
+  /** Not a question: the call of a client tool waiting for the client's result (POST /v1/turns/{id}/tool-results) */
+  client_tool?: true
 }
 
 export type TurnError = {
@@ -388,6 +400,14 @@ export type TurnStartFrame = {
   agent?: string
   message: string
   tools?: ToolNarrowing
+  /** Tools the client runs: when the model calls one (and the policy lets it), the turn waits for POST /v1/turns/{id}/tool-results */
+  client_tools?: Array<{
+    /** Must not be the name of a tool the gateway has */
+    name: string
+    description: string
+    /** JSON Schema of the arguments */
+    parameters: Record<string, unknown>
+  }>
   /** true: prompt-required calls wait for an answer, also while nobody is connected; false: they are auto-denied */
   interactive?: boolean
   /** Approval wait of this turn (default: the agent's), capped at turns.max_approval_timeout_ms */
@@ -424,6 +444,13 @@ export type ClientFrame =
   | UnsubscribeFrame
   | TurnStartFrame
   | ApprovalRespondFrame
+  | {
+    type: 'tool.result'
+    ref?: string
+    turn_id: string
+    call_id: string
+    output: string
+  }
   | CancelFrame
   | PingFrame
 
@@ -503,3 +530,10 @@ export type ServerFrame =
   | CancelAckFrame
   | PongFrame
   | ErrorFrame
+  | {
+    type: 'tool.result.accepted'
+    ref?: string
+    turn_id: string
+    call_id: string
+    request_id: string
+  }
