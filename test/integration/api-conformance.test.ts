@@ -234,6 +234,17 @@ test('every route answers its success as documented', async (t) => {
   assert.equal(chat.headers['x-vercel-ai-ui-message-stream'], 'v1')
   assert.match(chat.body, /data: \[DONE\]\n\n$/)
   conforms('POST', '/v1/ai-sdk/chat', chat)
+
+  g.provider.enqueue({ toolCalls: [{ id: 'c', name: 'pick', arguments: {} }] }, { text: 'picked' })
+  const clientTools = [{ name: 'pick', description: 'runs in the client', parameters: { type: 'object' } }]
+  const picking = JSON.parse((await call(g, 'POST', '/v1/turns', { body: { message: 'pick', session_id: 'conf-6', client_tools: clientTools }, headers: auth })).body)
+  let waiting: Json | undefined
+  await until(async () => {
+    waiting = JSON.parse((await call(g, 'GET', `/v1/turns/${picking.turn_id as string}`, { headers: auth })).body).pending_approvals[0]
+    return waiting !== undefined
+  }, 'the client tool call to wait')
+  const delivered = await call(g, 'POST', `/v1/turns/${picking.turn_id as string}/tool-results`, { body: { call_id: waiting?.call_id, output: 'red' }, headers: auth })
+  conforms('POST', '/v1/turns/{id}/tool-results', delivered, 200)
 })
 
 test('schema violations are 400 as documented, a bad after_seq among them', async (t) => {
