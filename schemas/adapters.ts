@@ -44,11 +44,12 @@ export const AgUiRunInput = Type.Object({
   state: Type.Optional(Type.Unknown({ description: 'Ignored: Tollgate keeps no shared agent state' })),
   messages: Type.Array(AgUiMessage, {
     maxItems: MAX_ADAPTER_MESSAGES,
-    description: 'Only the last message is read, and it must be a user message (Tollgate keeps the session history itself)'
+    description: 'Only the last message is read: a user message, or tool messages with frontend tool results (Tollgate keeps the session history itself)'
   }),
   tools: Type.Optional(Type.Array(Type.Unknown(), {
     maxItems: 256,
-    description: 'Frontend tools are refused (400): send none. Tollgate runs only its own, server-side tools'
+    description: 'Frontend tools `{name, description, parameters}`: the turn\'s client tools. A call ends the run after TOOL_CALL_END; ' +
+      'the next run sends the result as a tool message (role "tool", toolCallId) as its last message'
   })),
   context: Type.Optional(Type.Array(Type.Unknown(), { maxItems: 256, description: 'Ignored' })),
   forwardedProps: Type.Optional(Type.Unknown({

@@ -139,6 +139,21 @@ export async function findApprovals (
   return { turnId, afterSeq, callIds }
 }
 
+/** The pending client tool requests of the session's latest turn for these call ids (a frontend's tool messages). */
+export async function findClientCalls (
+  deps: AdapterDeps, principal: Principal, sessionId: string, callIds: readonly string[]
+): Promise<string[]> {
+  const session = await deps.turns.session(principal, sessionId)
+  const turnId = session.turn_ids.at(-1)
+  if (turnId === undefined) throw new TollgateError('TOOL_CALL_NOT_WAITING', 'this session has no turn')
+  const turn = await deps.turns.get(principal, turnId)
+  return callIds.map((callId) => {
+    const waiting = turn.pending_approvals.find((p) => p.client_tool === true && p.call_id === callId)
+    if (waiting === undefined) throw new TollgateError('TOOL_CALL_NOT_WAITING', `no call ${callId} waits for its result`)
+    return waiting.request_id
+  })
+}
+
 /**
  * Takes the waiting turn over (this request becomes its owner again), applies the answers and
  * streams the turn on from `afterSeq`. An answer that comes too late (the request expired or was
