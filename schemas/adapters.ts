@@ -5,6 +5,7 @@
  * are accepted loosely and bounded by count and by the body limit; what Tollgate reads from them
  * (ids, the last user message, approval answers) is checked exactly in src/adapters/.
  */
+import { ClientTools } from './client-tools.js'
 import { Type, type Static } from '@sinclair/typebox'
 import { ClientId, Problem } from './common.js'
 
@@ -76,7 +77,8 @@ export const AiSdkChatRequest = Type.Object({
   id: clientId('The chat id: the Tollgate session id'),
   messages: Type.Array(AiSdkUiMessage, { minItems: 1, maxItems: MAX_ADAPTER_MESSAGES }),
   trigger: Type.Optional(Type.String({ maxLength: 64, description: '`submit-message` (other triggers are refused)' })),
-  messageId: Type.Optional(Type.String({ maxLength: 256 }))
+  messageId: Type.Optional(Type.String({ maxLength: 256 })),
+  client_tools: Type.Optional(ClientTools)
 }, { additionalProperties: true, title: 'AiSdkChatRequest' })
 export type AiSdkChatRequest = Static<typeof AiSdkChatRequest>
 
