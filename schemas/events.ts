@@ -98,7 +98,7 @@ export const ApprovalRequestedEvent = Type.Object({
   requested_at: Timestamp,
   expires_at: Timestamp,
   client_tool: Type.Optional(Type.Literal(true, {
-    description: 'The call of a client tool: run it with `arguments` and send its result (POST /v1/turns/{id}/tool-results or WS tool.result); not a question'
+    description: 'The call of a client tool: run it with `arguments`, send the result (POST /v1/turns/{id}/tool-results, WS tool.result)'
   }))
 })
 

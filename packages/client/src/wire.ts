@@ -77,7 +77,7 @@ export type ApprovalRequestedEvent = {
   requested_at: string
   /** RFC 3339 */
   expires_at: string
-  /** The call of a client tool: run it with `arguments` and send its result (POST /v1/turns/{id}/tool-results or WS tool.result); not a question */
+  /** The call of a client tool: run it with `arguments`, send the result (POST /v1/turns/{id}/tool-results, WS tool.result) */
   client_tool?: true
 }
 
