@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { AdapterRefusals, AgUiEventStream, AgUiRunInput } from '../schemas/adapters.js'
 import { AgUiTranslator, planRun } from '../src/adapters/ag-ui.js'
-import { findApprovals, resumeTurn, streamNewTurn } from '../src/adapters/stream.js'
+import { findApprovals, findClientCalls, resumeTurn, streamNewTurn } from '../src/adapters/stream.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 
 export default async function agUiRoutes (app: FastifyInstance): Promise<void> {
@@ -37,9 +37,13 @@ export default async function agUiRoutes (app: FastifyInstance): Promise<void> {
       await streamNewTurn(gateway, stream, plan.request)
       return
     }
-    const waiting = await findApprovals(gateway, principal, input.threadId, plan.answers.map((a) => a.requestId))
+    const answers = plan.kind === 'resume'
+      ? plan.answers
+      : (await findClientCalls(gateway, principal, input.threadId, plan.results.map((r) => r.callId)))
+          .map((requestId, i) => ({ requestId, decision: 'edit' as const, replacement: plan.results[i]?.output ?? '' }))
+    const waiting = await findApprovals(gateway, principal, input.threadId, answers.map((a) => a.requestId))
     const translator = new AgUiTranslator(input.threadId, input.runId, plan.mode, waiting.callIds)
     const stream = { principal, reply, headers: {}, channel: 'ag-ui', translator }
-    await resumeTurn(gateway, stream, waiting, plan.answers)
+    await resumeTurn(gateway, stream, waiting, answers)
   })
 }

@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { AdapterRefusals, AiSdkChatRequest, AiSdkUiMessageStream } from '../schemas/adapters.js'
 import { AiSdkTranslator, planChat, UI_MESSAGE_STREAM_HEADERS } from '../src/adapters/ai-sdk.js'
-import { findApprovals, resumeTurn, streamNewTurn } from '../src/adapters/stream.js'
+import { findApprovals, waitingClientCalls, resumeTurn, streamNewTurn } from '../src/adapters/stream.js'
+import { TollgateError } from '../src/core/errors.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 
 export default async function aiSdkRoutes (app: FastifyInstance): Promise<void> {
@@ -39,8 +40,18 @@ export default async function aiSdkRoutes (app: FastifyInstance): Promise<void> 
       await streamNewTurn(gateway, stream, plan.request)
       return
     }
-    const waiting = await findApprovals(gateway, principal, body.id, plan.answers.map((a) => a.requestId))
+    let answers = plan.kind === 'resume' ? plan.answers : []
+    if (plan.kind === 'results') {
+      // The message carries every earlier tool output too: only the calls that wait take theirs.
+      const waitingCalls = await waitingClientCalls(gateway, principal, body.id)
+      answers = plan.results.flatMap((r) => {
+        const requestId = waitingCalls.get(r.callId)
+        return requestId === undefined ? [] : [{ requestId, decision: 'edit' as const, replacement: r.output }]
+      })
+      if (answers.length === 0) throw new TollgateError('TOOL_CALL_NOT_WAITING', 'no tool output of the last message is awaited')
+    }
+    const waiting = await findApprovals(gateway, principal, body.id, answers.map((a) => a.requestId))
     const stream = { principal, reply, headers: UI_MESSAGE_STREAM_HEADERS, channel: 'ai-sdk', translator: new AiSdkTranslator(waiting.callIds) }
-    await resumeTurn(gateway, stream, waiting, plan.answers)
+    await resumeTurn(gateway, stream, waiting, answers)
   })
 }

@@ -5,6 +5,7 @@
  * are accepted loosely and bounded by count and by the body limit; what Tollgate reads from them
  * (ids, the last user message, approval answers) is checked exactly in src/adapters/.
  */
+import { ClientTools } from './client-tools.js'
 import { Type, type Static } from '@sinclair/typebox'
 import { ClientId, Problem } from './common.js'
 
@@ -44,11 +45,12 @@ export const AgUiRunInput = Type.Object({
   state: Type.Optional(Type.Unknown({ description: 'Ignored: Tollgate keeps no shared agent state' })),
   messages: Type.Array(AgUiMessage, {
     maxItems: MAX_ADAPTER_MESSAGES,
-    description: 'Only the last message is read, and it must be a user message (Tollgate keeps the session history itself)'
+    description: 'Only the last message is read: a user message, or tool messages with frontend tool results (Tollgate keeps the session history itself)'
   }),
   tools: Type.Optional(Type.Array(Type.Unknown(), {
     maxItems: 256,
-    description: 'Frontend tools are refused (400): send none. Tollgate runs only its own, server-side tools'
+    description: 'Frontend tools `{name, description, parameters}`: the turn\'s client tools. A call ends the run after TOOL_CALL_END; ' +
+      'the next run sends the result as a tool message (role "tool", toolCallId) as its last message'
   })),
   context: Type.Optional(Type.Array(Type.Unknown(), { maxItems: 256, description: 'Ignored' })),
   forwardedProps: Type.Optional(Type.Unknown({
@@ -82,7 +84,8 @@ export const AiSdkChatRequest = Type.Object({
       description: 'Approval ids whose `approved: true` response means `always` (the tool, or for shell the exact command, is ' +
         'allowed for the rest of the session); send with addToolApprovalResponse({ id, approved: true, options: { body: { tollgate: { always: [id] } } } })'
     }))
-  }, { additionalProperties: false, description: 'Tollgate\'s own answers the AI SDK\'s approval protocol has no word for' }))
+  }, { additionalProperties: false, description: 'Tollgate\'s own answers the AI SDK\'s approval protocol has no word for' })),
+  client_tools: Type.Optional(ClientTools)
 }, { additionalProperties: true, title: 'AiSdkChatRequest' })
 export type AiSdkChatRequest = Static<typeof AiSdkChatRequest>
 

@@ -63,7 +63,10 @@ export const PendingApproval = Type.Object({
     description: 'The parts of the call that need the answer, each with why: simple commands no rule allows, or what no rule can allow'
   })),
   requested_at: Timestamp,
-  expires_at: Timestamp
+  expires_at: Timestamp,
+  client_tool: Type.Optional(Type.Literal(true, {
+    description: 'Not a question: the call of a client tool waiting for the client\'s result (POST /v1/turns/{id}/tool-results)'
+  }))
 }, { title: 'PendingApproval' })
 export type PendingApproval = Static<typeof PendingApproval>
 

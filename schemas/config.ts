@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import type { HttpToolConfig } from './http-tools.js'
 
 /**
  * Gateway configuration. Every key has a default, so an empty file (or none) gives the embedded
@@ -584,12 +585,14 @@ export const GatewayConfig = Type.Object({
   providers: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Model providers by name; the embedded defaults define demo' }),
   agents: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Agents by name; the embedded defaults define default' }),
   runtime_profiles: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Loop knobs by name; the embedded defaults define default' }),
-  risk_profiles: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Approval policies by name; the embedded defaults define default' })
+  risk_profiles: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Approval policies by name; the embedded defaults define default' }),
+  http_tools: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'HTTP tools by name: each an HttpToolConfig (schemas/http-tools.ts)' })
 }, { additionalProperties: false })
 
 type Base = Static<typeof GatewayConfig>
 export type McpConfig = Omit<Static<typeof McpConfig>, 'servers'> & { servers: Record<string, McpServerConfig> }
-export type Config = Omit<Base, 'providers' | 'agents' | 'runtime_profiles' | 'risk_profiles' | 'mcp'> & {
+export type Config = Omit<Base, 'providers' | 'agents' | 'runtime_profiles' | 'risk_profiles' | 'mcp' | 'http_tools'> & {
+  http_tools: Record<string, HttpToolConfig>
   mcp: McpConfig
   providers: Record<string, ProviderConfig>
   agents: Record<string, AgentConfig>

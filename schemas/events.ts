@@ -126,7 +126,10 @@ export const ApprovalRequestedEvent = Type.Object({
     description: 'The parts of the call that need the answer, each with why: simple commands no rule allows, or what no rule can allow'
   })),
   requested_at: Timestamp,
-  expires_at: Timestamp
+  expires_at: Timestamp,
+  client_tool: Type.Optional(Type.Literal(true, {
+    description: 'The call of a client tool: run it with `arguments`, send the result (POST /v1/turns/{id}/tool-results, WS tool.result)'
+  }))
 })
 
 export const ApprovalResolvedEvent = Type.Object({

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { ClientId, EventCursor, OpaqueId, Timestamp, ToolName } from './common.js'
 import { NextCursor, PageCursor, PageLimit, PendingApproval } from './approval.js'
 import { ApprovalDecision, EventEnvelope, TokenUsage, ToolCallStatus } from './events.js'
+import { ClientTools } from './client-tools.js'
 
 export const MAX_MESSAGE_CHARS = 100_000
 
@@ -15,6 +16,7 @@ export const TurnRequestProperties = {
   agent: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' })),
   message: Type.String({ minLength: 1, maxLength: MAX_MESSAGE_CHARS }),
   tools: Type.Optional(ToolNarrowing),
+  client_tools: Type.Optional(ClientTools),
   interactive: Type.Optional(Type.Boolean({
     default: true,
     description: 'true: prompt-required calls wait for an answer, also while nobody is connected; false: they are auto-denied'

@@ -4,6 +4,7 @@ import { TurnEvent } from './events.js'
 import { MAX_MESSAGE_CHARS, TurnRequestProperties, TurnStatus } from './turn.js'
 import { OperatorDecision, MAX_REPLACEMENT_CHARS } from './approval.js'
 import { SteerAccepted } from './steering.js'
+import { MAX_CLIENT_RESULT_CHARS } from './client-tools.js'
 
 /** Optional client-chosen correlation id, echoed on the direct answer or error for that frame. */
 const Ref = Type.Optional(Type.String({ minLength: 1, maxLength: 64 }))
@@ -65,12 +66,22 @@ export const PingFrame = Type.Object({
   ref: Ref
 }, { additionalProperties: false })
 
+/** The result of a client tool call the turn waits for (POST /v1/turns/{id}/tool-results over the socket). */
+export const ToolResultFrame = Type.Object({
+  type: Type.Literal('tool.result'),
+  ref: Ref,
+  turn_id: OpaqueId,
+  call_id: OpaqueId,
+  output: Type.String({ maxLength: MAX_CLIENT_RESULT_CHARS })
+}, { additionalProperties: false })
+
 export const ClientFrameSchemas = {
   hello: HelloFrame,
   subscribe: SubscribeFrame,
   unsubscribe: UnsubscribeFrame,
   'turn.start': TurnStartFrame,
   'approval.respond': ApprovalRespondFrame,
+  'tool.result': ToolResultFrame,
   cancel: CancelFrame,
   'turn.steer': TurnSteerFrame,
   ping: PingFrame
@@ -141,6 +152,14 @@ export const SteerAckFrame = Type.Object({
   ...SteerAccepted.properties
 })
 
+export const ToolResultAckFrame = Type.Object({
+  type: Type.Literal('tool.result.accepted'),
+  ref: Ref,
+  turn_id: Type.String(),
+  call_id: Type.String(),
+  request_id: Type.String()
+})
+
 export const PongFrame = Type.Object({ type: Type.Literal('pong'), ref: Ref })
 
 export const ErrorFrame = Type.Object({
@@ -152,6 +171,6 @@ export const ErrorFrame = Type.Object({
 
 export const ServerFrame = Type.Union([
   WelcomeFrame, EventFrame, SubscribedFrame, UnsubscribedFrame, TurnAcceptedFrame, ApprovalAckFrame,
-  CancelAckFrame, SteerAckFrame, PongFrame, ErrorFrame
+  CancelAckFrame, SteerAckFrame, PongFrame, ErrorFrame, ToolResultAckFrame
 ], { title: 'ServerFrame' })
 export type ServerFrame = Static<typeof ServerFrame>

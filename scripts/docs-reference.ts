@@ -173,6 +173,8 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
   UNKNOWN_AGENT: 'a turn names an agent the configuration does not define',
   UNKNOWN_TOOL: 'a turn\'s `tools.allow` names a tool the agent does not have (or `shell` where the sandbox does not work)',
   INVALID_DECISION: 'an approval answer is `edit` without a `replacement`, or not one of yes / no / always / edit',
+  CLIENT_TOOL_CONFLICT: 'a turn\'s `client_tools` names a tool the gateway already has, or one name twice',
+  TOOL_CALL_NOT_WAITING: 'a client tool result (`POST /v1/turns/{id}/tool-results`, WS `tool.result`) names a call that is not waiting for one',
   STEERING_CLOSED: 'a steering message (`POST /v1/turns/{id}/messages`, WS `turn.steer`) names a turn that has ended or is ending',
   STEERING_QUEUE_FULL: 'a steering message would exceed the messages already waiting for the turn\'s next model call (`turns.max_steering_messages`)',
   CONNECTION_NOT_FOUND: 'a turn names an `owner_connection` that is not a live socket of the same principal',

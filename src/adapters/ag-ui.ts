@@ -14,6 +14,7 @@ import { EventEncoder } from '@ag-ui/encoder'
 import type { AgUiResumeEntry, AgUiRunInput } from '../../schemas/adapters.js'
 import { MAX_DENIAL_REASON_CHARS, MAX_REPLACEMENT_CHARS } from '../../schemas/approval.js'
 import type { TurnRequest } from '../../schemas/turn.js'
+import type { ClientToolDeclaration } from '../../schemas/client-tools.js'
 import type { BusEnvelope } from '../bus/bus.js'
 import { TollgateError } from '../core/errors.js'
 import { approvalRequest, turnMessage, type AdapterAnswer, type EventTranslator, type Translation } from './stream.js'
@@ -23,6 +24,8 @@ export type AgUiApprovalMode = 'interrupt' | 'custom'
 export type AgUiPlan =
   | { kind: 'start', mode: AgUiApprovalMode, request: TurnRequest }
   | { kind: 'resume', mode: AgUiApprovalMode, answers: AdapterAnswer[] }
+  /** Tool messages with the results of the frontend tools that ended the previous run. */
+  | { kind: 'results', mode: AgUiApprovalMode, results: Array<{ callId: string, output: string }> }
 
 /** The answer schema every approval interrupt names, so a generic AG-UI frontend can build its form. */
 export const APPROVAL_RESPONSE_SCHEMA = {
@@ -89,11 +92,37 @@ function resumeAnswer (entry: AgUiResumeEntry): AdapterAnswer {
 }
 
 /** What a run asks for; every refusal is a typed error thrown before anything is created. */
-export function planRun (input: AgUiRunInput): AgUiPlan {
-  if (input.tools !== undefined && input.tools.length > 0) {
-    throw new TollgateError('INVALID_REQUEST', 'frontend tools are not supported: Tollgate runs only its own server-side tools; send "tools": []')
+/** AG-UI frontend tools (`{name, description, parameters}`) as the turn's client tools. */
+function frontendTools (tools: readonly unknown[] | undefined): ClientToolDeclaration[] {
+  return (tools ?? []).map((tool, i) => {
+    const t = tool as { name?: unknown, description?: unknown, parameters?: unknown }
+    if (typeof t !== 'object' || t === null || typeof t.name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(t.name)) {
+      throw new TollgateError('INVALID_REQUEST', `tools[${i}]: a frontend tool needs a name of 1-64 of [A-Za-z0-9_-]`)
+    }
+    const parameters = typeof t.parameters === 'object' && t.parameters !== null ? t.parameters as Record<string, unknown> : { type: 'object', properties: {} }
+    return { name: t.name, description: typeof t.description === 'string' ? t.description.slice(0, 4096) : '', parameters }
+  })
+}
+
+/** The trailing tool messages: results of the frontend tool calls the previous run ended with. */
+function toolResults (messages: AgUiRunInput['messages']): Array<{ callId: string, output: string }> {
+  const results: Array<{ callId: string, output: string }> = []
+  for (let i = messages.length - 1; i >= 0 && messages[i]?.role === 'tool'; i--) {
+    const m = messages[i] as { toolCallId?: unknown, content?: unknown }
+    if (typeof m.toolCallId !== 'string') throw new TollgateError('INVALID_REQUEST', 'a tool message needs its toolCallId')
+    const output = typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')
+    if (output.length > MAX_REPLACEMENT_CHARS) throw new TollgateError('INVALID_REQUEST', `a tool result is at most ${MAX_REPLACEMENT_CHARS} characters`)
+    results.unshift({ callId: m.toolCallId, output })
   }
+  return results
+}
+
+export function planRun (input: AgUiRunInput): AgUiPlan {
+  const clientTools = frontendTools(input.tools)
   const mode = approvalMode(input.forwardedProps)
+  if (input.resume === undefined && input.messages.at(-1)?.role === 'tool') {
+    return { kind: 'results', mode, results: toolResults(input.messages) }
+  }
   if (input.resume !== undefined) {
     const ids = new Set(input.resume.map((e) => e.interruptId))
     if (ids.size !== input.resume.length) throw new TollgateError('INVALID_REQUEST', 'resume answers an interrupt more than once')
@@ -106,7 +135,12 @@ export function planRun (input: AgUiRunInput): AgUiPlan {
   return {
     kind: 'start',
     mode,
-    request: { session_id: input.threadId, message: turnMessage(userText(last.content)), idempotency_key: input.runId }
+    request: {
+      session_id: input.threadId,
+      message: turnMessage(userText(last.content)),
+      idempotency_key: input.runId,
+      ...(clientTools.length === 0 ? {} : { client_tools: clientTools })
+    }
   }
 }
 
@@ -203,6 +237,11 @@ export class AgUiTranslator implements EventTranslator {
       case 'approval.requested': {
         this.closeText(out)
         this.announce(out, e.call_id, e.name, e.arguments)
+        // A frontend tool's call: the run ends, the client runs the tool and sends a tool message.
+        if (e.client_tool === true) {
+          out.push(this.frame({ type: EventType.RUN_FINISHED, threadId: this.threadId, runId: this.runId, outcome: { type: 'success' } } as BaseEvent))
+          return { frames: out, park: true }
+        }
         const request = approvalRequest(e)
         if (this.mode === 'custom') {
           out.push(this.frame({

@@ -20,6 +20,8 @@ export const UI_MESSAGE_STREAM_HEADERS = { 'x-vercel-ai-ui-message-stream': 'v1'
 export type AiSdkPlan =
   | { kind: 'start', request: TurnRequest }
   | { kind: 'resume', answers: AdapterAnswer[] }
+  /** Outputs `addToolOutput` put in the last assistant message (only those of waiting client tool calls are delivered). */
+  | { kind: 'results', results: Array<{ callId: string, output: string }> }
 
 interface ApprovalResponsePart {
   state?: unknown
@@ -64,6 +66,18 @@ function approvalAnswers (parts: readonly unknown[], always: ReadonlySet<string>
   return answers
 }
 
+/** The tool outputs of the last assistant message (`addToolOutput`), as text. */
+function toolOutputs (parts: readonly unknown[]): Array<{ callId: string, output: string }> {
+  const results: Array<{ callId: string, output: string }> = []
+  for (const part of parts as ReadonlyArray<{ state?: unknown, toolCallId?: unknown, output?: unknown }>) {
+    if (part.state !== 'output-available' || typeof part.toolCallId !== 'string') continue
+    const output = typeof part.output === 'string' ? part.output : JSON.stringify(part.output ?? null)
+    if (output.length > MAX_REPLACEMENT_CHARS) throw new TollgateError('INVALID_REQUEST', `a tool output is at most ${MAX_REPLACEMENT_CHARS} characters`)
+    results.push({ callId: part.toolCallId, output })
+  }
+  return results
+}
+
 /** What a chat request asks for; every refusal is a typed error thrown before anything is created. */
 export function planChat (body: AiSdkChatRequest): AiSdkPlan {
   if (body.trigger !== undefined && body.trigger !== 'submit-message') {
@@ -72,15 +86,18 @@ export function planChat (body: AiSdkChatRequest): AiSdkPlan {
   const last = body.messages.at(-1)
   if (last?.role === 'assistant') {
     const answers = approvalAnswers(last.parts, new Set(body.tollgate?.always ?? []))
-    if (answers.length === 0) throw new TollgateError('INVALID_REQUEST', 'the last message must be a user message or carry tool approval responses or tool outputs')
-    return { kind: 'resume', answers }
+    if (answers.length > 0) return { kind: 'resume', answers }
+    const results = toolOutputs(last.parts)
+    if (results.length === 0) throw new TollgateError('INVALID_REQUEST', 'the last message must be a user message or carry tool approval responses or tool outputs')
+    return { kind: 'results', results }
   }
   if (last?.role !== 'user') throw new TollgateError('INVALID_REQUEST', 'the last message must be a user message')
   const text = (last.parts as ReadonlyArray<{ type?: unknown, text?: unknown }>)
     .filter((p) => p.type === 'text' && typeof p.text === 'string')
     .map((p) => p.text as string)
     .join('\n')
-  return { kind: 'start', request: { session_id: body.id, message: turnMessage(text) } }
+  const clientTools = body.client_tools ?? []
+  return { kind: 'start', request: { session_id: body.id, message: turnMessage(text), ...(clientTools.length === 0 ? {} : { client_tools: clientTools }) } }
 }
 
 type Chunk = Record<string, unknown> & { type: string }
@@ -178,6 +195,8 @@ export class AiSdkTranslator implements EventTranslator {
       case 'approval.requested':
         this.closeText(out)
         this.announce(out, e.call_id, e.name, e.arguments)
+        // A client tool's call: the client runs it (onToolCall) and sends its output (addToolOutput).
+        if (e.client_tool === true) return { frames: this.finish(out, 'tool-calls'), park: true }
         out.push({ type: 'tool-approval-request', approvalId: e.request_id, toolCallId: e.call_id })
         // What the person deciding reads (exact arguments), beside the AI SDK's own approval part.
         out.push({

@@ -140,6 +140,27 @@ export async function findApprovals (
   return { turnId, afterSeq, callIds }
 }
 
+/** The client tool calls the session's latest turn waits for: call id → request id. */
+export async function waitingClientCalls (deps: AdapterDeps, principal: Principal, sessionId: string): Promise<Map<string, string>> {
+  const session = await deps.turns.session(principal, sessionId)
+  const turnId = session.turn_ids.at(-1)
+  if (turnId === undefined) return new Map()
+  const turn = await deps.turns.get(principal, turnId)
+  return new Map(turn.pending_approvals.filter((p) => p.client_tool === true).map((p) => [p.call_id, p.request_id]))
+}
+
+/** The pending client tool requests of the session's latest turn for these call ids (a frontend's tool messages). */
+export async function findClientCalls (
+  deps: AdapterDeps, principal: Principal, sessionId: string, callIds: readonly string[]
+): Promise<string[]> {
+  const waiting = await waitingClientCalls(deps, principal, sessionId)
+  return callIds.map((callId) => {
+    const requestId = waiting.get(callId)
+    if (requestId === undefined) throw new TollgateError('TOOL_CALL_NOT_WAITING', `no call ${callId} waits for its result`)
+    return requestId
+  })
+}
+
 /**
  * Takes the waiting turn over (this request becomes its owner again), applies the answers and
  * streams the turn on from `afterSeq`. An answer that comes too late (the request expired or was

@@ -39,6 +39,7 @@ import { WorkspaceFiles } from '../tools/builtin/workspace-files.js'
 import { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import { ToolCatalog } from '../tools/catalog.js'
 import { checkStartup } from './startup-checks.js'
+import { createHttpTools } from '../tools/http-tools/index.js'
 import type { Tool } from '../tools/contract.js'
 import { NO_HOOKS, type ToolHooks } from '../turn/hooks.js'
 import { createGatewayLogger } from '../core/security/log-scrub.js'
@@ -54,6 +55,7 @@ import turnRoutes from '../../routes/turns.js'
 import approvalRoutes from '../../routes/approvals.js'
 import steeringRoutes from '../../routes/steering.js'
 import auditRoutes from '../../routes/audit.js'
+import toolResultRoutes from '../../routes/tool-results.js'
 import receiptRoutes from '../../routes/receipts.js'
 import sessionRoutes from '../../routes/sessions.js'
 import toolRoutes from '../../routes/tools.js'
@@ -242,7 +244,8 @@ export async function buildCatalog (config: Config, extra: readonly Tool[], log:
 export async function buildServer (options: BuildOptions): Promise<Gateway> {
   const { config } = options
   const env = options.env ?? process.env
-  checkStartup(config, env, (options.tools ?? []).map((tool) => tool.name))
+  // Agents may name the embedder's tools and the configured HTTP tools beside the built-in ones.
+  checkStartup(config, env, [...(options.tools ?? []).map((tool) => tool.name), ...Object.keys(config.http_tools)])
   const log = options.logger ?? createGatewayLogger(config.log.level)
   const auth = createAuthenticator(config, env)
   if (auth.mode === 'none' && !isLoopbackHost(config.server.host)) {
@@ -252,6 +255,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   const hosts = createHostPolicy(config, log)
   const origins = createOriginPolicy(config)
   const receipts = receiptKeyring(config, env)
+  // Before anything is opened: a declaration the gateway cannot honour stops the start here.
+  const httpTools = createHttpTools(config, env)
   if (config.receipts.keys.length === 0 && config.store.kind !== 'memory') {
     log.warn('receipts.keys is empty: receipts verify only in this process, not on other instances or after a restart')
   }
@@ -292,7 +297,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     lifecycle.opened('mcp', async () => { await mcp.close() })
     // Before any new tool process: end the ones a crashed gateway left behind.
     sweepProcessLedger(processLedgerDir(config), log)
-    const extraTools = [createDelegateTool({ config, providers }), ...(options.tools ?? [])]
+    const extraTools = [createDelegateTool({ config, providers }), ...(options.tools ?? []), ...httpTools]
     const { catalog, workspaces, files, closeSandbox } = await buildCatalog(config, extraTools, log)
     lifecycle.opened('files', async () => { await files.close() })
     lifecycle.opened('sandbox', closeSandbox)
@@ -408,6 +413,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(turnRoutes)
     await app.register(approvalRoutes)
     await app.register(steeringRoutes)
+    await app.register(toolResultRoutes)
     await app.register(receiptRoutes)
     await app.register(auditRoutes)
     await app.register(sessionRoutes)

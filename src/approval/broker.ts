@@ -83,7 +83,7 @@ export class ApprovalBroker {
     const now = Date.now()
     // A request reopened after a restart keeps its id and its expiry; it was announced before.
     const view: PendingApproval = reopened ?? {
-      request_id: `apr_${randomUUID()}`,
+      request_id: `${question.clientTool === true ? 'ctr' : 'apr'}_${randomUUID()}`,
       turn_id: route.turnId,
       session_id: route.sessionId,
       call_id: question.callId,
@@ -94,7 +94,8 @@ export class ApprovalBroker {
       reason: question.reason,
       ...permissionFields(question),
       requested_at: new Date(now).toISOString(),
-      expires_at: new Date(now + question.timeoutMs).toISOString()
+      expires_at: new Date(now + question.timeoutMs).toISOString(),
+      ...(question.clientTool === true ? { client_tool: true as const } : {})
     }
     const requestId = view.request_id
     return await new Promise<ApprovalReply>((resolve) => {
@@ -129,7 +130,8 @@ export class ApprovalBroker {
         reason: question.reason,
         ...permissionFields(question),
         requested_at: view.requested_at,
-        expires_at: view.expires_at
+        expires_at: view.expires_at,
+        ...(view.client_tool === true ? { client_tool: true as const } : {})
       })
     })
   }
@@ -154,6 +156,10 @@ export class ApprovalBroker {
     }
     if (answer.decision === 'edit' && (answer.replacement === undefined)) {
       throw new TollgateError('INVALID_DECISION')
+    }
+    // A client tool's call is answered with its result (an edit), never approved or denied.
+    if (p.view.client_tool === true && answer.decision !== 'edit') {
+      throw new TollgateError('INVALID_DECISION', 'a client tool call is answered with its result (decision "edit" with the output as replacement)')
     }
     const reply: ApprovalReply = {
       decision: answer.decision,

@@ -27,6 +27,8 @@ export interface ApprovalQuestion {
   whenUnwatched: 'wait' | 'deny'
   /** A request that waited when the gateway stopped: it waits again under its own id and expiry, unannounced. */
   reopen?: PendingApproval
+  /** Not a question: a client tool's call waits for the client's result (an `edit` answer carries it). */
+  clientTool?: boolean
 }
 
 /** `operator`: a person answered. Anything else is the runtime failing closed. */

@@ -85,6 +85,11 @@ export class ApprovalManager {
       'and has no "always" grant in this session.'
   }
 
+  /** An explicit rule asks about this tool (always_ask), as opposed to the supervised default. */
+  asksExplicitly (tool: string): boolean {
+    return this.alwaysAsk.has('*') || this.alwaysAsk.has(tool)
+  }
+
   needsApproval (tool: string, args: Record<string, unknown>): boolean {
     return this.verdict(tool, args).requirement === 'prompt'
   }

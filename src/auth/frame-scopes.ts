@@ -13,5 +13,6 @@ export const FRAME_SCOPES: Readonly<Record<ClientFrameType, Scope | null>> = {
   'turn.start': 'turns:write',
   cancel: 'turns:write',
   'turn.steer': 'turns:write',
-  'approval.respond': 'approvals:answer'
+  'approval.respond': 'approvals:answer',
+  'tool.result': 'turns:write'
 }

@@ -10,6 +10,7 @@ import {
   GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig, MCP_SERVER_NAME,
   ANTHROPIC_DEFAULT_MAX_TOKENS, type Config
 } from '../../schemas/config.js'
+import { HttpToolConfig, HTTP_TOOL_NAME } from '../../schemas/http-tools.js'
 import { ownEntry } from './json/own.js'
 import { didYouMean, problemsMessage, schemaProblems } from './config-problems.js'
 
@@ -94,7 +95,8 @@ const VALIDATORS = {
   agent: compile(AgentConfig),
   runtime: compile(RuntimeProfileConfig),
   risk: compile(RiskProfileConfig),
-  mcpServer: compile(McpServerConfig)
+  mcpServer: compile(McpServerConfig),
+  httpTool: compile(HttpToolConfig)
 }
 
 /** Validates one value, adding a line per problem; true when it is valid. */
@@ -134,6 +136,9 @@ function crossCheck (config: Config, problems: string[]): void {
     }
   }
   crossCheckMcp(config, problems)
+  for (const name of Object.keys(config.http_tools)) {
+    if (!new RegExp(HTTP_TOOL_NAME).test(name)) problems.push(`http_tools.${name}: a tool name is 1-64 of [A-Za-z0-9_-]`)
+  }
   for (const [name, provider] of Object.entries(config.providers)) {
     if (provider.kind === 'openai' && (provider.base_url === undefined || provider.base_url === '')) {
       problems.push(`providers.${name}.base_url is required for kind "openai"; add the server's URL, e.g. base_url = "https://api.openai.com/v1"`)
@@ -215,6 +220,7 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
   validateMap(config.runtime_profiles, VALIDATORS.runtime, 'runtime_profiles', problems)
   validateMap(config.risk_profiles, VALIDATORS.risk, 'risk_profiles', problems)
   validateMap(isPlain(config.mcp) ? config.mcp.servers : undefined, VALIDATORS.mcpServer, 'mcp.servers', problems)
+  validateMap(config.http_tools, VALIDATORS.httpTool, 'http_tools', problems)
   const typed = config as unknown as Config
   if (problems.length === 0) crossCheck(typed, problems)
   else {

@@ -15,6 +15,7 @@ export const REPLIES: Readonly<Record<keyof typeof ClientFrameSchemas, string>> 
   unsubscribe: 'unsubscribed',
   'turn.start': 'turn.accepted',
   'approval.respond': 'approval.accepted',
+  'tool.result': 'tool.result.accepted',
   cancel: 'cancel.accepted',
   'turn.steer': 'steer.accepted',
   ping: 'pong'
@@ -26,6 +27,8 @@ const SUMMARIES: Readonly<Record<string, string>> = {
   unsubscribe: 'Stop following a turn or session',
   'turn.start': 'Start a turn owned by this socket (same body as POST /v1/turns)',
   'approval.respond': 'Answer a pending approval request',
+  'tool.result': 'Send the result of a client tool call the turn waits for (as POST /v1/turns/{id}/tool-results)',
+  'tool.result.accepted': 'Answer to tool.result: the waiting call took the result',
   cancel: 'Cancel a turn',
   'turn.steer': 'Add a message to a running turn: it joins the history before the turn\'s next model call (steering)',
   ping: 'Application-level ping',

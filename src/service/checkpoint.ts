@@ -26,6 +26,8 @@ export type CheckpointStep = ObservedCheckpointStep
 export interface TurnKnobs {
   message: string
   tools?: TurnRequest['tools']
+  /** The turn's client tools: a resumed turn offers them again and waits for their results. */
+  client_tools?: TurnRequest['client_tools']
   approval_timeout_ms?: number
   interactive: boolean
   detach: boolean

@@ -41,6 +41,7 @@ export function checkpointerFor (running: RunningTurn, request: TurnRequest, cha
   const knobs: TurnKnobs = {
     message: request.message,
     ...(request.tools === undefined ? {} : { tools: request.tools }),
+    ...(request.client_tools === undefined ? {} : { client_tools: request.client_tools }),
     ...(request.approval_timeout_ms === undefined ? {} : { approval_timeout_ms: request.approval_timeout_ms }),
     interactive: request.interactive !== false,
     detach: request.detach === true,
@@ -100,6 +101,7 @@ function continueTurn (scope: ResumeScope, orphan: Orphan): void {
   const request: TurnRequest = {
     message: turn.message,
     ...(turn.tools === undefined ? {} : { tools: turn.tools }),
+    ...(turn.client_tools === undefined ? {} : { client_tools: turn.client_tools }),
     ...(turn.approval_timeout_ms === undefined ? {} : { approval_timeout_ms: turn.approval_timeout_ms }),
     interactive: turn.interactive,
     detach: turn.detach

@@ -73,11 +73,13 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
     ...(deps.mcp === undefined ? {} : { mcp: deps.mcp }),
     message: request.message,
     ...(request.approval_timeout_ms === undefined ? {} : { approvalTimeoutMs: request.approval_timeout_ms }),
+    ...(request.client_tools === undefined ? {} : { clientTools: request.client_tools }),
     receiptGenerator: turn.receipts,
     ...(deps.permissions === undefined ? {} : { permissions: deps.permissions }),
     // Checked (and made) once per turn, by its first tool that asks.
     workspaceDir: () => (workspaceDir ??= deps.workspaces.dirFor(turn.tenant, session.session_id)),
-    workspaceOwner: deps.workspaces.ownerFor(turn.tenant)
+    workspaceOwner: deps.workspaces.ownerFor(turn.tenant),
+    tenant: turn.tenant
   })
 }
 

@@ -68,6 +68,8 @@ export interface ToolContext {
   turnId: string
   sessionId: string
   callId: string
+  /** The tenant of the turn's principal; absent only where no turn exists (direct calls in tests). */
+  tenant?: string
   log: Logger
   /**
    * The only folder this call may touch: its tenant's workspace (or its session's), resolved by
@@ -92,6 +94,24 @@ export interface ToolContext {
   progress?: (update: ToolProgress) => void
 }
 
+/** The risk label an approver sees (schemas/approval.ts `ApprovalRisk`). */
+export type ToolRisk = 'low' | 'medium' | 'high'
+
+/** What a tool's own approval condition may look at: the call's turn, never engine state. */
+export interface ApprovalCheckContext {
+  turnId: string
+  sessionId: string
+  callId: string
+  tenant?: string
+  signal: AbortSignal
+}
+
+/**
+ * A tool's own say in whether a call is asked about (the AI SDK's and OpenAI Agents SDK's
+ * `needsApproval`). It only narrows the risk profile's default: see src/approval/conditional.ts.
+ */
+export type ApprovalCondition = (args: Record<string, unknown>, ctx: ApprovalCheckContext) => boolean | Promise<boolean>
+
 export interface ToolSpec {
   readonly name: string
   readonly description: string
@@ -112,6 +132,12 @@ export interface Tool {
   readonly spec: ToolSpec
   /** Classifies one call by its (schema-valid) arguments; a tool without it is side-effecting (`callEffect`). */
   readonly effects?: (args: Record<string, unknown>) => ToolEffect
+  /** Whether this call needs a person (src/approval/conditional.ts); absent: the risk profile alone decides. */
+  readonly needsApproval?: ApprovalCondition
+  /** The risk label approvers see for every call; absent: classified from the call's effect. */
+  readonly risk?: ToolRisk
+  /** Runs in the turn's client (declared with the turn): the gate waits for the client's result instead of dispatching it. */
+  readonly runsInClient?: boolean
   /** Returns a human-readable problem with the arguments, or null when they match the schema. */
   validateArgs (args: unknown): string | null
   /** Checks the arguments against the schema (a failure is the call's result), then runs the call. */
@@ -131,6 +157,10 @@ export interface ToolDefinition<A = Record<string, unknown>> {
   turnScoped?: boolean
   /** One effect for every call, or a classifier of the call's arguments; absent: `write`. */
   effects?: ToolEffect | ((args: A) => ToolEffect)
+  /** A fixed answer or a condition on the call's (schema-valid) arguments. */
+  needsApproval?: boolean | ((args: A, ctx: ApprovalCheckContext) => boolean | Promise<boolean>)
+  risk?: ToolRisk
+  runsInClient?: boolean
   execute (args: A, ctx: ToolContext): Promise<ToolResult>
 }
 
@@ -173,6 +203,9 @@ export function defineTool<A = Record<string, unknown>> (def: ToolDefinition<A>)
     turnScoped: def.turnScoped === true,
     spec,
     ...effectsOf(def.effects as ToolDefinition['effects']),
+    ...approvalOf(def.needsApproval as ToolDefinition['needsApproval']),
+    ...(def.risk === undefined ? {} : { risk: def.risk }),
+    ...(def.runsInClient === true ? { runsInClient: true } : {}),
     validateArgs (args: unknown): string | null {
       if (validate === null) return null
       return validate(args) ? null : describeErrors(validate.errors)
@@ -195,6 +228,11 @@ export function defineTool<A = Record<string, unknown>> (def: ToolDefinition<A>)
 function effectsOf (effects: ToolDefinition['effects']): Pick<Tool, 'effects'> {
   if (effects === undefined) return {}
   return { effects: typeof effects === 'function' ? effects : () => effects }
+}
+
+function approvalOf (needsApproval: ToolDefinition['needsApproval']): Pick<Tool, 'needsApproval'> {
+  if (needsApproval === undefined) return {}
+  return { needsApproval: typeof needsApproval === 'function' ? needsApproval : () => needsApproval }
 }
 
 /**

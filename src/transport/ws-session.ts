@@ -10,6 +10,7 @@ import { requireScope, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, Unsubscribe } from '../bus/bus.js'
 import { TollgateError } from '../core/errors.js'
 import type { Connection } from '../service/connections.js'
+import { deliverToolResult } from '../service/tool-results.js'
 import { followFromStart, followTurn } from './follow.js'
 
 /** `encoded` is the frame's JSON when a caller already has it (events shared by many sockets). */
@@ -185,6 +186,11 @@ export class SocketSession {
           channel: 'websocket'
         })
         this.send({ type: 'approval.accepted', ...ref, request_id: frame.request_id, turn_id: turnId, decision: frame.decision })
+        return
+      }
+      case 'tool.result': {
+        const delivered = await deliverToolResult(this.gateway.turns, this.principal, frame.turn_id, frame, 'websocket')
+        this.send({ type: 'tool.result.accepted', ...ref, ...delivered })
         return
       }
       case 'cancel': {

@@ -7,6 +7,8 @@ import type { PendingApproval } from '../../schemas/approval.js'
 import type { ApprovalDecision } from '../../schemas/events.js'
 import type { Tool } from '../tools/contract.js'
 import { classifyRisk } from '../approval/risk.js'
+import { applyToolCondition } from '../approval/conditional.js'
+import { awaitClientResult } from './client-tool.js'
 import type { ResolvedAgentExecution, TurnState } from './context.js'
 import type { ResolvedApproval } from './cursor.js'
 import { scrubText, scrubValue } from '../core/security/redact.js'
@@ -61,7 +63,7 @@ function askedBy (exec: ResolvedAgentExecution, tool: string, permission: Permis
 /** The person's answer: asked over the turn's backchannel, or denied at once for a non-interactive turn. */
 async function ask (
   exec: ResolvedAgentExecution, state: TurnState, call: { callId: string, name: string, arguments: Record<string, unknown> },
-  tool: Tool, summary: string, reopen: ReopenedGate | undefined, verdict: GateVerdict
+  tool: Tool, summary: string, reopen: ReopenedGate | undefined, verdict: GateVerdict, reason: string | undefined
 ): Promise<ApprovalReply> {
   const permission = verdict.shadow ? null : verdict.permission
   if (!state.interactive && reopen === undefined) {
@@ -77,7 +79,7 @@ async function ask (
     summary,
     display: displayArguments(call.arguments),
     risk: classifyRisk(tool, call.arguments),
-    reason: askedBy(exec, call.name, permission),
+    reason: reason ?? askedBy(exec, call.name, permission),
     // Commands can carry credentials: what is stored and broadcast is scrubbed; `display` shows them exactly.
     ...(permission === null ? {} : { rule: permission.rule, needs: permission.needs.map((n) => scrubText(n)) }),
     timeoutMs: exec.knobs.approvalTimeoutMs,
@@ -86,7 +88,29 @@ async function ask (
   }, state.signal)
 }
 
+/**
+ * The gate of one call; a client tool's call the gate lets through then waits for the client's
+ * result (turn/client-tool.ts), and one that waited for it when the gateway stopped waits again.
+ */
 export async function gateToolApproval (
+  exec: ResolvedAgentExecution,
+  state: TurnState,
+  call: { callId: string, name: string, arguments: Record<string, unknown> },
+  tool: Tool,
+  reopen?: ReopenedGate
+): Promise<GateOutcome> {
+  if (reopen?.request.client_tool === true) return await awaitClientResult(exec, state, call, tool, reopen)
+  const outcome = await decideApproval(exec, state, call, tool, reopen)
+  if (outcome.kind !== 'proceed' || tool.runsInClient !== true) return outcome
+  return await awaitClientResult(exec, state, call, tool)
+}
+
+/** Whether an operator's permission rule (not the default) decided the call, in enforce mode. */
+function ruledByOperator (verdict: GateVerdict): boolean {
+  return !verdict.shadow && verdict.permission !== null && verdict.permission.rule !== 'default'
+}
+
+async function decideApproval (
   exec: ResolvedAgentExecution,
   state: TurnState,
   call: { callId: string, name: string, arguments: Record<string, unknown> },
@@ -96,15 +120,28 @@ export async function gateToolApproval (
   const verdict = exec.approval.verdict(call.name, call.arguments)
   // A reopened gate's decision was reported before the restart.
   if (reopen === undefined) reportPermission(exec, state, call, verdict)
-  const requirement = reopen === undefined ? verdict.requirement : 'prompt'
-  if (requirement === 'denied') return { kind: 'deny', text: ruleDeniedText(call.name, verdict.permission) }
+  if (reopen === undefined && verdict.requirement === 'denied') return { kind: 'deny', text: ruleDeniedText(call.name, verdict.permission) }
+  // The tool's own condition narrows the default; an operator's always_ask or permission rule wins over it.
+  const condition = reopen === undefined
+    ? await applyToolCondition({
+      tool,
+      args: call.arguments,
+      ctx: {
+        turnId: state.turnId, sessionId: state.sessionId, callId: call.callId, signal: state.signal,
+        ...(exec.tenant === undefined ? {} : { tenant: exec.tenant })
+      },
+      requirement: verdict.requirement === 'denied' ? 'prompt' : verdict.requirement,
+      explicit: exec.approval.asksExplicitly(call.name) || ruledByOperator(verdict)
+    })
+    : { requirement: 'prompt' as const }
+  const { requirement } = condition
   if (requirement !== 'prompt') return { kind: 'proceed', approved: requirement === 'approved' }
 
   // The audit's record is made from scrubbed arguments; the person deciding sees them exactly.
   const summary = summarizeArgs(scrubValue(call.arguments))
   const reply = reopen?.resolved != null
     ? replyFromLog(reopen.request, reopen.resolved)
-    : await ask(exec, state, call, tool, summary, reopen, verdict)
+    : await ask(exec, state, call, tool, summary, reopen, verdict, condition.reason)
 
   const decision = auditDecision(reply)
   const principal = reply.principal ?? RUNTIME_DECIDER

@@ -21,7 +21,9 @@ import type { FileOwner, McpToolSource, TurnHandle } from '../tools/contract.js'
 import { mcpOffer } from '../tools/scope/offer.js'
 import type { ActivatedToolSet } from '../tools/scope/activated.js'
 import type { ToolCatalog } from '../tools/catalog.js'
-import { assembleScopedTools, type ScopedRegistry, type ToolNarrowing } from '../tools/scope/scoped.js'
+import { assembleScopedTools, ScopedRegistry, type ToolNarrowing } from '../tools/scope/scoped.js'
+import { clientTools } from '../tools/client-tools.js'
+import type { ClientToolDeclaration } from '../../schemas/client-tools.js'
 import type { ToolHooks } from './hooks.js'
 import { LoopDetector } from './loop-detector.js'
 import type { ProgressLimits } from './progress.js'
@@ -103,6 +105,8 @@ export interface ResolvedAgentExecution {
   workspaceOwner: FileOwner | null
   /** The risk profile's `shell_network`: sandboxed commands may reach the network. */
   shellNetwork: boolean
+  /** The tenant the turn acts for; tools get it in `ToolContext.tenant` (absent in engine tests). */
+  tenant?: string
 }
 
 /**
@@ -198,6 +202,9 @@ export interface ResolveOptions {
   workspaceDir: () => string
   /** Who the tenant's workspace belongs to; null: the gateway's own user. */
   workspaceOwner: FileOwner | null
+  tenant?: string
+  /** Tools the turn's client runs (`client_tools`), added to the scoped tools. */
+  clientTools?: readonly ClientToolDeclaration[]
   /** The turn request's `approval_timeout_ms`, if it gave one. */
   approvalTimeoutMs?: number
   /** The risk profiles' compiled permission rules; absent: no profile has any. */
@@ -267,6 +274,15 @@ export function resolveKnobs (
   }
 }
 
+/** The scoped tools plus the turn's client tools; the operator's exclusions apply to them too. */
+function withClientTools (
+  registry: ScopedRegistry, catalog: ToolCatalog, declarations: readonly ClientToolDeclaration[] | undefined
+): ScopedRegistry {
+  if (declarations === undefined || declarations.length === 0) return registry
+  const added = clientTools(declarations, (name) => catalog.has(name) || registry.get(name) !== undefined)
+  return new ScopedRegistry([...registry.list(), ...added], registry.excluded)
+}
+
 export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecution {
   const { config, agentName } = options
   const { agent, runtime, risk } = resolveAgent(config, agentName)
@@ -285,7 +301,7 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
     agent: agentName,
     channel: options.channel,
     model,
-    registry: scoped.registry,
+    registry: withClientTools(scoped.registry, options.catalog, options.clientTools),
     approval: new ApprovalManager(risk, options.grants, options.permissions?.forProfile(agent.risk_profile) ?? null),
     observer: options.observer,
     hooks: options.hooks,
@@ -302,6 +318,7 @@ export function resolveTurnContext (options: ResolveOptions): ResolvedAgentExecu
     delegateDepth: 0,
     workspaceDir: options.workspaceDir,
     workspaceOwner: options.workspaceOwner,
+    ...(options.tenant === undefined ? {} : { tenant: options.tenant }),
     shellNetwork: risk.shell_network
   }
 }

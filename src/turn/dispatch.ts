@@ -112,6 +112,7 @@ async function executeOne (exec: ResolvedAgentExecution, state: TurnState, slot:
       turnId: state.turnId,
       sessionId: state.sessionId,
       callId: slot.callId,
+      ...(exec.tenant === undefined ? {} : { tenant: exec.tenant }),
       workspaceOwner: exec.workspaceOwner,
       network: exec.shellNetwork,
       progress: progress.report,

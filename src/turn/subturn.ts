@@ -115,7 +115,8 @@ export function deriveSubTurn (
     // The sub-turn acts for the same principal, under the parent's policy.
     workspaceDir: parent.workspaceDir,
     workspaceOwner: parent.workspaceOwner,
-    shellNetwork: parent.shellNetwork
+    shellNetwork: parent.shellNetwork,
+    ...(parent.tenant === undefined ? {} : { tenant: parent.tenant })
   }
 
   const calls: ToolCallRecord[] = []

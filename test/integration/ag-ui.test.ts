@@ -140,7 +140,7 @@ test('bad AG-UI input is refused with problem JSON before any stream, and leaves
   const cases: Array<[string, unknown, number, string]> = [
     ['no messages field', { threadId: 'thread-x', runId: 'r1' }, 400, 'INVALID_REQUEST'],
     ['a thread id with a slash', input('a/b', 'hi'), 400, 'INVALID_REQUEST'],
-    ['frontend tools', input('thread-x', 'hi', { tools: [{ name: 'confirm', description: 'ask', parameters: {} }] }), 400, 'INVALID_REQUEST'],
+    ['a frontend tool without a name', input('thread-x', 'hi', { tools: [{ description: 'ask', parameters: {} }] }), 400, 'INVALID_REQUEST'],
     ['last message from the assistant', { ...input('thread-x', 'hi'), messages: [{ id: 'm1', role: 'assistant', content: 'x' }] }, 400, 'INVALID_REQUEST'],
     ['an oversized message', input('thread-x', 'x'.repeat(100_001)), 413, 'PAYLOAD_TOO_LARGE'],
     ['another principal\'s thread', input('thread-b', 'hi'), 403, 'FORBIDDEN'],
@@ -152,8 +152,8 @@ test('bad AG-UI input is refused with problem JSON before any stream, and leaves
     assert.equal(res.status, status, `${what}: ${JSON.stringify(res.body)}`)
     assert.equal(res.body.code, code, what)
   }
-  const frontendTools = await post(alice, input('thread-x', 'hi', { tools: [{ name: 'confirm', description: 'ask', parameters: {} }] }))
-  assert.match(frontendTools.body.detail ?? frontendTools.body.title, /frontend tools are not supported/)
+  const frontendTools = await post(alice, input('thread-x', 'hi', { tools: [{ name: 'bad name', description: 'ask', parameters: {} }] }))
+  assert.match(frontendTools.body.detail ?? frontendTools.body.title, /a frontend tool needs a name/)
   // The real client surfaces the refusal as a failed run.
   const refused = agent(g.url, 'thread-b', 'hi', { authorization: `Bearer ${alice}` })
   await assert.rejects(refused.agent.runAgent({ runId: 'r2' }), /403/)

@@ -249,6 +249,16 @@ test('every route answers its success as documented', async (t) => {
   conforms('POST', '/v1/turns/{id}/messages', await call(g, 'POST', `/v1/turns/${running}/messages`, { body: { message: 'shorter' }, headers: auth }), 202)
   held.open()
   await eventually(async () => JSON.parse((await call(g, 'GET', `/v1/turns/${running}`, { headers: auth })).body).status !== 'running', { what: 'the steered turn ended' })
+  g.provider.enqueue({ toolCalls: [{ id: 'c', name: 'pick', arguments: {} }] }, { text: 'picked' })
+  const clientTools = [{ name: 'pick', description: 'runs in the client', parameters: { type: 'object' } }]
+  const picking = JSON.parse((await call(g, 'POST', '/v1/turns', { body: { message: 'pick', session_id: 'conf-6', client_tools: clientTools }, headers: auth })).body)
+  let waiting: Json | undefined
+  await eventually(async () => {
+    waiting = JSON.parse((await call(g, 'GET', `/v1/turns/${picking.turn_id as string}`, { headers: auth })).body).pending_approvals[0]
+    return waiting !== undefined
+  }, { what: 'the client tool call to wait' })
+  const delivered = await call(g, 'POST', `/v1/turns/${picking.turn_id as string}/tool-results`, { body: { call_id: waiting?.call_id, output: 'red' }, headers: auth })
+  conforms('POST', '/v1/turns/{id}/tool-results', delivered, 200)
 })
 
 test('schema violations are 400 as documented, a bad after_seq among them', async (t) => {

@@ -118,7 +118,9 @@ const RANKS: Record<string, number> = {
   'src/adapters': 9,
   routes: 10,
   'src/app': 11,
-  'src/main': 12
+  'src/main': 12,
+  // The embedding entry (createGateway, tool()): the composition root for an application's own process.
+  'src/embed': 12
 }
 
 /**

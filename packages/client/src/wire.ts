@@ -98,6 +98,8 @@ export type ApprovalRequestedEvent = {
   requested_at: string
   /** RFC 3339 */
   expires_at: string
+  /** The call of a client tool: run it with `arguments`, send the result (POST /v1/turns/{id}/tool-results, WS tool.result) */
+  client_tool?: true
 }
 
 export type ApprovalResolvedEvent = {
@@ -239,6 +241,14 @@ export type TurnRequest = {
   agent?: string
   message: string
   tools?: ToolNarrowing
+  /** Tools the client runs: when the model calls one (and the policy lets it), the turn waits for POST /v1/turns/{id}/tool-results */
+  client_tools?: Array<{
+    /** Must not be the name of a tool the gateway has */
+    name: string
+    description: string
+    /** JSON Schema of the arguments */
+    parameters: Record<string, unknown>
+  }>
   /** true: prompt-required calls wait for an answer, also while nobody is connected; false: they are auto-denied */
   interactive?: boolean
   /** Approval wait of this turn (default: the agent's), capped at turns.max_approval_timeout_ms */
@@ -318,6 +328,8 @@ export type PendingApproval = {
   requested_at: string
   /** RFC 3339 */
   expires_at: string
+  /** Not a question: the call of a client tool waiting for the client's result (POST /v1/turns/{id}/tool-results) */
+  client_tool?: true
 }
 
 export type TurnError = {
@@ -474,6 +486,14 @@ export type TurnStartFrame = {
   agent?: string
   message: string
   tools?: ToolNarrowing
+  /** Tools the client runs: when the model calls one (and the policy lets it), the turn waits for POST /v1/turns/{id}/tool-results */
+  client_tools?: Array<{
+    /** Must not be the name of a tool the gateway has */
+    name: string
+    description: string
+    /** JSON Schema of the arguments */
+    parameters: Record<string, unknown>
+  }>
   /** true: prompt-required calls wait for an answer, also while nobody is connected; false: they are auto-denied */
   interactive?: boolean
   /** Approval wait of this turn (default: the agent's), capped at turns.max_approval_timeout_ms */
@@ -517,6 +537,13 @@ export type ClientFrame =
   | UnsubscribeFrame
   | TurnStartFrame
   | ApprovalRespondFrame
+  | {
+    type: 'tool.result'
+    ref?: string
+    turn_id: string
+    call_id: string
+    output: string
+  }
   | CancelFrame
   | TurnSteerFrame
   | PingFrame
@@ -610,3 +637,10 @@ export type ServerFrame =
   | SteerAckFrame
   | PongFrame
   | ErrorFrame
+  | {
+    type: 'tool.result.accepted'
+    ref?: string
+    turn_id: string
+    call_id: string
+    request_id: string
+  }
