@@ -331,6 +331,29 @@ export const ReceiptsConfig = Type.Object({
   })
 }, { additionalProperties: false, default: {} })
 
+const UsdPerMtok = (what: string): ReturnType<typeof Type.Number> => Type.Number({ minimum: 0, description: `USD per million ${what}` })
+
+/** One model's prices (USD per million tokens), as a provider's price list states them. */
+export const ModelPrice = Type.Object({
+  input_usd_per_mtok: UsdPerMtok('input (prompt) tokens'),
+  output_usd_per_mtok: UsdPerMtok('output (completion) tokens'),
+  cached_input_usd_per_mtok: Type.Optional(UsdPerMtok('cached input tokens; default: the input price')),
+  reasoning_usd_per_mtok: Type.Optional(UsdPerMtok('reasoning tokens; default: the output price'))
+}, { additionalProperties: false })
+export type ModelPrice = Static<typeof ModelPrice>
+
+export const ProviderPricing = Type.Object({
+  input_usd_per_mtok: Type.Optional(UsdPerMtok('input (prompt) tokens of any model not listed in `models`')),
+  output_usd_per_mtok: Type.Optional(UsdPerMtok('output (completion) tokens of any model not listed in `models`')),
+  cached_input_usd_per_mtok: Type.Optional(UsdPerMtok('cached input tokens; default: the input price')),
+  reasoning_usd_per_mtok: Type.Optional(UsdPerMtok('reasoning tokens; default: the output price')),
+  models: Type.Optional(Type.Record(Type.String(), ModelPrice, { description: 'Per-model prices, for a provider serving several models' }))
+}, {
+  additionalProperties: false,
+  description: 'Prices of the provider\'s models: each call\'s reported usage is priced (usage.cost_usd); a model without a price costs null, never 0'
+})
+export type ProviderPricing = Static<typeof ProviderPricing>
+
 export const ProviderConfig = Type.Object({
   kind: Type.Union([Type.Literal('demo'), Type.Literal('openai')], { description: 'demo: embedded scripted provider, NOT an LLM' }),
   base_url: Type.Optional(Type.String({ description: 'e.g. https://api.openai.com/v1' })),
@@ -354,7 +377,11 @@ export const ProviderConfig = Type.Object({
   retry_max_delay_ms: Type.Integer({ minimum: 0, default: 8000, description: 'Backoff cap; a longer Retry-After ends the call instead' }),
   max_response_bytes: Type.Integer({ minimum: 1024, default: 8_388_608 }),
   headers: Type.Record(Type.String(), Type.String(), { default: {} }),
-  step_delay_ms: Type.Integer({ minimum: 0, default: 0, description: 'demo only: pause between streamed pieces' })
+  step_delay_ms: Type.Integer({ minimum: 0, default: 0, description: 'demo only: pause between streamed pieces' }),
+  pricing: Type.Optional(ProviderPricing),
+  max_tokens: Type.Optional(Type.Integer({
+    minimum: 1, description: 'Sent as the request\'s max_tokens; a budget reserves this many output tokens per call (default budgets.assumed_max_output_tokens)'
+  }))
 }, { additionalProperties: false })
 export type ProviderConfig = Static<typeof ProviderConfig>
 
@@ -487,6 +514,23 @@ export const DelegateConfig = Type.Object({
   max_depth: Type.Integer({ minimum: 1, maximum: 8, default: 2, description: 'Nesting bound: a sub-turn at this depth is not offered `delegate`' })
 }, { additionalProperties: false, default: {} })
 
+const Usd = (description: string): ReturnType<typeof Type.Number> => Type.Number({ exclusiveMinimum: 0, description })
+
+/** Hard spending limits, checked before every model call (see docs/guides/unattended.md). */
+export const BudgetsConfig = Type.Object({
+  turn_usd: Type.Optional(Usd('USD one turn may spend; a turn request\'s budget_usd may lower it')),
+  session_usd: Type.Optional(Usd('USD all turns of one session may spend together')),
+  tenant_daily_usd: Type.Optional(Usd('USD all turns of one tenant may spend per UTC day; over it, new turns are refused')),
+  on_exceeded: Type.Union([Type.Literal('fail'), Type.Literal('ask')], {
+    default: 'fail',
+    description: 'fail: the turn fails with BUDGET_EXCEEDED; ask: the turn waits on an approval of kind budget (yes raises that budget for the turn by its own size)'
+  }),
+  assumed_max_output_tokens: Type.Integer({
+    minimum: 1, default: 4096, description: 'Output tokens a call is reserved for when its provider sets no max_tokens'
+  })
+}, { additionalProperties: false, default: {} })
+export type BudgetsConfig = Static<typeof BudgetsConfig>
+
 export const GatewayConfig = Type.Object({
   server: ServerConfig,
   log: LogConfig,
@@ -505,6 +549,7 @@ export const GatewayConfig = Type.Object({
   cluster: ClusterConfig,
   shutdown: ShutdownConfig,
   receipts: ReceiptsConfig,
+  budgets: BudgetsConfig,
   default_agent: Type.String({ default: 'default' }),
   providers: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
   agents: Type.Record(Type.String(), Type.Unknown(), { default: {} }),

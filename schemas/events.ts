@@ -123,7 +123,10 @@ export const TokenUsage = Type.Object({
   reported_calls: Type.Integer({ minimum: 1, description: 'Answered model calls whose usage is in the sums' }),
   unreported_calls: Type.Integer({
     minimum: 0, description: 'Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound'
-  })
+  }),
+  cost_usd: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()], {
+    description: 'USD of the answered calls at the configured prices (providers.<p>.pricing); null when any call\'s price or usage is unknown, never 0 for unknown'
+  }))
 }, { title: 'TokenUsage' })
 export type TokenUsage = Static<typeof TokenUsage>
 

@@ -34,7 +34,12 @@ interface WireChunk {
   id?: string
   model?: string
   choices?: WireChoice[]
-  usage?: { prompt_tokens?: unknown, completion_tokens?: unknown } | null
+  usage?: {
+    prompt_tokens?: unknown
+    completion_tokens?: unknown
+    prompt_tokens_details?: { cached_tokens?: unknown } | null
+    completion_tokens_details?: { reasoning_tokens?: unknown } | null
+  } | null
   error?: { message?: string }
 }
 
@@ -47,7 +52,14 @@ function readUsage (usage: WireChunk['usage']): ChatUsage | undefined {
   if (usage == null || typeof usage !== 'object') return undefined
   const input = tokenCount(usage.prompt_tokens)
   const output = tokenCount(usage.completion_tokens)
-  return input === null || output === null ? undefined : { input_tokens: input, output_tokens: output }
+  if (input === null || output === null) return undefined
+  const read: ChatUsage = { input_tokens: input, output_tokens: output }
+  // The breakdowns only change the price of tokens already counted; a malformed one is left out.
+  const cached = tokenCount(usage.prompt_tokens_details?.cached_tokens)
+  const reasoning = tokenCount(usage.completion_tokens_details?.reasoning_tokens)
+  if (cached !== null && cached > 0) read.cached_input_tokens = cached
+  if (reasoning !== null && reasoning > 0) read.reasoning_tokens = reasoning
+  return read
 }
 
 function toWireMessage (m: ChatMessage): Record<string, unknown> {
@@ -141,6 +153,7 @@ export class OpenAIProvider implements ModelProvider {
     if (stream && this.config.stream_usage) payload.stream_options = { include_usage: true }
     const temperature = req.temperature ?? this.config.temperature
     if (temperature !== undefined) payload.temperature = temperature
+    if (this.config.max_tokens !== undefined) payload.max_tokens = this.config.max_tokens
     const json = JSON.stringify(payload)
     if (req.tools === undefined || req.tools.length === 0) return json
     // The tool schemas are the bulk of a request and the same every call: spliced in as made once.

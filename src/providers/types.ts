@@ -31,6 +31,10 @@ export interface ChatRequest {
 export interface ChatUsage {
   input_tokens: number
   output_tokens: number
+  /** Of `input_tokens`, those served from the provider's prompt cache. */
+  cached_input_tokens?: number
+  /** Of `output_tokens`, the model's hidden reasoning. */
+  reasoning_tokens?: number
 }
 
 export interface ChatResponse {

@@ -13,6 +13,7 @@ import type { SessionGrants } from '../approval/grants.js'
 import type { Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
 import { lazyProperties } from '../core/lazy-properties.js'
+import { tenantOf } from '../core/tenancy.js'
 import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ModelProvider } from '../providers/types.js'
 import type { ReceiptKey } from '../receipts/keys.js'
@@ -128,6 +129,7 @@ export function assembleTurnState (
     history,
     signal: running.controller.signal,
     interactive: request.interactive !== false,
+    tenant: tenantOf(owner),
     ...(durable === null ? {} : { holding: () => durable.checkpointer.holding() }),
     emit,
     approvals: deps.broker.channelFor({
@@ -182,8 +184,8 @@ export function assembleTurnState (
       void running.saveRecord(state.log).then(() => answer?.resolve())
     },
     // Kept on the record as it grows (a running turn's GET shows it); stored with the next save.
-    recordCallUsage: (u) => {
-      usage.add(u)
+    recordCallUsage: (u, cost) => {
+      usage.add(u, cost)
       const current = usage.current()
       if (current !== undefined) record.usage = current
     },

@@ -4,7 +4,7 @@
  * approval backchannel) lives in `TurnState`. Nothing inside the loop or a tool looks config up.
  */
 import type { Logger } from 'pino'
-import type { AgentConfig, Config, RiskProfileConfig, RuntimeProfileConfig } from '../../schemas/config.js'
+import type { AgentConfig, Config, ModelPrice, RiskProfileConfig, RuntimeProfileConfig } from '../../schemas/config.js'
 import type { ApprovalAuditEntry, ToolCallRecord } from '../../schemas/turn.js'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { SessionGrants } from '../approval/grants.js'
@@ -23,12 +23,18 @@ import type { ToolCatalog } from '../tools/catalog.js'
 import { assembleScopedTools, type ScopedRegistry, type ToolNarrowing } from '../tools/scope/scoped.js'
 import type { ToolHooks } from './hooks.js'
 import { LoopDetector } from './loop-detector.js'
+import { priceFor } from './cost.js'
+import type { CallSpending } from './spending.js'
 import type { ProgressLimits } from './progress.js'
 
 export interface ModelBinding {
   provider: ModelProvider
   model: string
   temperature?: number
+  /** The model's configured price; null: its calls cost an unknown amount. */
+  price: ModelPrice | null
+  /** Output tokens a call may produce at most, as a budget reserves them. */
+  maxOutputTokens: number
 }
 
 export interface RuntimeKnobs {
@@ -130,8 +136,15 @@ export interface TurnState {
   approvals: ApprovalChannel
   recordToolCall (record: ToolCallRecord): void
   recordApproval (entry: ApprovalAuditEntry): void
-  /** One answered model call's provider-reported usage (undefined: none reported); sub-turns add theirs to the parent's. */
-  recordCallUsage (usage: ChatUsage | undefined): void
+  /**
+   * One answered model call's provider-reported usage (undefined: none reported) and its USD
+   * (null: unknown); sub-turns add theirs to the parent's.
+   */
+  recordCallUsage (usage: ChatUsage | undefined, cost: number | null): void
+  /** The turn's budgets: each model call is reserved against them before it is made. Absent: none apply. */
+  spending?: CallSpending
+  /** The tenant the turn runs for (metrics labels). */
+  tenant?: string
   /** Prompt-required shell signatures seen in earlier rounds of this turn. */
   promptShellSignatures: Set<string>
   /** Dedup signatures; cleared every round when the knob says `round`. */
@@ -210,7 +223,13 @@ export function resolveModelBinding (config: Config, agent: AgentConfig, provide
   const provider = providers.get(agent.provider)
   if (provider === undefined) throw new TollgateError('INTERNAL', `provider ${agent.provider} is not built`)
   const providerConfig = ownEntry(config.providers, agent.provider)
-  const model: ModelBinding = { provider, model: modelNameFor(config, agent) }
+  const name = modelNameFor(config, agent)
+  const model: ModelBinding = {
+    provider,
+    model: name,
+    price: priceFor(providerConfig?.pricing, name),
+    maxOutputTokens: providerConfig?.max_tokens ?? config.budgets.assumed_max_output_tokens
+  }
   if (providerConfig?.temperature !== undefined) model.temperature = providerConfig.temperature
   return model
 }

@@ -11,6 +11,8 @@ import type { ReopenedGate } from './approve.js'
 import { newRound, type LoopCheckpoints, type LoopCursor, type LoopEntry, type RecoveredCall, type RoundCursor } from './cursor.js'
 import { dispatchRound, parallelEligible } from './dispatch.js'
 import { appendRound } from './history.js'
+import { costOf, worstCaseOf } from './cost.js'
+import { estimateInputTokens } from './spending.js'
 import { parseResponse, type ParsedResponse } from './parse.js'
 import { prepareRound } from './prepare.js'
 import { buildIterationRequest } from './prompt.js'
@@ -98,6 +100,12 @@ async function callModel (
 ): Promise<ChatResponse> {
   const { provider, model } = exec.model
   const correlation = correlationOf(exec, state)
+  const { price } = exec.model
+  // Reserved before the call is announced: a call the budget refuses is never made.
+  const reservation = price === null || state.spending === undefined
+    ? null
+    : await state.spending.reserve(worstCaseOf(price, estimateInputTokens(request.messages, request.useNative ? request.specs : []),
+      exec.model.maxOutputTokens))
   exec.observer.record({
     kind: 'llm_request', provider: provider.name, provider_kind: provider.kind, model, messages: request.messages.length,
     tools: request.useNative ? request.specs.length : 0,
@@ -105,8 +113,9 @@ async function callModel (
     ...correlation
   })
   const started = performance.now()
+  let response: ChatResponse
   try {
-    const response = await provider.chat({
+    response = await provider.chat({
       model,
       messages: request.messages,
       ...(request.useNative ? { tools: request.specs } : {}),
@@ -116,18 +125,9 @@ async function callModel (
       ...(live === null ? {} : { onTextDelta: live.push }),
       onRetry: (retry) => { state.log.warn({ provider: provider.name, model, ...retry }, 'retrying the model call') }
     })
-    state.recordCallUsage(response.usage)
-    exec.observer.record({
-      kind: 'llm_response', provider: provider.name, model, duration_ms: performance.now() - started, success: true,
-      ...(response.usage?.input_tokens === undefined ? {} : { input_tokens: response.usage.input_tokens }),
-      ...(response.usage?.output_tokens === undefined ? {} : { output_tokens: response.usage.output_tokens }),
-      ...(response.id === undefined ? {} : { response_id: response.id }),
-      ...(response.model === undefined ? {} : { response_model: response.model }),
-      ...(response.finishReason === undefined ? {} : { finish_reason: response.finishReason }),
-      ...correlation
-    })
-    return response
   } catch (err) {
+    // A failed call reported no usage: its reservation is released rather than guessed at.
+    await reservation?.settle(0, false)
     if (!state.signal.aborted) {
       exec.observer.record({
         kind: 'llm_response', provider: provider.name, model, duration_ms: performance.now() - started, success: false,
@@ -136,6 +136,21 @@ async function callModel (
     }
     throw err
   }
+  const cost = costOf(price, response.usage)
+  state.recordCallUsage(response.usage, cost)
+  await reservation?.settle(cost, true)
+  exec.observer.record({
+    kind: 'llm_response', provider: provider.name, model, duration_ms: performance.now() - started, success: true,
+    ...(cost === null ? {} : { cost_usd: cost }),
+    ...(state.tenant === undefined ? {} : { tenant: state.tenant }),
+    ...(response.usage?.input_tokens === undefined ? {} : { input_tokens: response.usage.input_tokens }),
+    ...(response.usage?.output_tokens === undefined ? {} : { output_tokens: response.usage.output_tokens }),
+    ...(response.id === undefined ? {} : { response_id: response.id }),
+    ...(response.model === undefined ? {} : { response_model: response.model }),
+    ...(response.finishReason === undefined ? {} : { finish_reason: response.finishReason }),
+    ...correlation
+  })
+  return response
 }
 
 function providerFailure (err: unknown): TurnOutcome {

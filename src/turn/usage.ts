@@ -5,6 +5,7 @@
  */
 import type { TokenUsage } from '../../schemas/events.js'
 import type { ChatUsage } from '../providers/types.js'
+import { roundUsd } from './cost.js'
 
 /** The tally's counters, as a checkpoint keeps them. */
 export interface UsageCounts {
@@ -12,6 +13,10 @@ export interface UsageCounts {
   completion: number
   reported: number
   unreported: number
+  /** USD of the priced calls; absent in checkpoints written before prices were kept. */
+  cost_usd?: number
+  /** Answered calls whose cost is unknown (no price, or no usage reported). */
+  unpriced?: number
 }
 
 export class UsageTally {
@@ -19,6 +24,8 @@ export class UsageTally {
   private completion = 0
   private reported = 0
   private unreported = 0
+  private cost = 0
+  private unpriced = 0
 
   /** Continues from counters (a turn resumed after a restart). */
   static from (counts: UsageCounts | undefined): UsageTally {
@@ -28,16 +35,28 @@ export class UsageTally {
       tally.completion = counts.completion
       tally.reported = counts.reported
       tally.unreported = counts.unreported
+      // A checkpoint from before costs were kept cannot vouch for its calls' cost.
+      tally.cost = counts.cost_usd ?? 0
+      tally.unpriced = counts.cost_usd === undefined ? counts.reported + counts.unreported : counts.unpriced ?? 0
     }
     return tally
   }
 
   counts (): UsageCounts {
-    return { prompt: this.prompt, completion: this.completion, reported: this.reported, unreported: this.unreported }
+    return {
+      prompt: this.prompt,
+      completion: this.completion,
+      reported: this.reported,
+      unreported: this.unreported,
+      cost_usd: this.cost,
+      unpriced: this.unpriced
+    }
   }
 
-  /** One answered model call; `undefined`: its provider reported no usage. */
-  add (call: ChatUsage | undefined): void {
+  /** One answered model call; `undefined`: its provider reported no usage. `cost`: its USD, null when unknown. */
+  add (call: ChatUsage | undefined, cost: number | null = null): void {
+    if (cost === null) this.unpriced += 1
+    else this.cost = roundUsd(this.cost + cost)
     if (call === undefined) {
       this.unreported += 1
       return
@@ -55,7 +74,8 @@ export class UsageTally {
       completion_tokens: this.completion,
       total_tokens: this.prompt + this.completion,
       reported_calls: this.reported,
-      unreported_calls: this.unreported
+      unreported_calls: this.unreported,
+      cost_usd: this.unpriced === 0 ? this.cost : null
     }
   }
 }

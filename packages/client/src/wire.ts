@@ -112,6 +112,8 @@ export type TurnCompletedEvent = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** USD of the answered calls at the configured prices (providers.<p>.pricing); null when any call's price or usage is unknown, never 0 for unknown */
+    cost_usd?: number | null
   }
 }
 
@@ -127,6 +129,8 @@ export type TurnCancelledEvent = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** USD of the answered calls at the configured prices (providers.<p>.pricing); null when any call's price or usage is unknown, never 0 for unknown */
+    cost_usd?: number | null
   }
 }
 
@@ -143,6 +147,8 @@ export type TurnFailedEvent = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** USD of the answered calls at the configured prices (providers.<p>.pricing); null when any call's price or usage is unknown, never 0 for unknown */
+    cost_usd?: number | null
   }
 }
 
@@ -288,6 +294,8 @@ export type Turn = {
     reported_calls: number
     /** Answered model calls whose provider reported no usage: when above 0, the sums are a lower bound */
     unreported_calls: number
+    /** USD of the answered calls at the configured prices (providers.<p>.pricing); null when any call's price or usage is unknown, never 0 for unknown */
+    cost_usd?: number | null
   }
   tool_calls: ToolCallRecord[]
   approvals: ApprovalAuditEntry[]
