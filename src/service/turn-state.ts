@@ -13,7 +13,10 @@ import type { SessionGrants } from '../approval/grants.js'
 import type { Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
 import { lazyProperties } from '../core/lazy-properties.js'
-import { tenantOf } from '../core/tenancy.js'
+import { sessionKey, tenantOf } from '../core/tenancy.js'
+import type { SpendLedger } from '../store/spend-ledger.js'
+import type { CallSpending } from '../turn/spending.js'
+import { turnSpending } from './budgets.js'
 import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ModelProvider } from '../providers/types.js'
 import type { ReceiptKey } from '../receipts/keys.js'
@@ -78,6 +81,8 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
 
 export interface TurnStateDeps {
   config: Config
+  /** The store's spend ledger: budgets are kept there. */
+  spend: SpendLedger
   log: Logger
   broker: ApprovalBroker
   connections: ConnectionRegistry
@@ -99,6 +104,20 @@ async function hasBackchannel (deps: TurnStateDeps, running: RunningTurn): Promi
 export function startingHistory (config: Config, agent: string, session: SessionRecord, message: string): ChatMessage[] {
   const { runtime } = resolveAgent(config, agent)
   return trimHistory([...session.history, { role: 'user', content: message }], runtime.max_history_messages)
+}
+
+/** The turn's budgets, when any applies. */
+function spendingOf (deps: TurnStateDeps, record: TurnRecord, request: TurnRequest): { spending?: CallSpending } {
+  const tenant = tenantOf(record.owner)
+  const spending = turnSpending({
+    budgets: deps.config.budgets,
+    ledger: deps.spend,
+    tenant,
+    session: sessionKey(tenant, record.session_id),
+    turnId: record.turn_id,
+    ...(request.budget_usd === undefined ? {} : { requestedUsd: request.budget_usd })
+  })
+  return spending === undefined ? {} : { spending }
 }
 
 /** A durable turn's checkpointing, and for a resumed one where its history and usage stood. */
@@ -130,6 +149,7 @@ export function assembleTurnState (
     signal: running.controller.signal,
     interactive: request.interactive !== false,
     tenant: tenantOf(owner),
+    ...spendingOf(deps, record, request),
     ...(durable === null ? {} : { holding: () => durable.checkpointer.holding() }),
     emit,
     approvals: deps.broker.channelFor({

@@ -204,6 +204,8 @@ export type TurnRequest = {
   /** WebSocket connection_id that owns the turn and answers its approvals */
   owner_connection?: string
   idempotency_key?: string
+  /** USD this turn may spend on model calls; at most budgets.turn_usd when that is set */
+  budget_usd?: number
 }
 
 export type TurnAccepted = {
@@ -405,6 +407,8 @@ export type TurnStartFrame = {
   /** WebSocket connection_id that owns the turn and answers its approvals */
   owner_connection?: string
   idempotency_key?: string
+  /** USD this turn may spend on model calls; at most budgets.turn_usd when that is set */
+  budget_usd?: number
 }
 
 export type ApprovalRespondFrame = {

@@ -1,0 +1,132 @@
+/**
+ * Hard budgets: every model call is reserved at its worst case against the turn's, session's and
+ * tenant's budgets before it is made, atomically in the store, and settled to its real cost after.
+ * Prices here make every call cost exactly $0.01 and reserve exactly $0.01: 5 completion tokens at
+ * $2000 per million, `max_tokens = 5`, input free.
+ */
+import { test, type TestContext } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startFakeProvider, type FakeProvider, type ScriptedReply } from '../helpers/fake-provider.js'
+import { startGateway, type TestGateway } from '../helpers/gateway.js'
+import { deferrer, PG_URL, scratchSchema } from '../helpers/services.js'
+import { finishedTurn, runTurn } from '../helpers/turns.js'
+
+const PRICED = { pricing: { input_usd_per_mtok: 0, output_usd_per_mtok: 2000 }, max_tokens: 5 }
+const CALL = { prompt_tokens: 10, completion_tokens: 5 }
+
+function toolForever (n: number): ScriptedReply[] {
+  return Array.from({ length: n }, (_, i) => ({ toolCalls: [{ id: `c${i}`, name: 'file_read', arguments: { path: `missing-${i}.txt` } }], usage: CALL }))
+}
+
+function answers (n: number): ScriptedReply[] {
+  return Array.from({ length: n }, () => ({ text: 'done', usage: CALL, delayMs: 50 }))
+}
+
+async function gateway (
+  t: TestContext, budgets: Record<string, unknown>, extra: Record<string, unknown> = {}, provider?: FakeProvider
+): Promise<TestGateway> {
+  const g = await startGateway({
+    ...(provider === undefined ? {} : { provider }),
+    overrides: { providers: { fake: PRICED }, budgets, turns: { max_active_turns_per_principal: 50 }, ...extra }
+  })
+  t.after(async () => { await g.close() })
+  return g
+}
+
+test('turn_usd 0.025 and a model that calls tools forever: the turn fails BUDGET_EXCEEDED after 2 model calls', async (t) => {
+  const g = await gateway(t, { turn_usd: 0.025 })
+  g.provider.enqueue(...toolForever(10))
+  const { turn, events } = await runTurn(g, { message: 'keep reading' })
+  assert.equal(turn.status, 'failed')
+  const last = events.at(-1)?.event
+  assert.equal(last?.kind, 'turn.failed')
+  assert.equal(last?.kind === 'turn.failed' ? last.code : '', 'BUDGET_EXCEEDED')
+  assert.match(last?.kind === 'turn.failed' ? last.message : '', /budget turn_usd exceeded: spent 0\.02 USD of 0\.025 USD/)
+  assert.equal(g.provider.requests.length, 2)
+  assert.equal(turn.usage.cost_usd, 0.02)
+  // The reservation asked the provider for no more than it was priced at.
+  assert.equal(g.provider.requests[0]?.body.max_tokens, 5)
+})
+
+test('a turn request\'s budget_usd lowers the turn budget, and one above budgets.turn_usd is refused', async (t) => {
+  const g = await gateway(t, { turn_usd: 0.025 })
+  g.provider.enqueue(...toolForever(10))
+  const { turn } = await runTurn(g, { message: 'keep reading', budget_usd: 0.015 })
+  assert.equal(turn.status, 'failed')
+  assert.equal(g.provider.requests.length, 1)
+
+  const res = await g.http('POST', '/v1/turns', { message: 'x', budget_usd: 1 })
+  assert.equal(res.status, 400)
+  assert.equal(res.body.code, 'INVALID_REQUEST')
+})
+
+async function concurrentTurns (gateways: readonly TestGateway[], n: number): Promise<Array<{ status: number, turn?: any, body: any }>> {
+  return await Promise.all(Array.from({ length: n }, async (_, i) => {
+    const g = gateways[i % gateways.length] as TestGateway
+    const res = await g.http('POST', '/v1/turns', { message: `turn ${i}` })
+    if (res.status !== 202) return { status: res.status, body: res.body }
+    return { status: res.status, body: res.body, turn: await finishedTurn(g, res.body.turn_id) }
+  }))
+}
+
+function assertTenantBudgetHeld (results: ReadonlyArray<{ status: number, turn?: any, body: any }>, provider: FakeProvider): void {
+  assert.ok(provider.requests.length <= 5, `${provider.requests.length} model calls reached the provider`)
+  const completed = results.filter((r) => r.turn?.status === 'completed').length
+  assert.equal(completed, provider.requests.length)
+  assert.ok(completed >= 1)
+  for (const r of results) {
+    if (r.turn?.status === 'completed') continue
+    if (r.status === 202) {
+      assert.equal(r.turn.status, 'failed')
+      assert.equal(r.turn.error?.code, 'BUDGET_EXCEEDED')
+    } else {
+      assert.equal(r.status, 402)
+      assert.equal(r.body.code, 'BUDGET_EXCEEDED')
+    }
+  }
+}
+
+test('tenant_daily_usd worth 4 calls and 10 concurrent one-call turns: at most 5 calls reach the provider, the rest fail BUDGET_EXCEEDED', async (t) => {
+  const g = await gateway(t, { tenant_daily_usd: 0.04 })
+  g.provider.enqueue(...answers(10))
+  const results = await concurrentTurns([g], 10)
+  assertTenantBudgetHeld(results, g.provider)
+  // Over its daily budget, the tenant's next turn is refused with problem JSON.
+  const res = await g.http('POST', '/v1/turns', { message: 'one more' })
+  assert.equal(res.status, 402)
+  assert.equal(res.body.code, 'BUDGET_EXCEEDED')
+  assert.match(String(res.headers.get('content-type')), /^application\/problem\+json/)
+})
+
+test('the tenant budget holds on SQLite across restarts of the gateway', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-budget-'))
+  t.after(async () => { await rm(dir, { recursive: true, force: true }) })
+  const store = { kind: 'sqlite', sqlite: { path: join(dir, 'tollgate.db') } }
+  const provider = await startFakeProvider()
+  t.after(async () => { await provider.close() })
+  provider.enqueue(...answers(10))
+  const first = await startGateway({ provider, overrides: { providers: { fake: PRICED }, budgets: { tenant_daily_usd: 0.02 }, store } })
+  await runTurn(first, { message: 'one' })
+  await runTurn(first, { message: 'two' })
+  await first.close()
+  const second = await startGateway({ provider, overrides: { providers: { fake: PRICED }, budgets: { tenant_daily_usd: 0.02 }, store } })
+  t.after(async () => { await second.close() })
+  const res = await second.http('POST', '/v1/turns', { message: 'three' })
+  assert.equal(res.status, 402)
+  assert.equal(provider.requests.length, 2)
+})
+
+test('two instances on PostgreSQL share the tenant budget: 10 concurrent turns, at most 5 model calls', async (t) => {
+  const defer = deferrer(t)
+  const provider = await startFakeProvider()
+  defer(async () => { await provider.close() })
+  provider.enqueue(...answers(10))
+  const store = { kind: 'postgres', postgres: { url: PG_URL, schema: scratchSchema(defer) } }
+  const a = await gateway(t, { tenant_daily_usd: 0.04 }, { store }, provider)
+  const b = await gateway(t, { tenant_daily_usd: 0.04 }, { store }, provider)
+  const results = await concurrentTurns([a, b], 10)
+  assertTenantBudgetHeld(results, provider)
+})
