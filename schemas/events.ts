@@ -96,7 +96,10 @@ export const ApprovalRequestedEvent = Type.Object({
   risk: ApprovalRisk,
   reason: Type.String({ description: 'The policy rule that asked for approval, in words' }),
   requested_at: Timestamp,
-  expires_at: Timestamp
+  expires_at: Timestamp,
+  approval_kind: Type.Optional(Type.Literal('budget', {
+    description: 'budget: a model call would pass a budget (yes raises it for this turn by its own size, no fails the turn); absent: a tool call'
+  })),
 })
 
 export const ApprovalResolvedEvent = Type.Object({

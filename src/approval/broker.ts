@@ -91,7 +91,8 @@ export class ApprovalBroker {
       risk: question.risk,
       reason: question.reason,
       requested_at: new Date(now).toISOString(),
-      expires_at: new Date(now + question.timeoutMs).toISOString()
+      expires_at: new Date(now + question.timeoutMs).toISOString(),
+      ...(question.approvalKind === undefined ? {} : { approval_kind: question.approvalKind })
     }
     const requestId = view.request_id
     return await new Promise<ApprovalReply>((resolve) => {
@@ -125,7 +126,8 @@ export class ApprovalBroker {
         risk: question.risk,
         reason: question.reason,
         requested_at: view.requested_at,
-        expires_at: view.expires_at
+        expires_at: view.expires_at,
+        ...(question.approvalKind === undefined ? {} : { approval_kind: question.approvalKind })
       })
     })
   }

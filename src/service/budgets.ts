@@ -5,22 +5,11 @@
  * asked whether to raise that budget for this turn.
  */
 import type { BudgetsConfig } from '../../schemas/config.js'
-import { TollgateError, TurnFailure } from '../core/errors.js'
+import { TollgateError } from '../core/errors.js'
 import { fromNano, toNano, type SpendLedger, type SpendLine } from '../store/spend-ledger.js'
 import type { CallSpending, SpendReservation } from '../turn/spending.js'
 
 export type BudgetName = 'turn_usd' | 'session_usd' | 'tenant_daily_usd'
-
-/** A budget a call would pass: which, what it had spent, its limit and what the call was reserved at. */
-export interface BudgetOverrun {
-  budget: BudgetName
-  spent_usd: number
-  limit_usd: number
-  call_usd: number
-}
-
-/** Asks a person whether to raise `overrun.budget` for this turn; true: raise it by its own size. */
-export type RaiseBudget = (overrun: BudgetOverrun) => Promise<boolean>
 
 export interface TurnBudgetScope {
   budgets: BudgetsConfig
@@ -31,10 +20,6 @@ export interface TurnBudgetScope {
   turnId: string
   /** The turn request's `budget_usd`, already checked to be within `turns_usd`. */
   requestedUsd?: number
-  /** Present when `on_exceeded = "ask"`. */
-  raise?: RaiseBudget
-  /** Told of every overrun (notifications, logs), whatever is decided next. */
-  onOverrun?: (overrun: BudgetOverrun) => void
 }
 
 const DAY_MS = 86_400_000
@@ -99,27 +84,21 @@ export function turnSpending (scope: TurnBudgetScope): CallSpending | undefined 
   const raised = new Map<BudgetName, number>()
   const lineOf = (b: Budget, now: number): SpendLine => ({ ...b.lineAt(now), limitNano: toNano(b.limitUsd + (raised.get(b.name) ?? 0)) })
   return {
+    onExceeded: scope.budgets.on_exceeded,
     async reserve (worstCaseUsd) {
       const amount = toNano(worstCaseUsd)
-      for (;;) {
-        const now = Date.now()
-        const lines = budgets.map((b) => lineOf(b, now))
-        const verdict = await scope.ledger.reserve(lines, amount)
-        if (verdict.ok) return settlement(scope.ledger, lines.map((l) => l.key), amount)
-        const budget = budgets[lines.findIndex((l) => l.key === verdict.key)] as Budget
-        const overrun: BudgetOverrun = {
-          budget: budget.name, spent_usd: fromNano(verdict.spentNano), limit_usd: fromNano(verdict.limitNano), call_usd: worstCaseUsd
-        }
-        scope.onOverrun?.(overrun)
-        if (scope.raise === undefined || !await scope.raise(overrun)) throw new TurnFailure('BUDGET_EXCEEDED', overrunText(overrun))
-        raised.set(budget.name, (raised.get(budget.name) ?? 0) + budget.limitUsd)
-      }
+      const now = Date.now()
+      const lines = budgets.map((b) => lineOf(b, now))
+      const verdict = await scope.ledger.reserve(lines, amount)
+      if (verdict.ok) return settlement(scope.ledger, lines.map((l) => l.key), amount)
+      const budget = budgets[lines.findIndex((l) => l.key === verdict.key)] as Budget
+      return { budget: budget.name, spent_usd: fromNano(verdict.spentNano), limit_usd: fromNano(verdict.limitNano), call_usd: worstCaseUsd }
+    },
+    raise (name) {
+      const budget = budgets.find((b) => b.name === name)
+      if (budget !== undefined) raised.set(budget.name, (raised.get(budget.name) ?? 0) + budget.limitUsd)
     }
   }
-}
-
-export function overrunText (o: BudgetOverrun): string {
-  return `budget ${o.budget} exceeded: spent ${o.spent_usd} USD of ${o.limit_usd} USD; the next model call is reserved at ${o.call_usd} USD`
 }
 
 function settlement (ledger: SpendLedger, keys: readonly string[], reservedNano: number): SpendReservation {

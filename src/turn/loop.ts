@@ -13,6 +13,7 @@ import { dispatchRound, parallelEligible } from './dispatch.js'
 import { appendRound } from './history.js'
 import { costOf, worstCaseOf } from './cost.js'
 import { estimateInputTokens } from './spending.js'
+import { reserveCall } from './budget-gate.js'
 import { parseResponse, type ParsedResponse } from './parse.js'
 import { prepareRound } from './prepare.js'
 import { buildIterationRequest } from './prompt.js'
@@ -104,8 +105,9 @@ async function callModel (
   // Reserved before the call is announced: a call the budget refuses is never made.
   const reservation = price === null || state.spending === undefined
     ? null
-    : await state.spending.reserve(worstCaseOf(price, estimateInputTokens(request.messages, request.useNative ? request.specs : []),
-      exec.model.maxOutputTokens))
+    : await reserveCall(exec, state, state.spending, worstCaseOf(
+      price, estimateInputTokens(request.messages, request.useNative ? request.specs : []), exec.model.maxOutputTokens
+    ))
   exec.observer.record({
     kind: 'llm_request', provider: provider.name, provider_kind: provider.kind, model, messages: request.messages.length,
     tools: request.useNative ? request.specs.length : 0,

@@ -12,12 +12,25 @@ export interface SpendReservation {
   settle (cost: number | null, made: boolean): Promise<void>
 }
 
+/** A budget a call would pass: which, what it had spent, its limit and what the call was reserved at. */
+export interface BudgetOverrun {
+  budget: string
+  spent_usd: number
+  limit_usd: number
+  call_usd: number
+}
+
 export interface CallSpending {
-  /**
-   * Reserves `worstCaseUsd` against every budget of the turn, or throws a `TurnFailure`
-   * (`BUDGET_EXCEEDED`) when one would be exceeded and nobody raised it.
-   */
-  reserve (worstCaseUsd: number): Promise<SpendReservation>
+  /** fail: an overrun fails the turn; ask: a person may raise the budget (an approval of kind `budget`). */
+  readonly onExceeded: 'fail' | 'ask'
+  /** Reserves `worstCaseUsd` against every budget of the turn, or names the first it would pass (nothing reserved). */
+  reserve (worstCaseUsd: number): Promise<SpendReservation | BudgetOverrun>
+  /** A person allowed more: `budget` grows by its own configured size for the rest of this turn. */
+  raise (budget: string): void
+}
+
+export function overrunText (o: BudgetOverrun): string {
+  return `budget ${o.budget} exceeded: spent ${o.spent_usd} USD of ${o.limit_usd} USD; the next model call is reserved at ${o.call_usd} USD`
 }
 
 /**

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { startFakeProvider, type FakeProvider, type ScriptedReply } from '../helpers/fake-provider.js'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { deferrer, PG_URL, scratchSchema } from '../helpers/services.js'
-import { finishedTurn, runTurn } from '../helpers/turns.js'
+import { finishedTurn, runTurn, startTurn, turnEvents, until } from '../helpers/turns.js'
 
 const PRICED = { pricing: { input_usd_per_mtok: 0, output_usd_per_mtok: 2000 }, max_tokens: 5 }
 const CALL = { prompt_tokens: 10, completion_tokens: 5 }
@@ -129,4 +129,55 @@ test('two instances on PostgreSQL share the tenant budget: 10 concurrent turns, 
   const b = await gateway(t, { tenant_daily_usd: 0.04 }, { store }, provider)
   const results = await concurrentTurns([a, b], 10)
   assertTenantBudgetHeld(results, provider)
+})
+
+/** Waits until the turn lists a pending approval and returns it. */
+async function pendingApproval (g: TestGateway, turnId: string): Promise<any> {
+  let pending: any
+  await until(async () => {
+    const res = await g.http('GET', `/v1/turns/${turnId}`)
+    pending = res.body.pending_approvals?.[0]
+    return pending !== undefined
+  }, `a pending approval of ${turnId}`)
+  return pending
+}
+
+test('on_exceeded = "ask": the turn waits with a budget approval; yes raises the turn budget by its own size and the turn goes on', async (t) => {
+  const g = await gateway(t, { turn_usd: 0.015, on_exceeded: 'ask' })
+  g.provider.enqueue(...toolForever(2), { text: 'done', usage: CALL })
+  const started = await startTurn(g, { message: 'keep reading' })
+
+  const first = await pendingApproval(g, started.turn_id)
+  assert.equal(first.approval_kind, 'budget')
+  assert.equal(first.tool, 'budget')
+  assert.deepEqual(first.display.map((d: { name: string }) => d.name), ['budget', 'spent', 'limit', 'next call'])
+  assert.equal(g.provider.requests.length, 1)
+  const listed = await g.http('GET', '/v1/approvals?status=pending')
+  assert.deepEqual(listed.body.items.map((i: { request_id: string }) => i.request_id), [first.request_id])
+  const answer = await g.http('POST', `/v1/approvals/${first.request_id as string}`, { decision: 'yes' })
+  assert.equal(answer.status, 200)
+
+  // Raised to 0.03: the second and third calls fit; a fourth would ask again.
+  const done = await finishedTurn(g, started.turn_id)
+  assert.equal(done.status, 'completed')
+  assert.equal(g.provider.requests.length, 3)
+  assert.equal(done.usage.cost_usd, 0.03)
+  assert.deepEqual(done.approvals.map((a: { tool: string, decision: string }) => [a.tool, a.decision]), [['budget', 'yes']])
+  const events = await turnEvents(g, started.turn_id)
+  const requested = events.filter((e) => e.event.kind === 'approval.requested').map((e) => e.event)
+  assert.deepEqual(requested.map((e) => e.kind === 'approval.requested' ? e.approval_kind : null), ['budget'])
+  assert.equal(events.filter((e) => e.event.kind === 'approval.resolved').length, 1)
+})
+
+test('on_exceeded = "ask": no fails the turn with BUDGET_EXCEEDED and no further call is made', async (t) => {
+  const g = await gateway(t, { turn_usd: 0.015, on_exceeded: 'ask' })
+  g.provider.enqueue(...toolForever(5))
+  const started = await startTurn(g, { message: 'keep reading' })
+  const pending = await pendingApproval(g, started.turn_id)
+  await g.http('POST', `/v1/approvals/${pending.request_id as string}`, { decision: 'no' })
+  const done = await finishedTurn(g, started.turn_id)
+  assert.equal(done.status, 'failed')
+  assert.equal(done.error.code, 'BUDGET_EXCEEDED')
+  assert.equal(g.provider.requests.length, 1)
+  assert.deepEqual(done.approvals.map((a: { tool: string, decision: string }) => [a.tool, a.decision]), [['budget', 'no']])
 })

@@ -77,6 +77,8 @@ export type ApprovalRequestedEvent = {
   requested_at: string
   /** RFC 3339 */
   expires_at: string
+  /** budget: a model call would pass a budget (yes raises it for this turn by its own size, no fails the turn); absent: a tool call */
+  approval_kind?: 'budget'
 }
 
 export type ApprovalResolvedEvent = {
@@ -268,6 +270,8 @@ export type PendingApproval = {
   requested_at: string
   /** RFC 3339 */
   expires_at: string
+  /** budget: a model call would pass a budget (yes raises it for this turn by its own size, no fails the turn); absent: a tool call */
+  approval_kind?: 'budget'
 }
 
 export type TurnError = {
