@@ -66,6 +66,9 @@ export const PendingApproval = Type.Object({
   expires_at: Timestamp,
   client_tool: Type.Optional(Type.Literal(true, {
     description: 'Not a question: the call of a client tool waiting for the client\'s result (POST /v1/turns/{id}/tool-results)'
+  })),
+  approval_kind: Type.Optional(Type.Literal('budget', {
+    description: 'budget: a model call would pass a budget (yes raises it for this turn by its own size, no fails the turn); absent: a tool call'
   }))
 }, { title: 'PendingApproval' })
 export type PendingApproval = Static<typeof PendingApproval>

@@ -350,6 +350,29 @@ export const ReceiptsConfig = Type.Object({
 /** The max_tokens an anthropic provider sends when its config names none (the API requires one). */
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
 
+const UsdPerMtok = (what: string): ReturnType<typeof Type.Number> => Type.Number({ minimum: 0, description: `USD per million ${what}` })
+
+/** One model's prices (USD per million tokens), as a provider's price list states them. */
+export const ModelPrice = Type.Object({
+  input_usd_per_mtok: UsdPerMtok('input (prompt) tokens'),
+  output_usd_per_mtok: UsdPerMtok('output (completion) tokens'),
+  cached_input_usd_per_mtok: Type.Optional(UsdPerMtok('cached input tokens; default: the input price')),
+  reasoning_usd_per_mtok: Type.Optional(UsdPerMtok('reasoning tokens; default: the output price'))
+}, { additionalProperties: false })
+export type ModelPrice = Static<typeof ModelPrice>
+
+export const ProviderPricing = Type.Object({
+  input_usd_per_mtok: Type.Optional(UsdPerMtok('input (prompt) tokens of any model not listed in `models`')),
+  output_usd_per_mtok: Type.Optional(UsdPerMtok('output (completion) tokens of any model not listed in `models`')),
+  cached_input_usd_per_mtok: Type.Optional(UsdPerMtok('cached input tokens; default: the input price')),
+  reasoning_usd_per_mtok: Type.Optional(UsdPerMtok('reasoning tokens; default: the output price')),
+  models: Type.Optional(Type.Record(Type.String(), ModelPrice, { description: 'Per-model prices, for a provider serving several models' }))
+}, {
+  additionalProperties: false,
+  description: 'Prices of the provider\'s models: each call\'s reported usage is priced (usage.cost_usd); a model without a price costs null, never 0'
+})
+export type ProviderPricing = Static<typeof ProviderPricing>
+
 export const ProviderConfig = Type.Object({
   kind: Type.Union([Type.Literal('demo'), Type.Literal('openai'), Type.Literal('anthropic'), Type.Literal('openai-responses')], {
     description: 'demo: embedded scripted provider, NOT an LLM; openai: chat completions; anthropic: Messages API; openai-responses: Responses API'
@@ -378,8 +401,11 @@ export const ProviderConfig = Type.Object({
   max_response_bytes: Type.Integer({ minimum: 1024, default: 8_388_608, description: 'Largest provider answer read; a larger one fails the call with PROVIDER_BAD_RESPONSE' }),
   headers: Type.Record(Type.String(), Type.String(), { default: {}, description: 'Extra request headers sent to the provider' }),
   step_delay_ms: Type.Integer({ minimum: 0, default: 0, description: 'demo only: pause between streamed pieces' }),
+  pricing: Type.Optional(ProviderPricing),
   max_tokens: Type.Optional(Type.Integer({
-    minimum: 1, description: `anthropic: max_tokens (always sent, default ${ANTHROPIC_DEFAULT_MAX_TOKENS}); openai-responses: max_output_tokens (sent when set)`
+    minimum: 1,
+    description: `The most output tokens a call may take: anthropic max_tokens (always sent, default ${ANTHROPIC_DEFAULT_MAX_TOKENS}), ` +
+      'openai-responses max_output_tokens, openai max_tokens (sent when set); a budget reserves this many per call (default budgets.assumed_max_output_tokens)'
   })),
   anthropic_version: Type.String({ default: '2023-06-01', description: 'anthropic only: the anthropic-version header' }),
   thinking_budget_tokens: Type.Optional(Type.Integer({
@@ -563,6 +589,23 @@ export const DelegateConfig = Type.Object({
   max_depth: Type.Integer({ minimum: 1, maximum: 8, default: 2, description: 'Nesting bound: a sub-turn at this depth is not offered `delegate`' })
 }, { additionalProperties: false, default: {} })
 
+const Usd = (description: string): ReturnType<typeof Type.Number> => Type.Number({ exclusiveMinimum: 0, description })
+
+/** Hard spending limits, checked before every model call (see docs/guides/unattended.md). */
+export const BudgetsConfig = Type.Object({
+  turn_usd: Type.Optional(Usd('USD one turn may spend; a turn request\'s budget_usd may lower it')),
+  session_usd: Type.Optional(Usd('USD all turns of one session may spend together')),
+  tenant_daily_usd: Type.Optional(Usd('USD all turns of one tenant may spend per UTC day; over it, new turns are refused')),
+  on_exceeded: Type.Union([Type.Literal('fail'), Type.Literal('ask')], {
+    default: 'fail',
+    description: 'fail: the turn fails with BUDGET_EXCEEDED; ask: the turn waits on an approval of kind budget (yes raises that budget for the turn by its own size)'
+  }),
+  assumed_max_output_tokens: Type.Integer({
+    minimum: 1, default: 4096, description: 'Output tokens a call is reserved for when its provider sets no max_tokens'
+  })
+}, { additionalProperties: false, default: {} })
+export type BudgetsConfig = Static<typeof BudgetsConfig>
+
 export const GatewayConfig = Type.Object({
   server: ServerConfig,
   log: LogConfig,
@@ -581,6 +624,7 @@ export const GatewayConfig = Type.Object({
   cluster: ClusterConfig,
   shutdown: ShutdownConfig,
   receipts: ReceiptsConfig,
+  budgets: BudgetsConfig,
   default_agent: Type.String({ default: 'default', description: 'Agent of a turn that names none' }),
   providers: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Model providers by name; the embedded defaults define demo' }),
   agents: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Agents by name; the embedded defaults define default' }),

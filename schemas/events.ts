@@ -129,6 +129,9 @@ export const ApprovalRequestedEvent = Type.Object({
   expires_at: Timestamp,
   client_tool: Type.Optional(Type.Literal(true, {
     description: 'The call of a client tool: run it with `arguments`, send the result (POST /v1/turns/{id}/tool-results, WS tool.result)'
+  })),
+  approval_kind: Type.Optional(Type.Literal('budget', {
+    description: 'budget: a model call would pass a budget (yes raises it for this turn by its own size, no fails the turn); absent: a tool call'
   }))
 })
 
@@ -176,6 +179,9 @@ export const TokenUsage = Type.Object({
   })),
   reasoning_tokens: Type.Optional(Type.Integer({
     minimum: 0, description: 'Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them'
+  })),
+  cost_usd: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()], {
+    description: 'USD at the configured prices (providers.<p>.pricing); null when a call\'s price or usage is unknown, never 0'
   }))
 }, { title: 'TokenUsage' })
 export type TokenUsage = Static<typeof TokenUsage>

@@ -28,7 +28,10 @@ export const TurnRequestProperties = {
   })),
   detach: Type.Optional(Type.Boolean({ default: false, description: 'true: the turn survives its owner connection closing' })),
   owner_connection: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'WebSocket connection_id that owns the turn and answers its approvals' })),
-  idempotency_key: Type.Optional(ClientId)
+  idempotency_key: Type.Optional(ClientId),
+  budget_usd: Type.Optional(Type.Number({
+    exclusiveMinimum: 0, description: 'USD this turn may spend on model calls; at most budgets.turn_usd when that is set'
+  }))
 }
 
 export const TurnRequest = Type.Object(TurnRequestProperties, { additionalProperties: false, title: 'TurnRequest' })

@@ -173,6 +173,7 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
   UNKNOWN_AGENT: 'a turn names an agent the configuration does not define',
   UNKNOWN_TOOL: 'a turn\'s `tools.allow` names a tool the agent does not have (or `shell` where the sandbox does not work)',
   INVALID_DECISION: 'an approval answer is `edit` without a `replacement`, or not one of yes / no / always / edit',
+  BUDGET_EXCEEDED: 'a new turn of a tenant whose daily budget is spent (`budgets.tenant_daily_usd`), or a turn request whose `budget_usd` is above the configured cap',
   CLIENT_TOOL_CONFLICT: 'a turn\'s `client_tools` names a tool the gateway already has, or one name twice',
   TOOL_CALL_NOT_WAITING: 'a client tool result (`POST /v1/turns/{id}/tool-results`, WS `tool.result`) names a call that is not waiting for one',
   STEERING_CLOSED: 'a steering message (`POST /v1/turns/{id}/messages`, WS `turn.steer`) names a turn that has ended or is ending',
@@ -217,6 +218,7 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
 
 /** What each terminal `turn.failed` code means. */
 const TURN_FAILURE_WHEN: Record<TurnFailureCode, string> = {
+  BUDGET_EXCEEDED: 'a model call would pass a budget (`budgets.turn_usd`, `session_usd`, `tenant_daily_usd` or the turn\'s `budget_usd`) with `on_exceeded = "fail"`, or a person answered no to a budget approval; the message names the budget, the spend and the limit',
   TOOL_LOOP_CANCELLED: 'reserved: not sent by this version (a `before_tool_call` hook that cancels a call gives that call a `cancelled` result; the turn goes on)',
   REPEATED_PROMPT_REQUIRED_CALL: 'the model asked again, in a later round of the turn, for a `shell` call needing approval with identical arguments (the repeated-prompt guard)',
   LOOP_DETECTED: 'loop detection: a repeating pattern went two past its threshold ([turn loop](turn-loop.md#loop-detection-thresholds))',

@@ -95,7 +95,8 @@ export class ApprovalBroker {
       ...permissionFields(question),
       requested_at: new Date(now).toISOString(),
       expires_at: new Date(now + question.timeoutMs).toISOString(),
-      ...(question.clientTool === true ? { client_tool: true as const } : {})
+      ...(question.clientTool === true ? { client_tool: true as const } : {}),
+      ...(question.approvalKind === undefined ? {} : { approval_kind: question.approvalKind })
     }
     const requestId = view.request_id
     return await new Promise<ApprovalReply>((resolve) => {
@@ -131,7 +132,8 @@ export class ApprovalBroker {
         ...permissionFields(question),
         requested_at: view.requested_at,
         expires_at: view.expires_at,
-        ...(view.client_tool === true ? { client_tool: true as const } : {})
+        ...(view.client_tool === true ? { client_tool: true as const } : {}),
+        ...(question.approvalKind === undefined ? {} : { approval_kind: question.approvalKind })
       })
     })
   }

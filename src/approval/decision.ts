@@ -25,6 +25,8 @@ export interface ApprovalQuestion {
   timeoutMs: number
   /** Nobody who could answer is connected: wait anyway (REST, a later subscriber) or deny at once. */
   whenUnwatched: 'wait' | 'deny'
+  /** `budget`: a model call would pass a budget (src/turn/budget-gate.ts); absent: a tool call. */
+  approvalKind?: 'budget'
   /** A request that waited when the gateway stopped: it waits again under its own id and expiry, unannounced. */
   reopen?: PendingApproval
   /** Not a question: a client tool's call waits for the client's result (an `edit` answer carries it). */

@@ -26,6 +26,7 @@ export const ERRORS = {
   TOKEN_INVALID: { status: 401, message: 'the bearer token is not acceptable' },
   TOKEN_EXPIRED: { status: 401, message: 'the bearer token has expired' },
   FORBIDDEN: { status: 403, message: 'this session belongs to another principal' },
+  BUDGET_EXCEEDED: { status: 402, message: 'a spending budget is used up' },
   AGENT_FORBIDDEN: { status: 403, message: 'this principal may not use this agent' },
   ORIGIN_NOT_ALLOWED: { status: 403, message: 'this Origin may not open a WebSocket here' },
   NOT_FOUND: { status: 404, message: 'no such route' },
@@ -113,6 +114,7 @@ export const TURN_FAILURE_CODES = [
   'PROVIDER_BAD_RESPONSE',
   'PROVIDER_TIMEOUT',
   'TURN_TIMEOUT',
+  'BUDGET_EXCEEDED',
   'INTERRUPTED',
   'INTERNAL'
 ] as const

@@ -68,6 +68,7 @@ export class GatewayMetrics implements Observer {
   private readonly providerDuration: Histogram<'provider' | 'model' | 'outcome'>
   private readonly providerErrors: Counter<'provider' | 'model'>
   private readonly providerTokens: Counter<'provider' | 'model' | 'token_type'>
+  private readonly cost: Counter<'tenant' | 'agent' | 'model'>
   private readonly checkpointFailures: Counter<'step'>
 
   constructor (options: MetricsOptions) {
@@ -95,6 +96,9 @@ export class GatewayMetrics implements Observer {
     this.eventsSent = new Counter({ name: `${p}events_sent_total`, help: 'Turn events written to clients, by transport', labelNames: ['transport'], registers })
     this.providerDuration = new Histogram({ name: `${p}provider_request_duration_seconds`, help: 'Model provider requests, by outcome', labelNames: ['provider', 'model', 'outcome'], buckets: PROVIDER_BUCKETS, registers })
     this.providerErrors = new Counter({ name: `${p}provider_errors_total`, help: 'Model provider requests that failed (cancelled requests excluded)', labelNames: ['provider', 'model'], registers })
+    this.cost = new Counter({
+      name: `${p}cost_usd_total`, help: 'USD of answered model calls at the configured prices (calls without a price are not counted)', labelNames: ['tenant', 'agent', 'model'], registers
+    })
     this.providerTokens = new Counter({
       name: `${p}provider_tokens_total`,
       help: 'Tokens the provider reported, by token type (input, output)',
@@ -164,6 +168,9 @@ export class GatewayMetrics implements Observer {
         // Usage is the provider's word; a negative or non-numeric count must not throw here.
         if (isCount(event.input_tokens)) this.providerTokens.inc({ ...labels, token_type: 'input' }, event.input_tokens)
         if (isCount(event.output_tokens)) this.providerTokens.inc({ ...labels, token_type: 'output' }, event.output_tokens)
+        if (event.cost_usd !== undefined && event.cost_usd > 0) {
+          this.cost.inc({ tenant: event.tenant ?? '', agent: event.agent, model: event.model }, event.cost_usd)
+        }
       }
     }
   }

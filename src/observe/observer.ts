@@ -34,7 +34,10 @@ export type ObserverEvent =
   } & ObserverCorrelation)
   | ({
     kind: 'llm_response', provider: string, model: string, duration_ms: number, success: boolean, error?: string, error_type?: string,
-    input_tokens?: number, output_tokens?: number, response_id?: string, response_model?: string, finish_reason?: string
+    input_tokens?: number, output_tokens?: number, response_id?: string, response_model?: string, finish_reason?: string,
+    /** USD of the call at the configured price; absent when unknown. */
+    cost_usd?: number
+    tenant?: string
   } & ObserverCorrelation)
   | ({
     kind: 'tool_call_start', tool: string, call_id: string, provider_call_id?: string,

@@ -201,6 +201,7 @@ function endChat (span: Span, event: Of<'llm_response'>): void {
   if (event.finish_reason !== undefined) span.setAttribute('gen_ai.response.finish_reasons', [event.finish_reason])
   if (event.input_tokens !== undefined) span.setAttribute('gen_ai.usage.input_tokens', event.input_tokens)
   if (event.output_tokens !== undefined) span.setAttribute('gen_ai.usage.output_tokens', event.output_tokens)
+  if (event.cost_usd !== undefined) span.setAttribute('tollgate.usage.cost_usd', event.cost_usd)
   if (!event.success) fail(span, event.error_type ?? 'provider_error', event.error ?? 'provider request failed')
   span.end()
 }

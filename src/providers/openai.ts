@@ -167,6 +167,7 @@ export class OpenAIProvider implements ModelProvider {
     if (stream && this.config.stream_usage) payload.stream_options = { include_usage: true }
     const temperature = req.temperature ?? this.config.temperature
     if (temperature !== undefined) payload.temperature = temperature
+    if (this.config.max_tokens !== undefined) payload.max_tokens = this.config.max_tokens
     const json = JSON.stringify(payload)
     if (req.tools === undefined || req.tools.length === 0) return json
     // The tool schemas are the bulk of a request and the same every call: spliced in as made once.

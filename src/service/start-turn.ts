@@ -23,6 +23,7 @@ import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import type { TurnCheckpointer } from './checkpoint.js'
 import { checkpointerFor } from './resume-turn.js'
 import { RunningTurn, type TurnHost } from './running-turn.js'
+import { checkRequestedBudget, checkTenantBudget } from './budgets.js'
 import { assembleTurnState, resolveExecution, type ExecutionDeps, type TurnStateDeps } from './turn-state.js'
 
 export interface StartOptions {
@@ -66,6 +67,8 @@ export async function startTurn (
   const owner = principalKey(principal)
   admission.checkOwnerConnection(owner, request, options.ownerConnection)
   admission.checkCapacity(owner)
+  checkRequestedBudget(config.budgets, request.budget_usd)
+  await checkTenantBudget(config.budgets, deps.store.spend, principal.tenant)
 
   const session = await admission.sessionFor(request, principal, new Date().toISOString())
   const { session_id: sessionId, agent: agentName } = session

@@ -84,7 +84,7 @@ export class TurnService {
       timeoutMs: deps.config.cluster.control_timeout_ms,
       log: deps.log
     }, { active: this.active, broker: this.broker, connections })
-    this.stateDeps = { config, log, broker: this.broker, connections, remote: this.remote }
+    this.stateDeps = { config, spend: store.spend, log, broker: this.broker, connections, remote: this.remote }
     this.durable = runningTurnsPolicy(config, store.durable) === 'resume' && bus.checkpoint !== undefined
     this.startScope = {
       deps,

@@ -15,6 +15,10 @@ import type { SessionGrants } from '../approval/grants.js'
 import type { Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
 import { lazyProperties } from '../core/lazy-properties.js'
+import { sessionKey, tenantOf } from '../core/tenancy.js'
+import type { SpendLedger } from '../store/spend-ledger.js'
+import type { CallSpending } from '../turn/spending.js'
+import { turnSpending } from './budgets.js'
 import type { Observer } from '../observe/observer.js'
 import type { ChatMessage, ModelProvider } from '../providers/types.js'
 import type { ReceiptKey } from '../receipts/keys.js'
@@ -85,6 +89,8 @@ export function resolveExecution (deps: ExecutionDeps, turn: NewTurn): ResolvedA
 
 export interface TurnStateDeps {
   config: Config
+  /** The store's spend ledger: budgets are kept there. */
+  spend: SpendLedger
   log: Logger
   broker: ApprovalBroker
   connections: ConnectionRegistry
@@ -106,6 +112,20 @@ async function hasBackchannel (deps: TurnStateDeps, running: RunningTurn): Promi
 export function startingHistory (config: Config, agent: string, session: SessionRecord, message: string): ChatMessage[] {
   const { runtime } = resolveAgent(config, agent)
   return trimHistory([...session.history, { role: 'user', content: message }], runtime.max_history_messages)
+}
+
+/** The turn's budgets, when any applies. */
+function spendingOf (deps: TurnStateDeps, record: TurnRecord, request: TurnRequest): { spending?: CallSpending } {
+  const tenant = tenantOf(record.owner)
+  const spending = turnSpending({
+    budgets: deps.config.budgets,
+    ledger: deps.spend,
+    tenant,
+    session: sessionKey(tenant, record.session_id),
+    turnId: record.turn_id,
+    ...(request.budget_usd === undefined ? {} : { requestedUsd: request.budget_usd })
+  })
+  return spending === undefined ? {} : { spending }
 }
 
 /** A durable turn's checkpointing, and for a resumed one where its history and usage stood. */
@@ -137,6 +157,8 @@ export function assembleTurnState (
     signal: running.controller.signal,
     steering: running.steering,
     interactive: request.interactive !== false,
+    tenant: tenantOf(owner),
+    ...spendingOf(deps, record, request),
     ...(durable === null ? {} : { holding: () => durable.checkpointer.holding() }),
     emit,
     approvals: deps.broker.channelFor({
@@ -191,9 +213,9 @@ export function assembleTurnState (
       void running.saveRecord(state.log).then(() => answer?.resolve())
     },
     // Kept on the record as it grows (a running turn's GET shows it); stored with the next save.
-    recordCallUsage: (u, provider) => {
+    recordCallUsage: (u, cost, provider) => {
       if (provider !== undefined) record.provider = provider
-      usage.add(u)
+      usage.add(u, cost)
       const current = usage.current()
       if (current !== undefined) record.usage = current
     },

@@ -5,6 +5,7 @@
  * survive the SQL stores does not survive this one either. It is exclusive by nature: its only
  * instance is the process that holds it.
  */
+import { MemorySpendLedger } from './spend-ledger.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs } from './codec.js'
@@ -45,6 +46,7 @@ export class MemoryStore implements Store {
   readonly instanceId: string
   readonly exclusive = true
   readonly durable = false
+  readonly spend = new MemorySpendLedger()
   /** By sessionKey(tenant, session id). */
   private readonly sessions = new Map<string, StoredSession>()
   private readonly turns = new Map<string, StoredTurn>()

@@ -7,6 +7,8 @@
  * save pair is one statement too (two data-modifying CTE parts, atomic together).
  */
 import pg from 'pg'
+import type { SpendLedger } from './spend-ledger.js'
+import { PostgresSpendLedger, spendDdl } from './spend-postgres.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
@@ -186,6 +188,7 @@ export class PostgresStore implements Store {
   readonly instanceId: string
   readonly exclusive = false
   readonly durable = true
+  readonly spend: SpendLedger
   private readonly pool: pg.Pool
   /** Quoted schema name, validated: safe to splice into SQL. */
   private readonly s: string
@@ -198,6 +201,7 @@ export class PostgresStore implements Store {
     this.s = `"${schema}"`
     this.instanceId = instanceId
     this.sql = statements(this.s)
+    this.spend = new PostgresSpendLedger(pool, this.s)
   }
 
   /** Connects and creates the schema and tables if missing (serialised across instances). */
@@ -227,6 +231,7 @@ export class PostgresStore implements Store {
       // Two instances starting together would otherwise race on CREATE TABLE IF NOT EXISTS.
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tollgate:${schema}`])
       await client.query(ddl(this.s))
+      await client.query(spendDdl(this.s))
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {})

@@ -10,6 +10,8 @@
  * catch-up on this connection copies the rest so that it restarts (sqlite-checkpointer.ts). The
  * database file itself is in normal locking mode so that the worker's connection can open it.
  */
+import type { SpendLedger } from './spend-ledger.js'
+import { SqliteSpendLedger } from './spend-sqlite.js'
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
@@ -304,6 +306,7 @@ export class SqliteStore implements Store {
   readonly instanceId: string
   readonly exclusive = true
   readonly durable = true
+  readonly spend: SpendLedger
   private readonly db: Database.Database
   private readonly stmt: Statements
   private readonly probe: SqlProbe | undefined
@@ -323,6 +326,7 @@ export class SqliteStore implements Store {
       throw err
     }
     this.stmt = prepare(this.db)
+    this.spend = new SqliteSpendLedger(this.db)
     const every = options.checkpointMs ?? CHECKPOINT_MS
     this.checkpointer = every === 0
       ? null

@@ -7,6 +7,7 @@
  * instance: turns it saves are stamped with that instance's id, so other instances can tell a
  * live owner from a dead one.
  */
+import type { SpendLedger } from './spend-ledger.js'
 import type { ChatMessage } from '../providers/types.js'
 import type { ApprovalGrant } from '../../schemas/session.js'
 import type { Turn } from '../../schemas/turn.js'
@@ -84,6 +85,8 @@ export interface Store {
   readonly exclusive: boolean
   /** True when what it keeps outlives the process (SQLite, PostgreSQL): turns may then resume after a restart. */
   readonly durable: boolean
+  /** What each budget has spent (src/store/spend-ledger.ts), shared like the store itself. */
+  readonly spend: SpendLedger
   /** The session `sessionId` of `tenant`, whoever of that tenant owns it. */
   getSession (tenant: string, sessionId: string): Promise<SessionRecord | null>
   saveSession (session: SessionRecord): Promise<void>

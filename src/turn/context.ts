@@ -5,7 +5,7 @@
  */
 import type { PermissionBook } from '../approval/permission-book.js'
 import type { Logger } from 'pino'
-import type { AgentConfig, Config, RiskProfileConfig, RuntimeProfileConfig } from '../../schemas/config.js'
+import type { AgentConfig, Config, ModelPrice, RiskProfileConfig, RuntimeProfileConfig } from '../../schemas/config.js'
 import type { ApprovalAuditEntry, ToolCallRecord } from '../../schemas/turn.js'
 import type { TurnEvent } from '../../schemas/events.js'
 import type { SessionGrants } from '../approval/grants.js'
@@ -26,6 +26,8 @@ import { clientTools } from '../tools/client-tools.js'
 import type { ClientToolDeclaration } from '../../schemas/client-tools.js'
 import type { ToolHooks } from './hooks.js'
 import { LoopDetector } from './loop-detector.js'
+import { priceFor } from '../providers/pricing.js'
+import type { CallSpending } from './spending.js'
 import type { ProgressLimits } from './progress.js'
 import { modelNameFor } from '../core/agent-model.js'
 import type { SteeringQueue } from './steering.js'
@@ -36,6 +38,10 @@ export interface ModelBinding {
   temperature?: number
   /** `agents.<a>.fallback_providers`, in order, each with its provider's default model. */
   fallbacks?: readonly ModelBinding[]
+  /** The model's configured price; null: its calls cost an unknown amount. */
+  price: ModelPrice | null
+  /** Output tokens a call may produce at most, as a budget reserves them. */
+  maxOutputTokens: number
 }
 
 export interface RuntimeKnobs {
@@ -144,10 +150,14 @@ export interface TurnState {
   recordToolCall (record: ToolCallRecord): void
   recordApproval (entry: ApprovalAuditEntry): void
   /**
-   * One answered model call's provider-reported usage (undefined: none reported) and, for the
-   * turn's own calls, the provider that answered; sub-turns add their usage to the parent's.
+   * One answered model call's provider-reported usage (undefined: none reported), its USD (null:
+   * unknown) and, for the turn's own calls, the provider that answered; sub-turns add theirs to the parent's.
    */
-  recordCallUsage (usage: ChatUsage | undefined, provider?: string): void
+  recordCallUsage (usage: ChatUsage | undefined, cost: number | null, provider?: string): void
+  /** The turn's budgets: each model call is reserved against them before it is made. Absent: none apply. */
+  spending?: CallSpending
+  /** The tenant the turn runs for (metrics labels). */
+  tenant?: string
   /** Prompt-required shell signatures seen in earlier rounds of this turn. */
   promptShellSignatures: Set<string>
   /** Dedup signatures; cleared every round when the knob says `round`. */
@@ -226,7 +236,12 @@ function bindingOf (config: Config, name: string, model: string, providers: Read
   const provider = providers.get(name)
   if (provider === undefined) throw new TollgateError('INTERNAL', `provider ${name} is not built`)
   const providerConfig = ownEntry(config.providers, name)
-  const binding: ModelBinding = { provider, model }
+  const binding: ModelBinding = {
+    provider,
+    model,
+    price: priceFor(providerConfig?.pricing, model),
+    maxOutputTokens: providerConfig?.max_tokens ?? config.budgets.assumed_max_output_tokens
+  }
   if (providerConfig?.temperature !== undefined) binding.temperature = providerConfig.temperature
   return binding
 }

@@ -11,6 +11,9 @@ import type { ReopenedGate } from './approve.js'
 import { newRound, type LoopCheckpoints, type LoopCursor, type LoopEntry, type RecoveredCall, type RoundCursor } from './cursor.js'
 import { dispatchRound, parallelEligible } from './dispatch.js'
 import { appendRound } from './history.js'
+import { costOf, worstCaseOf } from '../providers/pricing.js'
+import { estimateInputTokens } from './spending.js'
+import { reserveCall } from './budget-gate.js'
 import { parseResponse, type ParsedResponse } from './parse.js'
 import { prepareRound } from './prepare.js'
 import { buildIterationRequest } from './prompt.js'
@@ -131,6 +134,13 @@ async function callProvider (
 ): Promise<ChatResponse> {
   const { provider, model } = binding
   const correlation = correlationOf(exec, state)
+  const { price } = binding
+  // Reserved before the call is announced: a call the budget refuses is never made.
+  const reservation = price === null || state.spending === undefined
+    ? null
+    : await reserveCall(exec, state, state.spending, worstCaseOf(
+      price, estimateInputTokens(request.messages, request.useNative ? request.specs : []), binding.maxOutputTokens
+    ))
   exec.observer.record({
     kind: 'llm_request', provider: provider.name, provider_kind: provider.kind, model, messages: request.messages.length,
     tools: request.useNative ? request.specs.length : 0,
@@ -139,8 +149,9 @@ async function callProvider (
     ...correlation
   })
   const started = performance.now()
+  let response: ChatResponse
   try {
-    const response = await provider.chat({
+    response = await provider.chat({
       model,
       messages: request.messages,
       ...(request.useNative ? { tools: request.specs } : {}),
@@ -154,18 +165,9 @@ async function callProvider (
       },
       onRetry: (retry) => { state.log.warn({ provider: provider.name, model, ...retry }, 'retrying the model call') }
     })
-    state.recordCallUsage(response.usage, provider.name)
-    exec.observer.record({
-      kind: 'llm_response', provider: provider.name, model, duration_ms: performance.now() - started, success: true,
-      ...(response.usage?.input_tokens === undefined ? {} : { input_tokens: response.usage.input_tokens }),
-      ...(response.usage?.output_tokens === undefined ? {} : { output_tokens: response.usage.output_tokens }),
-      ...(response.id === undefined ? {} : { response_id: response.id }),
-      ...(response.model === undefined ? {} : { response_model: response.model }),
-      ...(response.finishReason === undefined ? {} : { finish_reason: response.finishReason }),
-      ...correlation
-    })
-    return response
   } catch (err) {
+    // A failed call reported no usage: its reservation is released rather than guessed at.
+    await reservation?.settle(0, false)
     if (!state.signal.aborted) {
       exec.observer.record({
         kind: 'llm_response', provider: provider.name, model, duration_ms: performance.now() - started, success: false,
@@ -174,6 +176,21 @@ async function callProvider (
     }
     throw err
   }
+  const cost = costOf(price, response.usage)
+  state.recordCallUsage(response.usage, cost, provider.name)
+  await reservation?.settle(cost, true)
+  exec.observer.record({
+    kind: 'llm_response', provider: provider.name, model, duration_ms: performance.now() - started, success: true,
+    ...(cost === null ? {} : { cost_usd: cost }),
+    ...(state.tenant === undefined ? {} : { tenant: state.tenant }),
+    ...(response.usage?.input_tokens === undefined ? {} : { input_tokens: response.usage.input_tokens }),
+    ...(response.usage?.output_tokens === undefined ? {} : { output_tokens: response.usage.output_tokens }),
+    ...(response.id === undefined ? {} : { response_id: response.id }),
+    ...(response.model === undefined ? {} : { response_model: response.model }),
+    ...(response.finishReason === undefined ? {} : { finish_reason: response.finishReason }),
+    ...correlation
+  })
+  return response
 }
 
 function providerFailure (err: unknown): TurnOutcome {

@@ -138,7 +138,10 @@ export function deriveSubTurn (
     recordToolCall: (record) => { calls.push(record) },
     recordApproval: (entry) => { parentState.recordApproval(entry) },
     // The sub-turn's model calls are the turn's calls too: its tokens count in the turn's usage.
-    recordCallUsage: (usage) => { parentState.recordCallUsage(usage) },
+    recordCallUsage: (usage, cost) => { parentState.recordCallUsage(usage, cost) },
+    // Its calls spend the parent turn's budgets.
+    ...(parentState.spending === undefined ? {} : { spending: parentState.spending }),
+    ...(parentState.tenant === undefined ? {} : { tenant: parentState.tenant }),
     // Shared: repeating a prompt-required shell call through a sub-turn aborts it, as in the parent.
     promptShellSignatures: parentState.promptShellSignatures,
     ...freshLoopBookkeeping(runtime)

@@ -5,6 +5,7 @@
  */
 import type { TokenUsage } from '../../schemas/events.js'
 import type { ChatUsage } from '../providers/types.js'
+import { roundUsd } from '../providers/pricing.js'
 
 /** The tally's counters, as a checkpoint keeps them. */
 export interface UsageCounts {
@@ -16,6 +17,10 @@ export interface UsageCounts {
   cache_read?: number
   cache_write?: number
   reasoning?: number
+  /** USD of the priced calls; absent in checkpoints written before prices were kept. */
+  cost_usd?: number
+  /** Answered calls whose cost is unknown (no price, or no usage reported). */
+  unpriced?: number
 }
 
 type DetailKey = 'cache_read' | 'cache_write' | 'reasoning'
@@ -31,6 +36,8 @@ export class UsageTally {
   private reported = 0
   private unreported = 0
   private readonly details: Partial<Record<DetailKey, number>> = {}
+  private cost = 0
+  private unpriced = 0
 
   /** Continues from counters (a turn resumed after a restart). */
   static from (counts: UsageCounts | undefined): UsageTally {
@@ -41,16 +48,29 @@ export class UsageTally {
       tally.reported = counts.reported
       tally.unreported = counts.unreported
       for (const [key] of DETAILS) if (counts[key] !== undefined) tally.details[key] = counts[key]
+      // A checkpoint from before costs were kept cannot vouch for its calls' cost.
+      tally.cost = counts.cost_usd ?? 0
+      tally.unpriced = counts.cost_usd === undefined ? counts.reported + counts.unreported : counts.unpriced ?? 0
     }
     return tally
   }
 
   counts (): UsageCounts {
-    return { prompt: this.prompt, completion: this.completion, reported: this.reported, unreported: this.unreported, ...this.details }
+    return {
+      prompt: this.prompt,
+      completion: this.completion,
+      reported: this.reported,
+      unreported: this.unreported,
+      ...this.details,
+      cost_usd: this.cost,
+      unpriced: this.unpriced
+    }
   }
 
-  /** One answered model call; `undefined`: its provider reported no usage. */
-  add (call: ChatUsage | undefined): void {
+  /** One answered model call; `undefined`: its provider reported no usage. `cost`: its USD, null when unknown. */
+  add (call: ChatUsage | undefined, cost: number | null = null): void {
+    if (cost === null) this.unpriced += 1
+    else this.cost = roundUsd(this.cost + cost)
     if (call === undefined) {
       this.unreported += 1
       return
@@ -75,7 +95,8 @@ export class UsageTally {
       unreported_calls: this.unreported,
       ...(this.details.cache_read === undefined ? {} : { cache_read_tokens: this.details.cache_read }),
       ...(this.details.cache_write === undefined ? {} : { cache_write_tokens: this.details.cache_write }),
-      ...(this.details.reasoning === undefined ? {} : { reasoning_tokens: this.details.reasoning })
+      ...(this.details.reasoning === undefined ? {} : { reasoning_tokens: this.details.reasoning }),
+      cost_usd: this.unpriced === 0 ? this.cost : null
     }
   }
 }

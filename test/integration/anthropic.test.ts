@@ -109,7 +109,7 @@ test('a turn with a thinking block, text and a tool_use: the next request carrie
   assert.equal(joined(events, 'text.delta'), 'Let me check that for you.All good: x is done.')
   assert.ok(events.filter((e) => e.event.kind === 'text.delta').length >= 4, 'text streams live, in pieces')
   const usage = {
-    prompt_tokens: 660, completion_tokens: 35, total_tokens: 695, reported_calls: 2, unreported_calls: 0,
+    prompt_tokens: 660, completion_tokens: 35, total_tokens: 695, reported_calls: 2, unreported_calls: 0, cost_usd: null,
     cache_read_tokens: 500, cache_write_tokens: 50
   }
   const last = events.at(-1)?.event

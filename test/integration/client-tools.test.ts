@@ -146,7 +146,8 @@ test('a client tool call waiting for its result survives a restart of the gatewa
   await first.kill()
 
   const second = await s.start()
-  assert.deepEqual((await second.http('GET', `/v1/turns/${turnId}`)).body.pending_approvals, [pending])
+  // The restarted gateway resumes its turns after it listens: the call waits again once it has.
+  assert.deepEqual(await waitingCall(second, turnId), pending)
   const posted = await second.http('POST', `/v1/turns/${turnId}/tool-results`, { call_id: pending.call_id, output: 'blue' })
   assert.equal(posted.status, 200, JSON.stringify(posted.body))
   const turn = await finished(second, turnId)

@@ -85,7 +85,7 @@ test('a reasoning item and a function call: the next request sends the encrypted
   assert.equal(joined(events, 'text.delta'), 'x is done, all good.')
   assert.ok(events.filter((e) => e.event.kind === 'text.delta').length >= 2, 'output text streams live, in pieces')
   const usage = {
-    prompt_tokens: 200, completion_tokens: 50, total_tokens: 250, reported_calls: 2, unreported_calls: 0,
+    prompt_tokens: 200, completion_tokens: 50, total_tokens: 250, reported_calls: 2, unreported_calls: 0, cost_usd: null,
     cache_read_tokens: 64, reasoning_tokens: 29
   }
   assert.deepEqual(events.at(-1)?.event, { kind: 'turn.completed', final_text: 'x is done, all good.', usage })

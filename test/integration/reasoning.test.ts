@@ -53,7 +53,7 @@ test('reasoning and cached tokens a chat-completions server reports are counted 
   })
   const { turn } = await runTurn(g, { message: 'q' })
   assert.deepEqual(turn.usage, {
-    prompt_tokens: 50, completion_tokens: 20, total_tokens: 70, reported_calls: 1, unreported_calls: 0,
+    prompt_tokens: 50, completion_tokens: 20, total_tokens: 70, reported_calls: 1, unreported_calls: 0, cost_usd: null,
     cache_read_tokens: 32, reasoning_tokens: 12
   })
 })

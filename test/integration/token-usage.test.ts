@@ -50,7 +50,7 @@ test('a streamed turn sums the usage of its two provider calls on turn.completed
   twoCalls(g, { prompt_tokens: 120, completion_tokens: 17 }, { prompt_tokens: 180, completion_tokens: 9 })
   const { events, turn } = await runTurn(g, 'read missing.txt')
 
-  const usage = { prompt_tokens: 300, completion_tokens: 26, total_tokens: 326, reported_calls: 2, unreported_calls: 0 }
+  const usage = { prompt_tokens: 300, completion_tokens: 26, total_tokens: 326, reported_calls: 2, unreported_calls: 0, cost_usd: null }
   assert.deepEqual(terminal(events), { kind: 'turn.completed', final_text: 'It is not there.', usage })
   assert.equal(turn.status, 'completed')
   assert.deepEqual(turn.usage, usage)
@@ -69,7 +69,7 @@ test('a non-streaming provider\'s usage is read from its JSON answers and summed
   twoCalls(g, { prompt_tokens: 40, completion_tokens: 4 }, { prompt_tokens: 60, completion_tokens: 6 })
   const { events, turn } = await runTurn(g, 'read missing.txt')
 
-  const usage = { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110, reported_calls: 2, unreported_calls: 0 }
+  const usage = { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110, reported_calls: 2, unreported_calls: 0, cost_usd: null }
   assert.deepEqual(terminal(events), { kind: 'turn.completed', final_text: 'It is not there.', usage })
   assert.deepEqual(turn.usage, usage)
   assert.equal(provider.requests[0]?.body.stream, false)
@@ -91,7 +91,7 @@ test('when only some calls report usage the sums say how many did not', async (t
   twoCalls(g, { prompt_tokens: 50, completion_tokens: 7 }, null)
   const { events, turn } = await runTurn(g, 'read missing.txt')
 
-  const usage = { prompt_tokens: 50, completion_tokens: 7, total_tokens: 57, reported_calls: 1, unreported_calls: 1 }
+  const usage = { prompt_tokens: 50, completion_tokens: 7, total_tokens: 57, reported_calls: 1, unreported_calls: 1, cost_usd: null }
   assert.deepEqual(terminal(events), { kind: 'turn.completed', final_text: 'It is not there.', usage })
   assert.deepEqual(turn.usage, usage)
 })
@@ -107,7 +107,7 @@ test('a usage without both counts, or with a count that is not a non-negative in
   )
   const { events, turn } = await runTurn(g, 'read three files')
 
-  const usage = { prompt_tokens: 30, completion_tokens: 4, total_tokens: 34, reported_calls: 1, unreported_calls: 3 }
+  const usage = { prompt_tokens: 30, completion_tokens: 4, total_tokens: 34, reported_calls: 1, unreported_calls: 3, cost_usd: null }
   assert.deepEqual(terminal(events), { kind: 'turn.completed', final_text: 'None of them.', usage })
   assert.deepEqual(turn.usage, usage)
 })
@@ -136,7 +136,7 @@ test('a turn that fails after an answered call carries that call\'s usage on tur
   const last = terminal(events)
   assert.equal(last.kind, 'turn.failed')
   assert.equal(last.kind === 'turn.failed' ? last.code : '', 'PROVIDER_ERROR')
-  const usage = { prompt_tokens: 33, completion_tokens: 3, total_tokens: 36, reported_calls: 1, unreported_calls: 0 }
+  const usage = { prompt_tokens: 33, completion_tokens: 3, total_tokens: 36, reported_calls: 1, unreported_calls: 0, cost_usd: null }
   assert.deepEqual(last.kind === 'turn.failed' ? last.usage : null, usage)
   assert.equal(turn.status, 'failed')
   assert.deepEqual(turn.usage, usage)
@@ -156,7 +156,7 @@ test('a cancelled turn carries the usage of the calls answered before the cancel
   assert.equal(del.status, 200)
   const events = await ws.waitForTerminal(turnId, 10_000)
 
-  const usage = { prompt_tokens: 21, completion_tokens: 2, total_tokens: 23, reported_calls: 1, unreported_calls: 0 }
+  const usage = { prompt_tokens: 21, completion_tokens: 2, total_tokens: 23, reported_calls: 1, unreported_calls: 0, cost_usd: null }
   const last = terminal(events)
   assert.equal(last.kind, 'turn.cancelled')
   assert.deepEqual(last.kind === 'turn.cancelled' ? last.usage : null, usage)
@@ -185,7 +185,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     defer(async () => { await second.close() })
     const res = await second.http('GET', `/v1/turns/${turn.turn_id as string}`)
     assert.equal(res.status, 200)
-    const usage = { prompt_tokens: 160, completion_tokens: 20, total_tokens: 180, reported_calls: 2, unreported_calls: 0 }
+    const usage = { prompt_tokens: 160, completion_tokens: 20, total_tokens: 180, reported_calls: 2, unreported_calls: 0, cost_usd: null }
     assert.deepEqual(res.body.usage, usage)
     const events = await second.http('GET', `/v1/turns/${turn.turn_id as string}/events`)
     assert.deepEqual(events.body.events.at(-1).event.usage, res.body.usage)
@@ -204,7 +204,7 @@ test('a delegated sub-turn\'s model calls count in the parent turn\'s usage', as
   )
   const { events, turn } = await runTurn(g, 'delegate a greeting')
 
-  const usage = { prompt_tokens: 250, completion_tokens: 18, total_tokens: 268, reported_calls: 3, unreported_calls: 0 }
+  const usage = { prompt_tokens: 250, completion_tokens: 18, total_tokens: 268, reported_calls: 3, unreported_calls: 0, cost_usd: null }
   assert.deepEqual(terminal(events), { kind: 'turn.completed', final_text: 'The sub-agent said hi.', usage })
   assert.deepEqual(turn.usage, usage)
 })

@@ -100,6 +100,8 @@ export type ApprovalRequestedEvent = {
   expires_at: string
   /** The call of a client tool: run it with `arguments`, send the result (POST /v1/turns/{id}/tool-results, WS tool.result) */
   client_tool?: true
+  /** budget: a model call would pass a budget (yes raises it for this turn by its own size, no fails the turn); absent: a tool call */
+  approval_kind?: 'budget'
 }
 
 export type ApprovalResolvedEvent = {
@@ -149,6 +151,8 @@ export type TurnCompletedEvent = {
     cache_write_tokens?: number
     /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
     reasoning_tokens?: number
+    /** USD at the configured prices (providers.<p>.pricing); null when a call's price or usage is unknown, never 0 */
+    cost_usd?: number | null
   }
 }
 
@@ -170,6 +174,8 @@ export type TurnCancelledEvent = {
     cache_write_tokens?: number
     /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
     reasoning_tokens?: number
+    /** USD at the configured prices (providers.<p>.pricing); null when a call's price or usage is unknown, never 0 */
+    cost_usd?: number | null
   }
 }
 
@@ -192,6 +198,8 @@ export type TurnFailedEvent = {
     cache_write_tokens?: number
     /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
     reasoning_tokens?: number
+    /** USD at the configured prices (providers.<p>.pricing); null when a call's price or usage is unknown, never 0 */
+    cost_usd?: number | null
   }
 }
 
@@ -258,6 +266,8 @@ export type TurnRequest = {
   /** WebSocket connection_id that owns the turn and answers its approvals */
   owner_connection?: string
   idempotency_key?: string
+  /** USD this turn may spend on model calls; at most budgets.turn_usd when that is set */
+  budget_usd?: number
 }
 
 export type TurnAccepted = {
@@ -330,6 +340,8 @@ export type PendingApproval = {
   expires_at: string
   /** Not a question: the call of a client tool waiting for the client's result (POST /v1/turns/{id}/tool-results) */
   client_tool?: true
+  /** budget: a model call would pass a budget (yes raises it for this turn by its own size, no fails the turn); absent: a tool call */
+  approval_kind?: 'budget'
 }
 
 export type TurnError = {
@@ -364,6 +376,8 @@ export type Turn = {
     cache_write_tokens?: number
     /** Completion tokens spent on reasoning (part of completion_tokens); present when a call reported them */
     reasoning_tokens?: number
+    /** USD at the configured prices (providers.<p>.pricing); null when a call's price or usage is unknown, never 0 */
+    cost_usd?: number | null
   }
   /** The provider (a name under [providers]) that answered the turn's last model call: a fallback after a switch */
   provider?: string
@@ -503,6 +517,8 @@ export type TurnStartFrame = {
   /** WebSocket connection_id that owns the turn and answers its approvals */
   owner_connection?: string
   idempotency_key?: string
+  /** USD this turn may spend on model calls; at most budgets.turn_usd when that is set */
+  budget_usd?: number
 }
 
 export type ApprovalRespondFrame = {
