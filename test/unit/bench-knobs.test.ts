@@ -19,7 +19,10 @@ test('bench settings default to the documented run when no BENCH_ variable is se
     fanoutProcesses: 4,
     fanoutTurns: 5,
     firstEventSamples: 200,
-    sections: ['throughput', 'tool-calls', 'cancel', 'first-event', 'idle', 'fanout'],
+    streamLoads: [50, 100, 200],
+    streamTokens: 200,
+    streamIntervalMs: 20,
+    sections: ['throughput', 'tool-calls', 'cancel', 'first-event', 'idle', 'fanout', 'streaming'],
     resultsPath: 'bench/results.md',
     verbose: false
   })
