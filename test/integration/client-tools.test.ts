@@ -9,7 +9,7 @@ import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { finishedTurn, startTurn } from '../helpers/turns.js'
 import { eventually } from '../helpers/eventually.js'
 import { deferrer } from '../helpers/services.js'
-import { events, finished, kinds, setup } from '../helpers/durable-sqlite.js'
+import { events, finished, firstPendingApproval, kinds, setup } from '../helpers/durable-sqlite.js'
 
 const PICK_COLOR = {
   name: 'pick_color',
@@ -143,6 +143,8 @@ test('a client tool call waiting for its result survives a restart of the gatewa
   assert.equal(started.status, 202, JSON.stringify(started.body))
   const turnId = started.body.turn_id as string
   const pending = await waitingCall(first, turnId)
+  // Killed only once the wait is stored (listed by GET /v1/approvals from the store), not while it is only in memory.
+  await firstPendingApproval(first, turnId, 'the client tool wait to be stored')
   await first.kill()
 
   const second = await s.start()
