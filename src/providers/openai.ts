@@ -4,11 +4,12 @@
  * bounded: undici's 300 s defaults do not fit a gateway.
  */
 import type { Readable } from 'node:stream'
-import { Agent, request, errors as undiciErrors } from 'undici'
+import type { Dispatcher } from 'undici'
 import type { ProviderConfig } from '../../schemas/config.js'
 import { scrubText } from '../core/security/redact.js'
 import type { ToolSpec } from '../tools/contract.js'
-import { callDeadline, parseRetryAfter, retryDelay, type CallDeadline, type RetryPolicy } from './retry.js'
+import { ProviderHttp, tokenCount } from './http-call.js'
+import { parseRetryAfter } from './retry.js'
 import { SseParser } from './sse.js'
 import {
   ProviderError, type ChatCallOptions, type ChatMessage, type ChatRequest, type ChatResponse,
@@ -57,10 +58,6 @@ function reasoningOf (part: { reasoning_content?: unknown, reasoning?: unknown }
   return typeof part.reasoning === 'string' ? part.reasoning : ''
 }
 
-function tokenCount (value: unknown): number | null {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null
-}
-
 /** Usage only when both counts are real: a half-reported or malformed usage is no usage, never a zero. */
 function readUsage (usage: WireChunk['usage']): ChatUsage | undefined {
   if (usage == null || typeof usage !== 'object') return undefined
@@ -88,22 +85,19 @@ function toWireMessage (m: ChatMessage): Record<string, unknown> {
   return { role: m.role, content: m.content ?? '' }
 }
 
-/** A URL the config validated still may not parse (no base_url): then no endpoint is reported. */
-function endpointOf (url: string): ProviderEndpoint | undefined {
-  try {
-    const parsed = new URL(url)
-    const port = parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port)
-    // URL keeps IPv6 hosts in brackets; server.address is the bare address.
-    return { address: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port }
-  } catch {
-    return undefined
-  }
-}
-
 /** The completion's id and answering model, from the body or the first chunk that names them. */
 function identify (response: ChatResponse, chunk: WireChunk): void {
   if (response.id === undefined && typeof chunk.id === 'string' && chunk.id !== '') response.id = chunk.id
   if (response.model === undefined && typeof chunk.model === 'string' && chunk.model !== '') response.model = chunk.model
+}
+
+/** A refused request: 429 and 5xx may be tried again, after the server's retry-after when it gives one. */
+function refusal (status: number, headers: Dispatcher.ResponseData['headers'], text: string): ProviderError {
+  return new ProviderError('PROVIDER_ERROR', `provider answered HTTP ${status}: ${scrubText(text).slice(0, 500)}`, {
+    status,
+    retryable: status === 429 || status >= 500,
+    retryAfterMs: parseRetryAfter(headers['retry-after'])
+  })
 }
 
 export interface OpenAIProviderOptions {
@@ -119,10 +113,7 @@ export class OpenAIProvider implements ModelProvider {
   readonly endpoint: ProviderEndpoint | undefined
   private readonly config: ProviderConfig
   private readonly apiKey: string | undefined
-  private readonly dispatcher: Agent
-  private readonly url: string
-  private readonly connectTimeoutMs: number
-  private readonly retry: RetryPolicy
+  private readonly http: ProviderHttp
   /** Wire form (JSON text) of each shared spec, made once per spec object rather than once per request. */
   private readonly wireTools = new WeakMap<ToolSpec, string>()
 
@@ -131,19 +122,8 @@ export class OpenAIProvider implements ModelProvider {
     this.config = options.config
     this.apiKey = options.apiKey
     this.nativeTools = options.config.native_tools
-    this.url = `${(options.config.base_url ?? '').replace(/\/+$/, '')}/chat/completions`
-    this.endpoint = endpointOf(this.url)
-    this.connectTimeoutMs = Math.min(options.config.timeout_ms, 10_000)
-    this.retry = {
-      maxRetries: options.config.max_retries,
-      initialDelayMs: options.config.retry_initial_delay_ms,
-      maxDelayMs: options.config.retry_max_delay_ms
-    }
-    this.dispatcher = new Agent({
-      headersTimeout: options.config.timeout_ms,
-      bodyTimeout: options.config.timeout_ms,
-      connect: { timeout: this.connectTimeoutMs }
-    })
+    this.http = new ProviderHttp(options.config, `${(options.config.base_url ?? '').replace(/\/+$/, '')}/chat/completions`)
+    this.endpoint = this.http.endpoint
   }
 
   /** A tool's wire form as JSON text, made once per spec (specs are frozen, their schemas compiled once). */
@@ -184,91 +164,16 @@ export class OpenAIProvider implements ModelProvider {
     return headers
   }
 
-  /**
-   * One model call: attempts until one succeeds, a failure is not retryable, the retries are used
-   * up or `total_timeout_ms` has passed. Once any text has been handed to `onTextDelta` no retry
-   * happens: clients already saw it, and a second attempt would stream it again.
-   */
+  /** One model call, with the attempts, retries and deadline every HTTP provider kind shares (http-call.ts). */
   async chat (req: ChatRequest, options: ChatCallOptions): Promise<ChatResponse> {
-    const body = this.payload(req)
-    const headers = this.headers()
-    const deadline = callDeadline(this.config.total_timeout_ms, options.signal)
-    try {
-      for (let retry = 0; ; retry++) {
-        let streamed = false
-        const forward = options.onTextDelta
-        const forwardReasoning = options.onReasoningDelta
-        const attempt: ChatCallOptions = {
-          signal: deadline.signal,
-          ...(forward === undefined ? {} : { onTextDelta: (text: string) => { streamed = true; forward(text) } }),
-          ...(forwardReasoning === undefined ? {} : { onReasoningDelta: (text: string) => { streamed = true; forwardReasoning(text) } })
-        }
-        try {
-          return await this.attempt(body, headers, attempt)
-        } catch (raw) {
-          const err = this.classify(raw, options.signal, deadline)
-          if (!(err instanceof ProviderError) || !err.retryable || streamed) throw err
-          const delay = retryDelay(this.retry, retry, err.retryAfterMs)
-          if (delay === null || delay >= deadline.remainingMs()) throw err
-          const status = err.status === undefined ? {} : { status: err.status }
-          options.onRetry?.({ retry: retry + 1, delay_ms: delay, code: err.code, reason: err.message, ...status })
-          await deadline.pause(delay)
-        }
-      }
-    } finally {
-      deadline.dispose()
-    }
+    return await this.http.call(this.payload(req), this.headers(), options, this.readAnswer, refusal)
   }
 
-  private async attempt (body: string, headers: Record<string, string>, options: ChatCallOptions): Promise<ChatResponse> {
-    const res = await request(this.url, { method: 'POST', headers, body, dispatcher: this.dispatcher, signal: options.signal })
-    try {
-      if (res.statusCode >= 400) {
-        const text = await this.readText(res.body, 4096, options.signal).catch(() => '')
-        throw new ProviderError('PROVIDER_ERROR', `provider answered HTTP ${res.statusCode}: ${scrubText(text).slice(0, 500)}`, {
-          status: res.statusCode,
-          retryable: res.statusCode === 429 || res.statusCode >= 500,
-          retryAfterMs: parseRetryAfter(res.headers['retry-after'])
-        })
-      }
-      const contentType = String(res.headers['content-type'] ?? '')
-      if (this.config.stream && contentType.includes('text/event-stream')) return await this.readStream(res.body, options)
-      const text = await this.readText(res.body, this.config.max_response_bytes, options.signal)
-      return this.parseCompletion(text)
-    } catch (err) {
-      res.body.destroy()
-      throw err
-    }
-  }
-
-  /** The caller's cancellation wins; then the total deadline; then what the failure itself says. */
-  private classify (err: unknown, caller: AbortSignal, deadline: CallDeadline): Error {
-    if (caller.aborted) return caller.reason instanceof Error ? caller.reason : new Error('aborted')
-    if (deadline.expired()) {
-      const limit = this.config.total_timeout_ms
-      return new ProviderError('PROVIDER_TIMEOUT', `provider call did not finish within total_timeout_ms (${limit} ms)`, { cause: err })
-    }
-    if (err instanceof ProviderError) return err
-    if (err instanceof undiciErrors.ConnectTimeoutError) {
-      const message = `provider did not accept a connection within ${this.connectTimeoutMs} ms`
-      return new ProviderError('PROVIDER_TIMEOUT', message, { cause: err, retryable: true })
-    }
-    if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
-      return new ProviderError('PROVIDER_TIMEOUT', `provider did not answer within ${this.config.timeout_ms} ms`, { cause: err })
-    }
-    return new ProviderError('PROVIDER_UNAVAILABLE', `provider request failed: ${(err as Error).message}`, { cause: err, retryable: true })
-  }
-
-  private async readText (body: AsyncIterable<Buffer>, limit: number, signal: AbortSignal): Promise<string> {
-    const parts: Buffer[] = []
-    let size = 0
-    for await (const chunk of body) {
-      if (signal.aborted) break
-      size += chunk.length
-      if (size > limit) throw new ProviderError('PROVIDER_BAD_RESPONSE', `provider response exceeds ${limit} bytes`)
-      parts.push(chunk)
-    }
-    return Buffer.concat(parts).toString('utf8')
+  private readonly readAnswer = async (res: Dispatcher.ResponseData, options: ChatCallOptions): Promise<ChatResponse> => {
+    const contentType = String(res.headers['content-type'] ?? '')
+    if (this.config.stream && contentType.includes('text/event-stream')) return await this.readStream(res.body, options)
+    const text = await this.http.readText(res.body, this.config.max_response_bytes, options.signal)
+    return this.parseCompletion(text)
   }
 
   private parseCompletion (text: string): ChatResponse {
@@ -384,6 +289,6 @@ export class OpenAIProvider implements ModelProvider {
   }
 
   async close (): Promise<void> {
-    await this.dispatcher.close()
+    await this.http.close()
   }
 }
