@@ -3,8 +3,8 @@
  * run with a message naming the variable instead of producing a meaningless table.
  */
 
-export type Section = 'throughput' | 'tool-calls' | 'cancel' | 'first-event' | 'idle' | 'fanout' | 'streaming'
-export const SECTIONS: readonly Section[] = ['throughput', 'tool-calls', 'cancel', 'first-event', 'idle', 'fanout', 'streaming']
+export type Section = 'throughput' | 'tool-calls' | 'cancel' | 'first-event' | 'idle' | 'fanout' | 'streaming' | 'parsers'
+export const SECTIONS: readonly Section[] = ['throughput', 'tool-calls', 'cancel', 'first-event', 'idle', 'fanout', 'streaming', 'parsers']
 
 export interface Knobs {
   concurrency: number
@@ -28,6 +28,11 @@ export interface Knobs {
   /** Tokens per streamed answer and the provider's interval between them. */
   streamTokens: number
   streamIntervalMs: number
+  /** Parser section: answers read per implementation and round, how many at a time, the rounds, and text deltas per answer. */
+  parserStreams: number
+  parserConcurrency: number
+  parserRounds: number
+  parserTextDeltas: number
   sections: ReadonlySet<Section>
   /** Where to write the Markdown report; empty: do not write one. */
   resultsPath: string
@@ -96,6 +101,10 @@ export function readKnobs (env: NodeJS.ProcessEnv, openFiles: number, defaultRes
     streamLoads: ints(env, 'BENCH_STREAMS', [50, 100, 200], 1, 2000),
     streamTokens: int(env, 'BENCH_STREAM_TOKENS', 200, 1, 10_000),
     streamIntervalMs: int(env, 'BENCH_STREAM_INTERVAL_MS', 20, 1, 10_000),
+    parserStreams: int(env, 'BENCH_PARSER_STREAMS', 400, 1, 100_000),
+    parserConcurrency: int(env, 'BENCH_PARSER_CONCURRENCY', 8, 1, 256),
+    parserRounds: int(env, 'BENCH_PARSER_ROUNDS', 3, 1, 20),
+    parserTextDeltas: int(env, 'BENCH_PARSER_TEXT_DELTAS', 200, 1, 10_000),
     sections: sections(env),
     resultsPath: env.BENCH_RESULTS ?? defaultResults,
     verbose: flag(env, 'BENCH_VERBOSE')

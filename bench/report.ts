@@ -118,6 +118,32 @@ export interface StreamingFigures {
   answersStored: number
 }
 
+/** Parser section: one provider API read by one implementation, over every round. */
+export type ParserApi = 'anthropic' | 'responses' | 'chat'
+export type ParserImplKey = 'tollgate' | 'ai-sdk' | 'official'
+
+export interface ParserPoint {
+  api: ParserApi
+  impl: ParserImplKey
+  /** CPU ms per 1,000 deltas of each round, in round order. */
+  cpuPerKiloDeltas: number[]
+  deltas: number
+  expectedDeltas: number
+  errors: number
+  firstError: string | null
+}
+
+export interface ParserFigures {
+  textDeltas: number
+  reasoningDeltas: number
+  streams: number
+  concurrency: number
+  rounds: number
+  points: ParserPoint[]
+  /** Library versions read from their package.json, for the report. */
+  versions: string
+}
+
 export interface Report {
   date: string
   machine: Machine
@@ -132,6 +158,7 @@ export interface Report {
   idle?: IdleFigures
   fanout?: FanoutFigures
   streaming?: StreamingFigures
+  parsers?: ParserFigures
   warnings: string[]
 }
 
@@ -343,6 +370,7 @@ export function renderReport (report: Report): string {
 
   const st = report.streaming
   if (st !== undefined) renderStreaming(out, st)
+  if (report.parsers !== undefined) renderParsers(out, report.parsers)
 
   if (report.warnings.length > 0) {
     out.push('## Warnings', '')
@@ -408,5 +436,44 @@ function renderStreaming (out: string[], st: StreamingFigures): void {
     `Each stream is one answer of ${st.tokens} tokens, one every ${st.intervalMs} ms from the fake provider; all streams of a load start at once. ` +
     'Latency: receipt in the client process minus the provider\'s send time carried in the token, both CLOCK_MONOTONIC. ' +
     'CPU is the runner\'s process (all threads) from /proc; RSS per stream is its resident memory mid-run minus before the run, over the streams in flight.', ''
+  )
+}
+
+const PARSER_API_LABELS: Record<ParserApi, string> = {
+  anthropic: 'Anthropic Messages',
+  responses: 'OpenAI Responses',
+  chat: 'chat completions'
+}
+
+const PARSER_IMPL_LABELS: Record<ParserImplKey, string> = {
+  tollgate: 'Tollgate provider (undici, hand-written)',
+  'ai-sdk': 'AI SDK provider `doStream`',
+  official: 'official client, streaming helper'
+}
+
+function lowest (values: readonly number[]): number {
+  return values.length === 0 ? Number.NaN : Math.min(...values)
+}
+
+function renderParsers (out: string[], pf: ParserFigures): void {
+  out.push('## Reading a streamed answer, per provider API', '')
+  out.push(table(
+    ['API', 'implementation', 'CPU ms / 1,000 deltas (best round)', 'every round', 'deltas (expected)', 'errors', 'vs Tollgate'],
+    pf.points.map((p) => {
+      const own = pf.points.find((q) => q.api === p.api && q.impl === 'tollgate')
+      return [
+        PARSER_API_LABELS[p.api], PARSER_IMPL_LABELS[p.impl], fmt(lowest(p.cpuPerKiloDeltas), 1),
+        p.cpuPerKiloDeltas.map((v) => fmt(v, 1)).join(' / '), `${p.deltas} (${p.expectedDeltas})`,
+        p.errors === 0 ? '0' : `${p.errors}: ${p.firstError ?? ''}`,
+        own === undefined ? 'n/a' : ratio(lowest(p.cpuPerKiloDeltas), lowest(own.cpuPerKiloDeltas))
+      ]
+    })
+  ), '')
+  out.push(
+    `Each answer: ${pf.reasoningDeltas} reasoning deltas, ${pf.textDeltas} text deltas and one tool call whose arguments arrive in 5-character pieces, ` +
+    `in each API's own event sequence; ${pf.streams} answers per implementation and round, ${pf.concurrency} at a time, ${pf.rounds} round(s), implementations rotated every round, ` +
+    'each in its own process reading from one zero-latency server that writes one SSE frame per write. CPU is the reader process\'s own (process.cpuUsage, all threads) ' +
+    'over the answers read, HTTP client included; a delta is a text or reasoning piece handed to the caller. Every answer is checked (text, reasoning, tool name and arguments); ' +
+    `a wrong one counts as an error. ${pf.versions}.`, ''
   )
 }

@@ -15,7 +15,7 @@ import {
   renderReport, type CancelFigures, type FanoutFigures, type FirstEventFigures, type IdleFigures, type Report, type RunnerFigures,
   type CpuPerTurn, type RunnerKey,
   type SqlPerTurn, type ThroughputFigures, type ToolCallFigures, type ToolCallPoint,
-  type StreamingFigures, type StreamPoint, type StreamRunnerKey
+  type StreamingFigures, type ParserApi, type ParserFigures, type ParserImplKey, type ParserPoint, type StreamPoint, type StreamRunnerKey
 } from './report.js'
 import { readFileSync } from 'node:fs'
 import type { SqlCounts } from '../src/store/sql-probe.js'
@@ -586,6 +586,76 @@ async function streaming (ctx: Ctx): Promise<StreamingFigures> {
   }
 }
 
+const PARSER_APIS: readonly ParserApi[] = ['anthropic', 'responses', 'chat']
+const PARSER_IMPLS: readonly ParserImplKey[] = ['tollgate', 'ai-sdk', 'official']
+/** Answers each reader reads before it is measured (JIT, connection pools). */
+const PARSER_WARMUP = 50
+
+function packageVersion (name: string): string {
+  try {
+    return (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version
+  } catch {
+    return '?'
+  }
+}
+
+/**
+ * Parsers: the per-delta CPU of reading each provider API's stream, Tollgate's own providers
+ * against the AI SDK provider packages and the official clients (docs/decisions/0220); see
+ * bench/README.md.
+ */
+async function parsers (ctx: Ctx): Promise<ParserFigures> {
+  const { knobs } = ctx
+  const shape = { textDeltas: knobs.parserTextDeltas, reasoningDeltas: Math.max(1, Math.round(knobs.parserTextDeltas / 4)) }
+  const wire = await ctx.group.spawn('wire-server', 'wire-server.ts', { options: shape })
+  const baseUrl = String(wire.ready.baseUrl)
+  const points: ParserPoint[] = []
+  for (const api of PARSER_APIS) {
+    const readers = await Promise.all(PARSER_IMPLS.map(async (impl) => ({
+      impl,
+      child: (await ctx.group.spawn(`parser-${api}-${impl}`, 'parser-runner.ts', { options: { api, impl, baseUrl, shape } })).child
+    })))
+    const byImpl = new Map<ParserImplKey, ParserPoint>(PARSER_IMPLS.map((impl) => [impl, {
+      api, impl, cpuPerKiloDeltas: [], deltas: 0, expectedDeltas: 0, errors: 0, firstError: null
+    }]))
+    type RunOut = { deltas: number, errors: number, firstError: string | null, cpuMs: number }
+    for (const r of readers) {
+      const warm = await r.child.request<RunOut>({ type: 'run', streams: Math.min(PARSER_WARMUP, knobs.parserStreams), concurrency: knobs.parserConcurrency }, 120_000)
+      if (warm.errors > 0) ctx.warnings.push(`parsers warm-up ${api} ${r.impl}: ${warm.errors} failed; first: ${warm.firstError ?? ''}`)
+    }
+    for (let round = 0; round < knobs.parserRounds; round++) {
+      const order = readers.map((_, j) => readers[(j + round) % readers.length] as typeof readers[number])
+      for (const r of order) {
+        const out = await r.child.request<RunOut>({ type: 'run', streams: knobs.parserStreams, concurrency: knobs.parserConcurrency }, 600_000)
+        const point = byImpl.get(r.impl) as ParserPoint
+        point.cpuPerKiloDeltas.push(out.deltas === 0 ? Number.NaN : out.cpuMs / (out.deltas / 1000))
+        point.deltas += out.deltas
+        point.expectedDeltas += knobs.parserStreams * (shape.textDeltas + shape.reasoningDeltas)
+        point.errors += out.errors
+        point.firstError ??= out.firstError
+      }
+    }
+    for (const impl of PARSER_IMPLS) {
+      const point = byImpl.get(impl) as ParserPoint
+      points.push(point)
+      ctx.log(`  ${api} ${impl}: ${point.cpuPerKiloDeltas.map((v) => v.toFixed(1)).join(' / ')} CPU ms per 1,000 deltas, ${point.errors} errors`)
+    }
+    await Promise.all(readers.map(async (r) => { await r.child.stop() }))
+  }
+  await wire.child.stop()
+  const versions = ['@ai-sdk/anthropic', '@ai-sdk/openai', '@ai-sdk/openai-compatible', '@anthropic-ai/sdk', 'openai', 'undici']
+    .map((name) => `${name} ${packageVersion(name)}`).join(', ')
+  return {
+    textDeltas: shape.textDeltas,
+    reasoningDeltas: shape.reasoningDeltas,
+    streams: knobs.parserStreams,
+    concurrency: knobs.parserConcurrency,
+    rounds: knobs.parserRounds,
+    points,
+    versions
+  }
+}
+
 async function main (): Promise<void> {
   const machine = describeMachine()
   let knobs: Knobs
@@ -638,6 +708,10 @@ async function main (): Promise<void> {
     if (knobs.sections.has('streaming')) {
       log(`bench: streaming (${knobs.streamLoads.join('/')} concurrent streams of ${knobs.streamTokens} tokens, one every ${knobs.streamIntervalMs} ms)`)
       report.streaming = await streaming(ctx)
+    }
+    if (knobs.sections.has('parsers')) {
+      log(`bench: parsers (${knobs.parserStreams} answers × ${knobs.parserRounds} rounds per implementation, ${knobs.parserConcurrency} at a time)`)
+      report.parsers = await parsers(ctx)
     }
     await stopChild(provider.child)
   } finally {

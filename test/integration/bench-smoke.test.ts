@@ -151,3 +151,28 @@ test('a tiny streaming bench run prints its table, every runner delivers every t
   assert.ok(Number(stored[2]) > 0, stored[0])
   assert.deepEqual(processesWith(marker), [])
 })
+
+test('a tiny parsers bench run reads every answer of every provider API correctly with every implementation, and no bench process is left', { timeout: 150_000 }, async () => {
+  const marker = `tollgate-bench-smoke-${randomUUID()}`
+  const { code, stdout, stderr } = await run({
+    ...process.env,
+    BENCH_SMOKE_MARKER: marker,
+    BENCH_ONLY: 'parsers',
+    BENCH_PARSER_STREAMS: '4',
+    BENCH_PARSER_ROUNDS: '1',
+    BENCH_PARSER_TEXT_DELTAS: '12',
+    BENCH_RESULTS: ''
+  })
+  assert.equal(code, 0, stderr)
+  assert.doesNotMatch(stdout, /## Warnings/)
+  for (const api of ['Anthropic Messages', 'OpenAI Responses', 'chat completions']) {
+    const points = rows(stdout, `${api} | `)
+    assert.equal(points.length, 3, stdout)
+    // 4 answers of 12 text and 3 reasoning deltas, each checked whole: the errors column is 0.
+    for (const r of points) {
+      assert.match(r[4] ?? '', / \(60\)$/, r.join(' | '))
+      assert.equal(r[5], '0', r.join(' | '))
+    }
+  }
+  assert.deepEqual(processesWith(marker), [])
+})
