@@ -17,6 +17,7 @@ import { enforceAuthentication, WS_PROTOCOL } from '../auth/http.js'
 import { createBus } from '../bus/create.js'
 import type { BusEnvelope, EventBus } from '../bus/bus.js'
 import { InstanceLease } from '../cluster/instance.js'
+import { agentDirectory } from '../service/agent-resolution.js'
 import { warnOpenAutoApprovingAgents } from '../service/agent-access.js'
 import { ConnectionRegistry } from '../service/connections.js'
 import { TurnService } from '../service/turn-service.js'
@@ -297,7 +298,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     lifecycle.opened('mcp', async () => { await mcp.close() })
     // Before any new tool process: end the ones a crashed gateway left behind.
     sweepProcessLedger(processLedgerDir(config), log)
-    const extraTools = [createDelegateTool({ config, providers }), ...(options.tools ?? []), ...httpTools]
+    const extraTools = [createDelegateTool({ agents: agentDirectory(config, providers) }), ...(options.tools ?? []), ...httpTools]
     const { catalog, workspaces, files, closeSandbox } = await buildCatalog(config, extraTools, log)
     lifecycle.opened('files', async () => { await files.close() })
     lifecycle.opened('sandbox', closeSandbox)

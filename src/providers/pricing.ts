@@ -4,6 +4,8 @@
  * an unknown cost is `null`, never 0, so a sum over calls is never silently low.
  */
 import type { ModelPrice, ProviderPricing } from '../../schemas/config.js'
+
+export type { ModelPrice }
 import type { ChatUsage } from './types.js'
 
 const PER_TOKEN = 1 / 1_000_000

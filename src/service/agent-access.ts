@@ -12,7 +12,7 @@ import type { Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
 import type { ToolCatalog } from '../tools/catalog.js'
 import type { McpToolSource } from '../tools/contract.js'
-import { resolveAgent } from '../turn/context.js'
+import { resolveAgent } from './agent-resolution.js'
 import { effectiveTools } from './tool-list.js'
 
 /** Tools that act on a tenant's machine-side state: auto-approving them for every tenant deserves a word. */

@@ -11,7 +11,7 @@ import type { ToolCatalog } from '../tools/catalog.js'
 import type { McpToolSource } from '../tools/contract.js'
 import { mcpOffer } from '../tools/scope/offer.js'
 import { assembleScopedRegistry } from '../tools/scope/scoped.js'
-import { resolveAgent } from '../turn/context.js'
+import { resolveAgent } from './agent-resolution.js'
 
 export function effectiveTools (config: Config, catalog: ToolCatalog, mcp: McpToolSource | undefined, name: string): ToolList {
   const { agent, runtime, risk } = resolveAgent(config, name)

@@ -27,7 +27,8 @@ import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import type { ToolCatalog } from '../tools/catalog.js'
 import type { McpToolSource } from '../tools/contract.js'
 import type { ToolHooks } from '../turn/hooks.js'
-import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
+import { freshLoopBookkeeping, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
+import { resolveAgent, resolveTurnContext } from './agent-resolution.js'
 import { trimHistory } from '../turn/history.js'
 import { UsageTally } from '../turn/usage.js'
 import type { TurnCheckpointer } from './checkpoint.js'
@@ -220,7 +221,7 @@ export function assembleTurnState (
       if (current !== undefined) record.usage = current
     },
     promptShellSignatures: new Set(),
-    ...freshLoopBookkeeping(runtime)
+    ...freshLoopBookkeeping(runtime.loop_detection)
   }, { log: deps.log, record })
   return state
 }

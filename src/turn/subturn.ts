@@ -7,15 +7,12 @@
  * session grants), its excluded names and its approval backchannel.
  */
 import type { TurnEvent } from '../../schemas/events.js'
-import type { AgentConfig, Config } from '../../schemas/config.js'
 import type { ToolCallRecord } from '../../schemas/turn.js'
-import { ownEntry } from '../core/json/own.js'
 import { createDeferredTools } from '../tools/scope/deferred.js'
-import type { ModelProvider } from '../providers/types.js'
 import { ActivatedToolSet, TOOL_SEARCH } from '../tools/scope/activated.js'
 import { ScopedRegistry } from '../tools/scope/scoped.js'
 import type { Tool, ToolContext } from '../tools/contract.js'
-import { freshLoopBookkeeping, resolveAgent, resolveKnobs, resolveModelBinding, type ResolvedAgentExecution, type TurnScope, type TurnState } from './context.js'
+import { freshLoopBookkeeping, type ModelBinding, type ResolvedAgentExecution, type RuntimeKnobs, type TurnScope, type TurnState } from './context.js'
 
 export const DELEGATE = 'delegate'
 
@@ -25,9 +22,27 @@ export interface DelegateRequest {
   tools?: readonly string[]
 }
 
+/** What delegation needs to know of an agent, resolved from configuration outside the engine. */
+export interface DelegateTarget {
+  /** The agent's own tool bundle: built-in tool names and MCP bundles. */
+  tools: readonly string[]
+  mcpBundles: readonly string[]
+  /** Agents it may delegate to (besides itself). */
+  delegateAgents: readonly string[]
+  systemPrompt: string
+  /** Its runtime knobs and model binding, resolved only for a delegation to another agent. */
+  knobs: () => RuntimeKnobs
+  model: () => ModelBinding
+}
+
+/** The configured agents, as the service resolves them (src/service/agent-resolution.ts). */
+export interface AgentDirectory {
+  readonly maxDelegateDepth: number
+  agent: (name: string) => DelegateTarget | undefined
+}
+
 export interface DelegateDeps {
-  config: Config
-  providers: ReadonlyMap<string, ModelProvider>
+  agents: AgentDirectory
 }
 
 export interface SubTurn {
@@ -45,24 +60,25 @@ function effectiveTools (exec: ResolvedAgentExecution): Map<string, Tool> {
 }
 
 /** A different target agent narrows further to what its own config bundles. */
-function targetAdmits (target: AgentConfig, tool: Tool): boolean {
-  if (tool.name === TOOL_SEARCH) return target.mcp_bundles.length > 0
-  if (tool.attribution.source.startsWith('mcp:')) return target.mcp_bundles.includes(tool.attribution.source.slice('mcp:'.length))
+function targetAdmits (target: DelegateTarget, tool: Tool): boolean {
+  if (tool.name === TOOL_SEARCH) return target.mcpBundles.length > 0
+  if (tool.attribution.source.startsWith('mcp:')) return target.mcpBundles.includes(tool.attribution.source.slice('mcp:'.length))
   return target.tools.includes(tool.name)
 }
 
 export function deriveSubTurn (
   deps: DelegateDeps, scope: TurnScope, request: DelegateRequest, ctx: ToolContext
 ): SubTurn | { error: string } {
-  const { config } = deps
+  const { agents } = deps
+  const maxDepth = agents.maxDelegateDepth
   const parent = scope.exec
   const depth = parent.delegateDepth + 1
-  if (depth > config.delegate.max_depth) return { error: `delegation is limited to ${config.delegate.max_depth} level(s)` }
+  if (depth > maxDepth) return { error: `delegation is limited to ${maxDepth} level(s)` }
 
   const targetName = request.agent ?? parent.agent
-  const target = ownEntry(config.agents, targetName)
-  const parentAgent = ownEntry(config.agents, parent.agent)
-  if (target === undefined || (targetName !== parent.agent && parentAgent?.delegate_agents.includes(targetName) !== true)) {
+  const target = agents.agent(targetName)
+  const parentAgent = agents.agent(parent.agent)
+  if (target === undefined || (targetName !== parent.agent && parentAgent?.delegateAgents.includes(targetName) !== true)) {
     return { error: `agent ${JSON.stringify(targetName)} is not one this agent may delegate to` }
   }
   const effective = effectiveTools(parent)
@@ -74,7 +90,7 @@ export function deriveSubTurn (
   const keep = (t: Tool): boolean =>
     (requested === null || requested.has(t.name)) &&
     (sameAgent || targetAdmits(target, t)) &&
-    (t.name !== DELEGATE || depth < config.delegate.max_depth)
+    (t.name !== DELEGATE || depth < maxDepth)
 
   let activated: ActivatedToolSet | null = null
   if (parent.activated !== null) {
@@ -90,24 +106,24 @@ export function deriveSubTurn (
     deferred = createDeferredTools(stubs, activated)
   }
 
-  const { runtime } = resolveAgent(config, targetName)
+  const knobs: RuntimeKnobs = sameAgent
+    ? parent.knobs
+    : {
+        ...target.knobs(),
+        // Approvals of a sub-turn go to the parent turn's operators under its policy, so they wait as its own do.
+        approvalTimeoutMs: parent.knobs.approvalTimeoutMs,
+        onNoBackchannel: parent.knobs.onNoBackchannel
+      }
   const exec: ResolvedAgentExecution = {
     agent: targetName,
     channel: parent.channel,
-    model: sameAgent ? parent.model : resolveModelBinding(config, target, deps.providers),
+    model: sameAgent ? parent.model : target.model(),
     registry: new ScopedRegistry(statics, parent.registry.excluded),
     approval: parent.approval,
     observer: parent.observer,
     hooks: parent.hooks,
-    // Approvals of a sub-turn go to the parent turn's operators under its policy, so they wait as its own do.
-    knobs: sameAgent
-      ? parent.knobs
-      : {
-          ...resolveKnobs(config, runtime, target),
-          approvalTimeoutMs: parent.knobs.approvalTimeoutMs,
-          onNoBackchannel: parent.knobs.onNoBackchannel
-        },
-    systemPrompt: target.system_prompt,
+    knobs,
+    systemPrompt: target.systemPrompt,
     activated,
     deferred,
     receipts: parent.receipts,
@@ -144,7 +160,7 @@ export function deriveSubTurn (
     ...(parentState.tenant === undefined ? {} : { tenant: parentState.tenant }),
     // Shared: repeating a prompt-required shell call through a sub-turn aborts it, as in the parent.
     promptShellSignatures: parentState.promptShellSignatures,
-    ...freshLoopBookkeeping(runtime)
+    ...freshLoopBookkeeping(knobs.loopDetection)
   }
   return { exec, state, calls }
 }

@@ -21,7 +21,8 @@ import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from '../../src
 import { loadConfig } from '../../src/core/config.js'
 import type { Observer, ObserverEvent } from '../../src/observe/observer.js'
 import type { ChatCallOptions, ChatMessage, ChatRequest, ChatResponse, ModelProvider } from '../../src/providers/types.js'
-import { freshLoopBookkeeping, resolveAgent, resolveTurnContext, type ResolvedAgentExecution, type TurnState } from '../../src/turn/context.js'
+import { freshLoopBookkeeping, type ResolvedAgentExecution, type TurnState } from '../../src/turn/context.js'
+import { resolveTurnContext } from '../../src/service/agent-resolution.js'
 import { NO_HOOKS, type ToolHooks } from '../../src/turn/hooks.js'
 import type { Tool } from '../../src/tools/contract.js'
 import { CancelReason, runToolLoop, type TurnOutcome } from '../../src/turn/loop.js'
@@ -155,7 +156,6 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
     workspaceDir: () => workspaceDir,
     workspaceOwner: workspaces.ownerFor(LOCAL_PRINCIPAL.tenant)
   })
-  const { runtime } = resolveAgent(config, 'default')
   const controller = new AbortController()
   const events: TurnEvent[] = []
   const toolCalls: ToolCallRecord[] = []
@@ -178,7 +178,7 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
       recordApproval: (e) => { approvalsAudit.push(e) },
       promptShellSignatures: new Set(),
       recordCallUsage: () => {},
-      ...freshLoopBookkeeping(runtime)
+      ...freshLoopBookkeeping(exec.knobs.loopDetection)
     },
     cancel: (reason = 'cancelled by test') => { controller.abort(new CancelReason(reason)) },
     run: async (message = 'go') => {

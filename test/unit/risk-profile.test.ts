@@ -16,6 +16,7 @@ import { createBuiltinTools } from '../../src/tools/builtin/index.js'
 import { unconfinedLauncher } from '../../src/tools/builtin/sandbox.js'
 import { WorkspaceFiles } from '../../src/tools/builtin/workspace-files.js'
 import { callEffect, defineTool, ok, type Tool } from '../../src/tools/contract.js'
+import { agentDirectory } from '../../src/service/agent-resolution.js'
 
 type Outcome = 'runs' | 'asks' | 'refused'
 type Level = RiskProfileConfig['level']
@@ -61,7 +62,7 @@ const extension = defineTool({
   parameters: { type: 'object' },
   execute: async () => ok('')
 })
-const delegate = createDelegateTool({ config: loadConfig({ env: {} }), providers: new Map() })
+const delegate = createDelegateTool({ agents: agentDirectory(loadConfig({ env: {} }), new Map()) })
 
 /** [tool, arguments, readonly, supervised (default auto_approve), full] */
 const TABLE: Array<[string, Tool, Record<string, unknown>, Outcome, Outcome, Outcome]> = [

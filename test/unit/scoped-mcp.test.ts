@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/core/config.js'
 import { ToolCatalog } from '../../src/tools/catalog.js'
 import { assembleScopedRegistry, assembleScopedTools, type AssembleOptions, type ToolNarrowing } from '../../src/tools/scope/scoped.js'
 import { defineTool, ok, type Tool } from '../../src/tools/contract.js'
-import { resolveAgent } from '../../src/turn/context.js'
+import { resolveAgent } from '../../src/service/agent-resolution.js'
 
 function tool (name: string, source = 'builtin'): Tool {
   return defineTool({
