@@ -1,4 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises'
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
@@ -103,12 +102,13 @@ test('a known workload is counted exactly: turns and their durations, sub-millis
   assert.equal((await g.http('POST', '/v1/turns?wait=true', { message: 'go' })).body.status, 'completed')
   assert.equal((await g.http('POST', '/v1/turns?wait=true', { message: 'go' })).body.status, 'failed')
   const ws = await g.socket()
+  const sent = performance.now()
   const accepted = await ws.request({ type: 'turn.start', message: 'go' })
   await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'tool_call')
-  // The tool is still running; let it run measurably before the cancel (the duration check below).
-  await delay(20)
   await ws.request({ type: 'cancel', turn_id: accepted.turn_id })
   await ws.waitForTerminal(accepted.turn_id)
+  // What the client saw of the cancelled turn bounds the duration the gateway measured.
+  const seenSeconds = (performance.now() - sent) / 1000
   // turn_end is recorded once the turn is persisted, just after its terminal event went out.
   const m = await scrapeUntil(g, (s) => valueOf(s, 'tollgate_turns_total', { status: 'cancelled' }) === 1)
 
@@ -118,7 +118,7 @@ test('a known workload is counted exactly: turns and their durations, sub-millis
     assert.ok(presentValueOf(m, 'tollgate_turn_duration_seconds_sum', { status }) > 0, status)
   }
   const cancelledSum = presentValueOf(m, 'tollgate_turn_duration_seconds_sum', { status: 'cancelled' })
-  assert.ok(cancelledSum >= 0.005, 'the cancelled turn ran a tool for a while')
+  assert.ok(cancelledSum > 0 && cancelledSum <= seenSeconds, `the cancelled turn's measured ${cancelledSum} s within the ${seenSeconds} s the client saw`)
   const tools = (status: string, tool = 'probe'): Record<string, string> => ({ tool, status })
   assert.deepEqual(
     [valueOf(m, 'tollgate_tool_calls_total', tools('ok')), valueOf(m, 'tollgate_tool_calls_total', tools('error')),
