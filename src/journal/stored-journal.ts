@@ -25,11 +25,11 @@
  */
 import type { Logger } from 'pino'
 import type { ControlPlane, EventLog, ReplayResult } from '../bus/bus.js'
-import { contiguousAfter } from '../bus/contiguous.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import type { FinishedTurn, Store, TurnRecord } from '../store/store.js'
 import { EventLogWriter } from './event-writer.js'
 import type { TurnJournal } from './journal.js'
+import { replayFilled, type ReplaySources } from './replay.js'
 
 export interface StoredJournalOptions {
   /**
@@ -46,8 +46,6 @@ export interface StoredJournalOptions {
   afterGroupWrite?: (group: readonly BusEnvelope[]) => void
 }
 
-// How long a replay waits for this process's own pending event-log writes before answering.
-const STORED_TAIL_WAIT_MS = 1000
 // How long a group with a checkpoint is held back from clients while an asynchronous store writes it.
 const CHECKPOINT_HOLD_MS = 5000
 
@@ -62,7 +60,8 @@ export class StoredJournal implements TurnJournal {
   private readonly bus: EventLog & Pick<ControlPlane, 'shared'>
   private readonly store: Store
   private readonly writer: EventLogWriter
-  private readonly maxEvents: number
+  /** What a replay reads: the bus's copy, then the store's. */
+  private readonly sources: ReplaySources
   private readonly afterGroupWrite: ((group: readonly BusEnvelope[]) => void) | undefined
   /** Published, not yet written nor fanned out. */
   private group: BusEnvelope[] = []
@@ -89,7 +88,10 @@ export class StoredJournal implements TurnJournal {
     this.queueFlush = options.store.appendEventsNow === undefined ? queueMicrotask : setImmediate
     this.store = options.store
     this.log = options.log
-    this.maxEvents = options.maxEventsPerTurn
+    this.sources = {
+      bus: options.bus, store: options.store, maxEvents: options.maxEventsPerTurn,
+      settled: async (ms) => { await this.writer.flush(ms) }
+    }
     this.afterGroupWrite = options.afterGroupWrite
     this.writer = new EventLogWriter({ store: options.store, log: options.log, maxBuffered: options.maxBuffered, retryMs: 500 })
   }
@@ -206,9 +208,9 @@ export class StoredJournal implements TurnJournal {
 
   /**
    * With a synchronous store the record is written at the end of this tick in its group's
-   * transaction, with every event published before it (its `last_seq`, an approval's
+   * transaction, with every event appended before it (its `last_seq`, an approval's
    * `approval.resolved` with its audit entry); with an asynchronous one it is saved as it stands
-   * now, once the events published so far are stored.
+   * now, once the events appended so far are stored.
    */
   async saveTurn (turn: TurnRecord): Promise<void> {
     if (this.store.appendEventsNow === undefined) {
@@ -243,7 +245,7 @@ export class StoredJournal implements TurnJournal {
   }
 
   /**
-   * Resolves once everything published so far (and every checkpoint taken) is in the store, or the
+   * Resolves once everything appended so far (and every checkpoint taken) is in the store, or the
    * store stayed unreachable for a while. With a synchronous store the pending group is written
    * at the end of this tick, as it would be anyway, so the turns that wait for their checkpoints in
    * one tick share one transaction (under load, one commit instead of one per turn); an
@@ -259,52 +261,11 @@ export class StoredJournal implements TurnJournal {
   }
 
   async replay (turnId: string, afterSeq: number, knownLastSeq?: number): Promise<ReplayResult> {
-    // A caller may know of a published event (a turn's last_seq) whose group is still queued: the
+    // A caller may know of an appended event (a turn's last_seq) whose group is still queued: the
     // group is written now. One that knows of nothing queued (a stream starting with the turn)
     // gets the rest live, when the group goes out, instead of waiting for its write.
     if (knownLastSeq === undefined || this.group.some((e) => e.turn_id === turnId && e.seq <= knownLastSeq)) this.flush()
-    let live: ReplayResult | null = null
-    let liveError: unknown = null
-    try {
-      live = await this.bus.replay(turnId, afterSeq)
-    } catch (err) {
-      liveError = err
-    }
-    if (live?.kind === 'events') return await this.withStoredTail(turnId, live.events, afterSeq, knownLastSeq)
-    let stored: BusEnvelope[]
-    try {
-      stored = await this.store.readEvents(turnId, afterSeq, this.maxEvents)
-    } catch (err) {
-      if (live !== null) return live
-      throw liveError ?? err
-    }
-    const head = contiguousAfter(stored, afterSeq)
-    if (head.length === 0) {
-      if (stored[0] !== undefined) return { kind: 'gap', firstSeq: stored[0].seq }
-      if (live !== null) return live
-      throw liveError
-    }
-    // The store may lag the bus by the events still being written: stitch them on.
-    const last = head.at(-1)?.seq ?? afterSeq
-    const tail = await this.bus.replay(turnId, last).catch(() => null)
-    if (tail?.kind === 'events') return { kind: 'events', events: [...head, ...tail.events] }
-    // The bus kept later events but not these: serving the head would hide a hole.
-    if (live?.kind === 'gap' && tail?.kind === 'gap' && tail.firstSeq > last + 1) return { kind: 'gap', firstSeq: last + 1 }
-    return { kind: 'events', events: head }
-  }
-
-  /**
-   * The bus writes asynchronously (Redis): right after a publish its copy can end short of
-   * what the caller knows was published. The store has it once this process's writes are done.
-   */
-  private async withStoredTail (
-    turnId: string, events: BusEnvelope[], afterSeq: number, knownLastSeq: number | undefined
-  ): Promise<ReplayResult> {
-    const last = events.at(-1)?.seq ?? afterSeq
-    if (knownLastSeq === undefined || knownLastSeq <= last) return { kind: 'events', events }
-    await this.writer.flush(STORED_TAIL_WAIT_MS)
-    const stored = await this.store.readEvents(turnId, last, this.maxEvents).catch(() => [])
-    return { kind: 'events', events: [...events, ...contiguousAfter(stored, last)] }
+    return await replayFilled(this.sources, turnId, afterSeq, knownLastSeq)
   }
 
   async lastSeq (turnId: string): Promise<number> {
