@@ -1,11 +1,11 @@
 /**
  * The Tollgate under test: the real server from buildServer() and loadConfig(), with the no-op
  * tools registered through the embedding API and admitted without approval, pointed at the fake
- * provider. The store and the bus are built by the same createStore() and createBus() that
- * buildServer() calls for `npm start` — so the SQLite store persists every event through the
- * archiving bus — with two additions that do not change what runs: a SQL probe on the store
- * (statement and commit counts; only when asked, since it costs a few microseconds per
- * statement) and a timestamp wrapper outside the bus (fan-out latency).
+ * provider. The store, the bus and the turn journal are built by the same createStore(),
+ * createBus() and createJournal() that buildServer() calls for `npm start` — so the SQLite store
+ * persists every event through the stored journal — with two additions that do not change what
+ * runs: a SQL probe on the store (statement and commit counts; only when asked, since it costs a
+ * few microseconds per statement) and a timestamp wrapper outside the journal (fan-out latency).
  * Commands let the orchestrator read memory (after a full GC), count tool runs and SQL work, and
  * read the emit times of a watched turn's events.
  */
@@ -17,11 +17,12 @@ import { createBus } from '../src/bus/create.js'
 import { loadConfig } from '../src/core/config.js'
 import { createGatewayLogger } from '../src/core/security/log-scrub.js'
 import { buildServer } from '../src/app/server.js'
+import { createJournal, eventArchive } from '../src/journal/create.js'
 import { createStore } from '../src/store/create.js'
 import { SqlCounter } from '../src/store/sql-probe.js'
 import { defineTool, ok } from '../src/tools/contract.js'
 import { announceReady, childOptions, serveCommands } from './ipc.js'
-import { TimedEventBus } from './timed-bus.js'
+import { TimedJournal } from './timed-journal.js'
 import { MODEL, NOOP_TOOLS, SYSTEM_PROMPT } from './workload.js'
 
 /** `durable: false` turns checkpoints off on SQLite (`shutdown.running_turns = "cancel"`): what durability costs. */
@@ -73,8 +74,9 @@ async function main (): Promise<void> {
   const sql = options.probe ? new SqlCounter() : null
   const instanceId = `inst_bench_${process.pid}`
   const store = await createStore(config, { instanceId, env: {}, log, ...(sql === null ? {} : { probe: sql }) })
-  const bus = new TimedEventBus(await createBus(config, { store, env: {}, log, onListenerError: (err) => { log.error({ err }, 'event listener failed') } }))
-  const gateway = await buildServer({ config, tools, logger: log, store, bus })
+  const bus = await createBus(config, { env: {}, log, archive: eventArchive(config, store), onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
+  const journal = new TimedJournal(createJournal(config, { bus, store, log }))
+  const gateway = await buildServer({ config, tools, logger: log, store, bus, journal })
   // The SQLite row is the default wiring, where turns outlive the process (checkpointed).
   if (gateway.turns.durable !== (options.store === 'sqlite' && options.durable)) throw new Error(`the ${options.store} gateway's turns are ${gateway.turns.durable ? '' : 'not '}durable`)
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0, backlog: 4096 })
@@ -94,10 +96,10 @@ async function main (): Promise<void> {
       return { ...sql.snapshot() }
     },
     watch: (m) => {
-      bus.watch(String(m.turnId))
+      journal.watch(String(m.turnId))
       return {}
     },
-    emits: (m) => ({ emits: bus.take(String(m.turnId)).map(([seq, ns]) => [seq, ns.toString()]) }),
+    emits: (m) => ({ emits: journal.take(String(m.turnId)).map(([seq, ns]) => [seq, ns.toString()]) }),
     // Bytes of the SQLite database file and of its WAL (the shared-memory index is not storage).
     storage: () => {
       const size = (file: string): number => existsSync(join(workspace, file)) ? statSync(join(workspace, file)).size : 0

@@ -14,6 +14,7 @@ import { hasScope, principalKey, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, EventBus } from '../bus/bus.js'
 import type { Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
+import type { TurnJournal } from '../journal/journal.js'
 import type { Connection, ConnectionRegistry } from '../service/connections.js'
 import type { TurnService } from '../service/turn-service.js'
 import { followTurn } from '../transport/follow.js'
@@ -25,6 +26,7 @@ export interface AdapterDeps {
   turns: TurnService
   connections: ConnectionRegistry
   bus: EventBus
+  journal: TurnJournal
   config: Config
   metrics: GatewayMetrics | null
   log: Logger
@@ -234,6 +236,7 @@ async function pipe (deps: AdapterDeps, stream: AdapterStream, connection: Conne
   }
   const followed = await followTurn({
     bus: deps.bus,
+    journal: deps.journal,
     turnId,
     afterSeq,
     knownLastSeq: afterSeq,

@@ -9,6 +9,7 @@ import type { Authenticator } from '../auth/authenticate.js'
 import type { Principal } from '../auth/principal.js'
 import type { EventBus } from '../bus/bus.js'
 import type { Config } from '../core/config.js'
+import type { TurnJournal } from '../journal/journal.js'
 import type { OriginPolicy } from '../core/security/origin-check.js'
 import type { McpManager } from '../mcp/manager.js'
 import type { GatewayMetrics } from '../observe/metrics.js'
@@ -30,7 +31,10 @@ export interface Gateway {
   connections: ConnectionRegistry
   /** null when `metrics.enabled` is false. */
   metrics: GatewayMetrics | null
+  /** Fan-out, replay and the control plane. */
   bus: EventBus
+  /** Where turns' events are stored, then published on the bus; replays filled from the store. */
+  journal: TurnJournal
   store: Store
   /** The tenants' hash-chained audit (GET /v1/audit). */
   audit: AuditRecorder

@@ -27,7 +27,10 @@ import { McpManager } from '../mcp/manager.js'
 import { composeObservers, type Observer } from '../observe/observer.js'
 import { createProviders } from '../providers/index.js'
 import { createObservability } from '../observe/observability.js'
-import { connectionUrl, createAuditLedger, createStore } from '../store/create.js'
+import { createAuditLedger, createStore } from '../store/create.js'
+import { connectionUrl } from '../core/connection-url.js'
+import { createJournal, eventArchive } from '../journal/create.js'
+import type { TurnJournal } from '../journal/journal.js'
 import { AuditRecorder } from '../service/audit-recorder.js'
 import type { Store } from '../store/store.js'
 import { BUILTIN_TOOL_NAMES, createBuiltinTools } from '../tools/builtin/index.js'
@@ -92,6 +95,8 @@ export interface BuildOptions {
   logger?: Logger
   store?: Store
   bus?: EventBus
+  /** A turn journal built over `bus` (which must then be given too); by default createJournal() over it. */
+  journal?: TurnJournal
   /** Fault injection for crash tests: called after each group of events is stored, before it is published. */
   afterEventWrite?: (group: readonly BusEnvelope[]) => void
 }
@@ -273,8 +278,13 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     lifecycle.opened('store', async () => { await store.close() })
     const audit = new AuditRecorder(await createAuditLedger(config, { env, log }), log)
     lifecycle.opened('audit', async () => { await audit.close() })
-    const bus = options.bus ?? await createBus(config, { store, env, log, ...(options.afterEventWrite === undefined ? {} : { afterGroupWrite: options.afterEventWrite }), onListenerError: (err) => { log.error({ err }, 'event listener failed') } })
+    if (options.journal !== undefined && options.bus === undefined) throw new Error('a journal is built over a bus: pass the bus it publishes to as well')
+    const onListenerError = (err: unknown): void => { log.error({ err }, 'event listener failed') }
+    const bus = options.bus ?? await createBus(config, { env, log, archive: eventArchive(config, store), onListenerError })
     lifecycle.opened('bus', async () => { await bus.close() })
+    // The journal writes each event to the store's event log (where it keeps one), then publishes it on the bus.
+    const journal = options.journal ?? createJournal(config, { bus, store, log, afterGroupWrite: options.afterEventWrite })
+    lifecycle.opened('journal', async () => { await journal.close() })
     const slots = config.bus.kind === 'redis'
       ? await RedisTurnSlots.connect({
         url: connectionUrl(config.bus.redis, env, 'bus.redis'),
@@ -317,6 +327,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       hooks: options.hooks ?? NO_HOOKS,
       store,
       bus,
+      journal,
       connections,
       log,
       mcp,
@@ -331,6 +342,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     const lease = await InstanceLease.start({
       store,
       bus,
+      journal,
       leaseMs: config.cluster.lease_ms,
       eventRetentionMs: config.store.event_retention_ms,
       retentionMs: config.turns.retention_ms,
@@ -388,6 +400,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       connections,
       metrics: observability.metrics,
       bus,
+      journal,
       store,
       audit,
       instanceId,

@@ -36,11 +36,6 @@ export class MemoryEventBus implements EventBus {
     this.onListenerError = options.onListenerError
   }
 
-  /** Writes no store: nothing of a turn is ever waiting to be written by this bus. */
-  unwritten (): null {
-    return null
-  }
-
   publish (envelope: BusEnvelope): void {
     let log = this.logs.get(envelope.turn_id)
     if (log === undefined) {
@@ -83,11 +78,6 @@ export class MemoryEventBus implements EventBus {
 
   drop (turnId: string): void {
     this.logs.delete(turnId)
-  }
-
-  /** Kept until `drop`: without a store behind it, this log is what replays a finished turn. */
-  ended (): boolean {
-    return true
   }
 
   unreachableSince (): number | null {

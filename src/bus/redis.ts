@@ -15,8 +15,8 @@ import type { Logger } from 'pino'
 import { TERMINAL_EVENT_KINDS } from '../../schemas/events.js'
 import { TollgateError } from '../core/errors.js'
 import { sessionKey } from '../core/tenancy.js'
-import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
-import { contiguousAfter } from './archiving.js'
+import type { BusEnvelope, ControlMessage, EnvelopeListener, EventArchive, EventBus, ReplayResult, Unsubscribe } from './bus.js'
+import { contiguousAfter } from './contiguous.js'
 import { OrderedFeed } from './ordered-feed.js'
 import { entryId, envelopesOf, parseControl, parseEnvelope, RedisKeys } from './redis-codec.js'
 import { seqOfEntryId, StreamWriter } from './redis-writer.js'
@@ -31,7 +31,7 @@ export interface RedisBusOptions {
   maxBufferedEvents: number
   connectTimeoutMs: number
   /** Second source for filling holes (the store's event log), when Redis lost them. */
-  archive?: (turnId: string, afterSeq: number, limit: number) => Promise<BusEnvelope[]>
+  archive?: EventArchive
   log: Logger
   onListenerError: (err: unknown) => void
 }
@@ -252,11 +252,6 @@ export class RedisEventBus implements EventBus {
     }
   }
 
-  /** Redis is not the store's event log: the archiving bus around it (if any) answers this. */
-  unwritten (): null {
-    return null
-  }
-
   publish (envelope: BusEnvelope): void {
     let ring = this.rings.get(envelope.turn_id)
     if (ring === undefined) {
@@ -396,11 +391,6 @@ export class RedisEventBus implements EventBus {
     this.rings.delete(turnId)
     this.writer.forget(turnId)
     this.cmd.del(this.keys.stream(turnId)).catch(() => { /* the stream expires on its own */ })
-  }
-
-  /** Kept until `drop`: other instances replay a finished turn from its stream. */
-  ended (): boolean {
-    return true
   }
 
   /** Since the first of the two connections was lost, while either is still down. */

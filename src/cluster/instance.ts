@@ -10,6 +10,7 @@
  */
 import type { Logger } from 'pino'
 import type { EventBus } from '../bus/bus.js'
+import type { TurnJournal } from '../journal/journal.js'
 import type { RunningTurn, Store } from '../store/store.js'
 import { interruptOrphan } from './recovery.js'
 
@@ -17,7 +18,10 @@ const PRUNE_EVERY_MS = 3_600_000
 
 export interface InstanceLeaseOptions {
   store: Store
+  /** Forgets an ended orphan's log after the retention. */
   bus: EventBus
+  /** Reads an orphan's log and stores and publishes the events that end it. */
+  journal: TurnJournal
   leaseMs: number
   /** 0 keeps persisted events. */
   eventRetentionMs: number
@@ -88,7 +92,7 @@ export class InstanceLease {
 
   /** Ends the running turns nobody can finish any more; answers how many it ended. */
   async sweep (): Promise<number> {
-    const { store, bus, log, isLocal } = this.options
+    const { store, journal, log, isLocal } = this.options
     const running = await store.runningTurns()
     if (running.length === 0) return 0
     const live = new Set(await store.liveInstances())
@@ -99,7 +103,7 @@ export class InstanceLease {
       const dead = orphan.instanceId === null || !live.has(orphan.instanceId)
       if (!mine && !dead) continue
       if (await this.resumed(orphan)) continue
-      if (!await interruptOrphan({ store, bus, log }, orphan)) continue
+      if (!await interruptOrphan({ store, journal, log }, orphan)) continue
       ended++
       this.dropLater(orphan.turnId)
     }

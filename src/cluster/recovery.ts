@@ -11,8 +11,9 @@
 import type { TurnEvent } from '../../schemas/events.js'
 import type { ApprovalAuditEntry } from '../../schemas/turn.js'
 import type { Logger } from 'pino'
-import type { BusEnvelope, EventBus } from '../bus/bus.js'
+import type { BusEnvelope } from '../bus/bus.js'
 import { tenantOf } from '../core/tenancy.js'
+import type { TurnJournal } from '../journal/journal.js'
 import type { RunningTurn, Store, TurnRecord } from '../store/store.js'
 import { insertCall, readTurnLog, summarizeLog, withLoggedProgress, type LogSummary } from './turn-log.js'
 
@@ -21,7 +22,8 @@ export const INTERRUPTED_TOOL_OUTPUT = '[interrupted: the gateway stopped before
 
 export interface RecoveryContext {
   store: Store
-  bus: EventBus
+  /** Reads the turn's log, and stores and publishes the events that close it. */
+  journal: TurnJournal
   log: Logger
 }
 
@@ -68,8 +70,8 @@ function adoptTerminal (record: TurnRecord, event: TurnEvent): void {
 export async function interruptOrphan (ctx: RecoveryContext, orphan: RunningTurn): Promise<boolean> {
   const turn = await ctx.store.getTurn(orphan.turnId)
   if (turn === null || turn.status !== 'running') return false
-  const summary = summarizeLog(await readTurnLog(ctx.bus, turn.turn_id))
-  const known = await ctx.bus.lastSeq(turn.turn_id).catch(() => 0)
+  const summary = summarizeLog(await readTurnLog(ctx.journal, turn.turn_id))
+  const known = await ctx.journal.lastSeq(turn.turn_id).catch(() => 0)
   const lastSeq = Math.max(turn.last_seq, summary.last?.seq ?? 0, known)
   const now = new Date().toISOString()
   // A copy brought up to date from the log: the calls that settled since the last save.
@@ -91,7 +93,7 @@ export async function interruptOrphan (ctx: RecoveryContext, orphan: RunningTurn
   record.last_seq = envelopes.at(-1)?.seq ?? lastSeq
   record.updated_at = now
   if (!await ctx.store.interruptTurn(record, orphan.instanceId)) return false
-  for (const e of envelopes) ctx.bus.publish(e)
+  for (const e of envelopes) ctx.journal.append(e)
   ctx.log.warn({ turn_id: turn.turn_id, session_id: turn.session_id, dead_instance: orphan.instanceId, status: record.status }, 'ended a turn whose gateway instance had stopped')
   return true
 }

@@ -7,7 +7,8 @@
  */
 import type { TurnEvent } from '../../schemas/events.js'
 import type { ToolCallRecord } from '../../schemas/turn.js'
-import type { BusEnvelope, EventLog } from '../bus/bus.js'
+import type { BusEnvelope } from '../bus/bus.js'
+import type { TurnJournal } from '../journal/journal.js'
 import type { TurnRecord } from '../store/store.js'
 
 type Event<K extends TurnEvent['kind']> = Extract<TurnEvent, { kind: K }>
@@ -136,8 +137,8 @@ export function withLoggedProgress (saved: TurnRecord, summary: LogSummary): Tur
 /** Bound on the pages of one turn's log read back (each up to turns.max_events_per_turn). */
 const MAX_LOG_PAGES = 100
 
-/** The turn's whole retained log, page by page; what cannot be read is simply absent. */
-export async function readTurnLog (log: EventLog, turnId: string): Promise<BusEnvelope[]> {
+/** The turn's whole retained log, page by page (the bus's, filled from the store); what cannot be read is simply absent. */
+export async function readTurnLog (log: Pick<TurnJournal, 'replay'>, turnId: string): Promise<BusEnvelope[]> {
   const events: BusEnvelope[] = []
   for (let page = 0; page < MAX_LOG_PAGES; page++) {
     const replay = await log.replay(turnId, events.at(-1)?.seq ?? 0).catch(() => null)

@@ -7,10 +7,11 @@
 import type { Logger } from 'pino'
 import type { TurnRequest } from '../../schemas/turn.js'
 import { SessionGrants } from '../approval/grants.js'
-import type { BusEnvelope, EventBus } from '../bus/bus.js'
+import type { BusEnvelope } from '../bus/bus.js'
 import { interruptOrphan } from '../cluster/recovery.js'
 import { readTurnLog, summarizeLog, withLoggedProgress } from '../cluster/turn-log.js'
 import { ownEntry } from '../core/json/own.js'
+import type { TurnJournal } from '../journal/journal.js'
 import { tenantOf } from '../core/tenancy.js'
 import type { ReceiptKey } from '../receipts/keys.js'
 import type { ReceiptKeyring } from '../receipts/keyring.js'
@@ -26,7 +27,7 @@ const RESUMED_FROM = { model: 'model_call', approval: 'approval_wait', dispatch:
 
 /** What a resume needs from the turn service. */
 export interface ResumeScope {
-  deps: ExecutionDeps & { store: Store, bus: EventBus, log: Logger, receipts: ReceiptKeyring }
+  deps: ExecutionDeps & { store: Store, journal: TurnJournal, log: Logger, receipts: ReceiptKeyring }
   stateDeps: TurnStateDeps
   host: TurnHost
   receiptKeyOf: (turn: TurnRecord) => ReceiptKey | null
@@ -59,16 +60,16 @@ export function checkpointerFor (running: RunningTurn, request: TurnRequest, cha
  * instead. True also when another instance took it over first.
  */
 export async function resumeTurn (scope: ResumeScope, orphan: { turnId: string, instanceId: string | null }): Promise<boolean> {
-  const { store, bus, log, config, receipts: keyring } = scope.deps
+  const { store, journal, log, config, receipts: keyring } = scope.deps
   const [record, row] = await Promise.all([store.getTurn(orphan.turnId), store.readCheckpoint(orphan.turnId)])
   if (record === null || record.status !== 'running' || row === null) return false
   const doc = decodeCheckpoint(row.doc)
   const session = await store.getSession(tenantOf(record.owner), record.session_id)
   if (doc === null || session === null || ownEntry(config.agents, record.agent) === undefined) return false
   // Read before adopting: what the log says of the checkpoint's round decides where the loop goes on.
-  const events = await readTurnLog(bus, record.turn_id)
+  const events = await readTurnLog(journal, record.turn_id)
   // The log's last event, not the record's last_seq: the turn goes on right after what a replay serves.
-  const lastSeq = Math.max(events.at(-1)?.seq ?? 0, await bus.lastSeq(record.turn_id).catch(() => 0))
+  const lastSeq = Math.max(events.at(-1)?.seq ?? 0, await journal.lastSeq(record.turn_id).catch(() => 0))
   // The record was saved at approval waits and decisions: the log has the calls since.
   const current = withLoggedProgress(record, summarizeLog(events))
   // Without a configured master key the old process's key is gone: later receipts get this process's.
@@ -80,7 +81,7 @@ export async function resumeTurn (scope: ResumeScope, orphan: { turnId: string, 
   } catch (err) {
     // Taken over already: it is this instance's own orphan now.
     log.error({ err, turn_id: record.turn_id }, 'could not resume a turn from its checkpoint; interrupting it')
-    await interruptOrphan({ store, bus, log }, { turnId: record.turn_id, instanceId: store.instanceId })
+    await interruptOrphan({ store, journal, log }, { turnId: record.turn_id, instanceId: store.instanceId })
   }
   return true
 }

@@ -9,12 +9,13 @@ import type { TurnEvent } from '../../schemas/events.js'
 import type { SessionGrants } from '../approval/grants.js'
 import type { SteerAccepted } from '../../schemas/steering.js'
 import { ERRORS, TollgateError } from '../core/errors.js'
-import type { BusEnvelope, EventLog } from '../bus/bus.js'
+import type { BusEnvelope } from '../bus/bus.js'
 import type { Config } from '../core/config.js'
 import { scrubText } from '../core/security/redact.js'
 import { StreamedTextScrubber } from '../core/security/text-stream.js'
 import { tenantOf } from '../core/tenancy.js'
 import { TERMINAL_TURN_STATUSES, type SessionRecord, type Store, type TurnRecord } from '../store/store.js'
+import type { TurnJournal } from '../journal/journal.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import { CancelReason, runToolLoop, type LoopDurability, type TurnOutcome } from '../turn/loop.js'
 import { SteeringQueue } from '../turn/steering.js'
@@ -27,7 +28,8 @@ export class TurnTimeout extends CancelReason {}
 export interface TurnHost {
   config: Config
   store: Store
-  bus: EventLog
+  /** Where the turn's events go: stored (where the store keeps an event log), then published on the bus. */
+  journal: TurnJournal
   connections: ConnectionRegistry
   /** An unref'd timer the service clears at shutdown. */
   later (ms: number, fn: () => void): NodeJS.Timeout
@@ -88,29 +90,29 @@ export class RunningTurn {
     if (event.kind === 'text.delta') {
       this.releaseReasoning()
       const shown = this.text.push(event.text)
-      if (shown !== '') this.host.bus.publish(this.sequence({ kind: 'text.delta', text: shown }))
+      if (shown !== '') this.host.journal.append(this.sequence({ kind: 'text.delta', text: shown }))
       return
     }
     if (event.kind === 'reasoning.delta') {
       this.releaseText()
       const shown = this.reasoning.push(event.text)
-      if (shown !== '') this.host.bus.publish(this.sequence({ kind: 'reasoning.delta', text: shown }))
+      if (shown !== '') this.host.journal.append(this.sequence({ kind: 'reasoning.delta', text: shown }))
       return
     }
     this.releaseText()
     this.releaseReasoning()
-    this.host.bus.publish(this.sequence(event))
+    this.host.journal.append(this.sequence(event))
   }
 
   /** Whatever streamed text is still held goes out before the next other event: that text is over. */
   private releaseText (): void {
     const rest = this.text.end()
-    if (rest !== '') this.host.bus.publish(this.sequence({ kind: 'text.delta', text: rest }))
+    if (rest !== '') this.host.journal.append(this.sequence({ kind: 'text.delta', text: rest }))
   }
 
   private releaseReasoning (): void {
     const rest = this.reasoning.end()
-    if (rest !== '') this.host.bus.publish(this.sequence({ kind: 'reasoning.delta', text: rest }))
+    if (rest !== '') this.host.journal.append(this.sequence({ kind: 'reasoning.delta', text: rest }))
   }
 
   /**
@@ -129,20 +131,20 @@ export class RunningTurn {
 
   /** `stored`: written to the store's event log already, with every earlier event of the turn. */
   publish (envelope: BusEnvelope, stored: boolean): void {
-    this.host.bus.publish(envelope, stored)
+    if (stored) this.host.journal.appendStored(envelope)
+    else this.host.journal.append(envelope)
   }
 
   /**
    * Saves the record as it stands, with the turn's events published so far and never ahead of
-   * them (EventLog.saveTurn). Called where other instances must see it (an approval starts
+   * them (TurnJournal.saveTurn). Called where other instances must see it (an approval starts
    * waiting, or was decided); tool calls and iterations are left to the event log
    * (cluster/turn-log.ts). Resolves once stored, or once a failure is logged.
    */
   async saveRecord (log: Logger): Promise<void> {
     if (this.frozen) return
-    const { bus, store } = this.host
     try {
-      await (bus.saveTurn?.(this.record) ?? store.saveTurn(this.record))
+      await this.host.journal.saveTurn(this.record)
     } catch (err) {
       log.warn({ err }, 'could not save the turn record')
     }
@@ -154,12 +156,12 @@ export class RunningTurn {
    */
   stageCheckpoint (doc: string): void {
     if (this.frozen) return
-    this.host.bus.checkpoint?.({ turn_id: this.record.turn_id, seq: this.seq, doc })
+    this.host.journal.checkpoint({ turn_id: this.record.turn_id, seq: this.seq, doc })
   }
 
   /** Resolves once the turn's events so far are stored. */
   async written (): Promise<void> {
-    await this.host.bus.written?.()
+    await this.host.journal.written()
   }
 
   /** Parked: the record stays as stored, so a reader (a `?wait=true` answer) sees what a restart resumes from. */
@@ -319,15 +321,15 @@ export class RunningTurn {
     // reads the turn or starts the session's next turn finds the finished state in the store.
     const closing = this.sequence(terminal)
     session.updated_at = record.updated_at
-    // On SQLite the save joins the bus's end-of-tick write with the terminal event (turns ending
-    // in one tick share it), which then goes out with that group.
-    const joined = this.host.bus.finish?.({ turn: record, session }, closing) ?? null
+    // On SQLite the save joins the journal's end-of-tick write with the terminal event (turns
+    // ending in one tick share it), which then goes out with that group.
+    const joined = this.host.journal.finish({ turn: record, session }, closing)
     if (joined !== null) {
       await joined
     } else {
-      // Where the bus archives events, the save carries the terminal event and whatever of the
-      // turn the bus has not written yet (the answer's text of this tick): one transaction.
-      const unwritten = this.host.bus.unwritten(record.turn_id)
+      // Where the journal stores events, the save carries the terminal event and whatever of the
+      // turn it has not written yet (the answer's text of this tick): one transaction.
+      const unwritten = this.host.journal.unwritten(record.turn_id)
       let stored = false
       try {
         await this.host.store.saveTurnAndSession(record, session, unwritten === null ? [] : [...unwritten, closing])

@@ -9,11 +9,12 @@ import type { Logger } from 'pino'
 import type { TurnRequest } from '../../schemas/turn.js'
 import { SessionGrants } from '../approval/grants.js'
 import { principalKey, type Principal } from '../auth/principal.js'
-import type { BusEnvelope, EventBus } from '../bus/bus.js'
+import type { BusEnvelope } from '../bus/bus.js'
 import type { CheckpointRow } from '../core/envelope.js'
 import type { TurnSlots } from '../cluster/turn-slots.js'
 import { TollgateError } from '../core/errors.js'
 import { timeOrderedUuid } from '../core/ids.js'
+import type { TurnJournal } from '../journal/journal.js'
 import type { ReceiptKey } from '../receipts/keys.js'
 import type { ReceiptKeyring } from '../receipts/keyring.js'
 import type { IdempotencyClaim, SessionRecord, Store, TurnRecord } from '../store/store.js'
@@ -37,7 +38,7 @@ export interface StartOptions {
 export interface StartScope {
   deps: ExecutionDeps & {
     store: Store
-    bus: EventBus
+    journal: TurnJournal
     log: Logger
     receipts: ReceiptKeyring
     connections: ConnectionRegistry
@@ -100,10 +101,10 @@ export async function startTurn (
   session.turn_ids.push(turnId)
   // A session is "updated" when a turn starts in it too: listings show the active one first.
   session.updated_at = createdAt
-  // Where the bus archives events, turn.started is written with the turn (one transaction) and
+  // Where the journal stores events, turn.started is written with the turn (one transaction) and
   // goes out the moment that write is done, without a write of its own.
   const started = running.sequence({ kind: 'turn.started', session_id: sessionId, agent: agentName })
-  const archived = deps.bus.unwritten(turnId) !== null
+  const archived = deps.journal.keepsEvents
   const checkpointer = scope.durable ? checkpointerFor(running, request, options.channel, principal.tenant) : null
   // A durable turn's engine state is made before its creation, so that its first iteration and
   // the checkpoint at its first model call are written in that same transaction (a commit fewer

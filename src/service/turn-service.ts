@@ -15,6 +15,7 @@ import { readTurnLog, summarizeLog, withLoggedProgress } from '../cluster/turn-l
 import type { TurnSlots } from '../cluster/turn-slots.js'
 import { runningTurnsPolicy } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
+import type { TurnJournal } from '../journal/journal.js'
 import type { ReceiptKey } from '../receipts/keys.js'
 import type { ReceiptKeyring } from '../receipts/keyring.js'
 import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
@@ -32,7 +33,10 @@ import type { ExecutionDeps, TurnStateDeps } from './turn-state.js'
 
 export interface TurnServiceDeps extends ExecutionDeps {
   store: Store
+  /** Fan-out, replay and the control plane to other instances. */
   bus: EventBus
+  /** Where turns' events are stored and published, and replays filled from the store. */
+  journal: TurnJournal
   connections: ConnectionRegistry
   log: Logger
   /** Routes approval questions to people; composed outside so transports share it. */
@@ -69,11 +73,11 @@ export class TurnService {
     this.deps = deps
     this.broker = deps.broker
     this.retention = new RetentionQueue(deps.config.turns.retention_ms)
-    const { config, store, bus, connections, log } = deps
+    const { config, store, journal, connections, log } = deps
     this.admission = new Admission({ config, store, connections, log, active: this.active })
     this.listing = new TurnListing(store, this.active)
     this.host = {
-      config, store, bus, connections,
+      config, store, journal, connections,
       later: (ms, fn) => this.later(ms, fn),
       clear: (timer) => { clearTimeout(timer); this.timers.delete(timer) }
     }
@@ -85,7 +89,7 @@ export class TurnService {
       log: deps.log
     }, { active: this.active, broker: this.broker, connections })
     this.stateDeps = { config, spend: store.spend, log, broker: this.broker, connections, remote: this.remote }
-    this.durable = runningTurnsPolicy(config, store.durable) === 'resume' && bus.checkpoint !== undefined
+    this.durable = runningTurnsPolicy(config, store.durable) === 'resume' && journal.keepsEvents
     this.startScope = {
       deps,
       stateDeps: this.stateDeps,
@@ -181,7 +185,7 @@ export class TurnService {
     this.admission.release(record)
     this.deps.slots?.release(record.owner, record.turn_id)
     const turnId = record.turn_id
-    if (!this.deps.bus.ended(turnId)) return
+    if (!this.deps.journal.ended(turnId)) return
     // The entry closes over the id alone: closing over the record would keep every finished
     // turn's record, with its tool calls, in the heap for the whole retention.
     this.retention.add(Date.now() + this.deps.config.turns.retention_ms, () => { this.deps.bus.drop(turnId) })
@@ -205,7 +209,7 @@ export class TurnService {
     if (turn.status !== 'running') return turn
     // Running on another instance (or on one that died and is not recovered yet): its record was
     // saved at its start and approval waits, its calls and iterations since are in its event log.
-    return withLoggedProgress(turn, summarizeLog(await readTurnLog(this.deps.bus, turnId)))
+    return withLoggedProgress(turn, summarizeLog(await readTurnLog(this.deps.journal, turnId)))
   }
 
   /** The principal's session `sessionId` (looked up within its tenant); another principal's answers like a missing one. */
@@ -220,7 +224,7 @@ export class TurnService {
 
   async replay (principal: Principal, turnId: string, afterSeq: number): Promise<{ turn: TurnRecord, replay: ReplayResult }> {
     const turn = await this.get(principal, turnId)
-    return { turn, replay: await this.deps.bus.replay(turnId, afterSeq, turn.last_seq) }
+    return { turn, replay: await this.deps.journal.replay(turnId, afterSeq, turn.last_seq) }
   }
 
   async waitFor (principal: Principal, turnId: string): Promise<TurnRecord> {

@@ -1,6 +1,7 @@
 /** Builds the configured store (`store.kind`) for one gateway instance. */
 import type { Logger } from 'pino'
 import type { Config } from '../core/config.js'
+import { connectionUrl } from '../core/connection-url.js'
 import { MemoryAuditLedger, type AuditLedger } from './audit-chain.js'
 import { PostgresAuditLedger } from './audit-postgres.js'
 import { SqliteAuditLedger } from './audit-sqlite.js'
@@ -9,14 +10,6 @@ import { PostgresStore } from './postgres.js'
 import type { SqlProbe } from './sql-probe.js'
 import { SqliteStore } from './sqlite.js'
 import type { Store } from './store.js'
-
-/** A URL from the environment variable named by `url_env` when set, else the configured one. */
-export function connectionUrl (section: { url: string, url_env?: string }, env: NodeJS.ProcessEnv, where: string): string {
-  if (section.url_env === undefined) return section.url
-  const value = env[section.url_env]
-  if (value === undefined || value === '') throw new Error(`${where}.url_env names ${section.url_env}, which is not set`)
-  return value
-}
 
 export interface CreateStoreOptions {
   instanceId: string

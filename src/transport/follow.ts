@@ -5,13 +5,17 @@
  */
 import { TERMINAL_EVENT_KINDS } from '../../schemas/events.js'
 import type { BusEnvelope, EventLog, Unsubscribe } from '../bus/bus.js'
+import type { TurnJournal } from '../journal/journal.js'
 
 export type FollowResult =
   | { kind: 'following', unsubscribe: Unsubscribe, lastSeq: number }
   | { kind: 'gap', firstSeq: number }
 
 export interface FollowOptions {
-  bus: EventLog
+  /** Live events. */
+  bus: Pick<EventLog, 'subscribeTurn'>
+  /** The replay of what was missed: the bus's, filled from the store where it keeps an event log. */
+  journal: Pick<TurnJournal, 'replay'>
   turnId: string
   afterSeq: number
   /** The turn's last known seq, to tell "nothing yet" from "log already dropped". */
@@ -59,7 +63,7 @@ export function followFromStart (options: Pick<FollowOptions, 'bus' | 'turnId' |
 }
 
 export async function followTurn (options: FollowOptions): Promise<FollowResult> {
-  const { bus, turnId } = options
+  const { bus, journal, turnId } = options
   const { pass, lastSeq } = passer(options)
   let held: BusEnvelope[] | null = []
   const unsubscribe = bus.subscribeTurn(turnId, (envelope) => {
@@ -70,7 +74,7 @@ export async function followTurn (options: FollowOptions): Promise<FollowResult>
   // event published since it was known (before the subscription) is then seen, and ends the
   // follow, instead of being missed by both the replay and the subscription.
   const from = Math.min(options.afterSeq, options.knownLastSeq)
-  const replay = await bus.replay(turnId, from, options.knownLastSeq)
+  const replay = await journal.replay(turnId, from, options.knownLastSeq)
   if (replay.kind === 'gap' || (replay.kind === 'unknown' && options.knownLastSeq > from)) {
     unsubscribe()
     return { kind: 'gap', firstSeq: replay.kind === 'gap' ? replay.firstSeq : options.knownLastSeq + 1 }

@@ -87,6 +87,7 @@ export async function streamTurnEvents (gateway: Gateway, reply: FastifyReply, o
   const stream = new TurnStream(gateway, reply, options)
   const followed = await followTurn({
     bus: gateway.bus,
+    journal: gateway.journal,
     turnId: options.turnId,
     afterSeq: options.afterSeq,
     knownLastSeq: options.knownLastSeq,

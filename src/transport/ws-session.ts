@@ -105,6 +105,7 @@ export class SocketSession {
     let held: BusEnvelope[] | null = []
     const result = await followTurn({
       bus: this.gateway.bus,
+      journal: this.gateway.journal,
       turnId,
       afterSeq,
       knownLastSeq: turn.last_seq,

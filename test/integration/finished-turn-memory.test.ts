@@ -11,31 +11,28 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import pino from 'pino'
 import type { EventEnvelope } from '../../schemas/events.js'
-import { ArchivingBus } from '../../src/bus/archiving.js'
 import { MemoryEventBus } from '../../src/bus/memory.js'
 import { SqliteStore } from '../../src/store/sqlite.js'
 import { startProbeGateway } from '../helpers/tools.js'
 import { eventually } from '../helpers/eventually.js'
 
-interface Wiring { store: SqliteStore, inner: MemoryEventBus, bus: ArchivingBus, path: string }
+interface Wiring { store: SqliteStore, bus: MemoryEventBus, path: string }
 
-/** The default wiring with its in-process bus in the test's hands. */
+/** The default wiring with its in-process bus in the test's hands (the gateway builds the stored journal over it). */
 async function sqliteWiring (t: { after: (fn: () => Promise<void>) => void }): Promise<Wiring> {
   const dir = await mkdtemp(join(tmpdir(), 'tollgate-finished-'))
   t.after(async () => { await rm(dir, { recursive: true, force: true }) })
   const path = join(dir, 'tollgate.db')
   const store = new SqliteStore({ path, instanceId: 'inst-a' })
-  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
-  const bus = new ArchivingBus({ inner, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
-  return { store, inner, bus, path }
+  const bus = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  return { store, bus, path }
 }
 
 const kinds = (events: EventEnvelope[]): string[] => events.map((e) => `${e.seq} ${e.event.kind}`)
 
 test('on SQLite a finished turn\'s events leave the process at its end, and every replay of it still comes back whole from the store', async (t) => {
-  const { store, inner, bus, path } = await sqliteWiring(t)
+  const { store, bus, path } = await sqliteWiring(t)
   const { g } = await startProbeGateway(t, { store: { kind: 'sqlite', sqlite: { path } }, cluster: { lease_ms: 600_000 } }, { store, bus })
   g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'probe', arguments: { label: 'one' } }] }, { text: 'done' })
   const ws = await g.socket()
@@ -43,7 +40,7 @@ test('on SQLite a finished turn\'s events leave the process at its end, and ever
   const live = await ws.waitForTerminal(turnId)
   assert.equal(live.at(-1)?.event.kind, 'turn.completed')
 
-  assert.deepEqual(await inner.replay(turnId, 0), { kind: 'unknown' }, 'the in-process copy is gone')
+  assert.deepEqual(await bus.replay(turnId, 0), { kind: 'unknown' }, 'the in-process copy is gone')
   const retention = (g.gateway.turns as unknown as { retention: { size: number } }).retention
   assert.equal(retention.size, 0, 'nothing is left for the retention sweep to forget')
   const stored = (await g.http('GET', `/v1/turns/${turnId}/events`)).body.events as EventEnvelope[]

@@ -4,9 +4,11 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
-import { ArchivingBus } from '../../src/bus/archiving.js'
-import type { BusEnvelope, EventBus } from '../../src/bus/bus.js'
+import type { BusEnvelope } from '../../src/bus/bus.js'
 import { MemoryEventBus } from '../../src/bus/memory.js'
+import { BusJournal } from '../../src/journal/bus-journal.js'
+import type { TurnJournal } from '../../src/journal/journal.js'
+import { StoredJournal } from '../../src/journal/stored-journal.js'
 import { SqlCounter } from '../../src/store/sql-probe.js'
 import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite.js'
 import type { TurnRecord } from '../../src/store/store.js'
@@ -27,11 +29,12 @@ async function openStore (defer: Defer, options: Omit<SqliteStoreOptions, 'path'
   return { store, counter }
 }
 
-function archivingBus (defer: Defer, store: SqliteStore): ArchivingBus {
-  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
-  const bus = new ArchivingBus({ inner, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
-  defer(async () => { await bus.close() })
-  return bus
+/** A stored journal over the memory bus: events are published on `bus` once `journal` stored them. */
+function storedJournal (defer: Defer, store: SqliteStore): { journal: StoredJournal, bus: MemoryEventBus } {
+  const bus = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  const journal = new StoredJournal({ bus, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  defer(async () => { await journal.close() })
+  return { journal, bus }
 }
 
 function envelope (seq: number, doc = `piece ${seq}`): BusEnvelope {
@@ -43,10 +46,10 @@ async function nextTick (): Promise<void> {
   await new Promise((resolve) => setImmediate(resolve))
 }
 
-test('events published in one tick are written in one transaction at its end, before any subscriber sees them', async (t) => {
+test('events appended in one tick are written in one transaction at its end, before any subscriber sees them', async (t) => {
   const defer = deferrer(t)
   const { store, counter } = await openStore(defer)
-  const bus = archivingBus(defer, store)
+  const { journal, bus } = storedJournal(defer, store)
   const before = counter.snapshot()
   const seen: Array<{ seq: number, commits: number, statements: number }> = []
   const storedAtFirst: Array<Promise<BusEnvelope[]>> = []
@@ -55,11 +58,11 @@ test('events published in one tick are written in one transaction at its end, be
     seen.push({ seq: e.seq, commits: now.commits - before.commits, statements: now.statements - before.statements })
     if (storedAtFirst.length === 0) storedAtFirst.push(store.readEvents('turn_1', 0, 10))
   })
-  bus.publish(envelope(1))
-  bus.publish(envelope(2))
+  journal.append(envelope(1))
+  journal.append(envelope(2))
   // A promise reaction of the same tick (a tool that answers at once) still joins the group.
   await Promise.resolve()
-  bus.publish(envelope(3))
+  journal.append(envelope(3))
   await Promise.resolve()
   assert.equal(seen.length, 0, 'fan-out waits for the end of the tick and the group\'s write')
   await nextTick()
@@ -68,69 +71,70 @@ test('events published in one tick are written in one transaction at its end, be
   assert.deepEqual((await storedAtFirst[0])?.map((e) => e.seq), [1, 2, 3])
 })
 
-test('an event published as stored goes out at once, after the waiting events of its turn, and the bus writes none of them', async (t) => {
+test('an event appended as stored goes out at once, after the waiting events of its turn, and the journal writes none of them', async (t) => {
   const defer = deferrer(t)
   const { store, counter } = await openStore(defer)
-  const bus = archivingBus(defer, store)
+  const { journal, bus } = storedJournal(defer, store)
   const seen: number[] = []
   bus.subscribeTurn('turn_1', (e) => { seen.push(e.seq) })
   bus.subscribeTurn('turn_2', (e) => { seen.push(100 + e.seq) })
-  bus.publish(envelope(1))
-  bus.publish({ ...envelope(1), turn_id: 'turn_2' })
-  bus.publish(envelope(2))
-  const unwritten = bus.unwritten('turn_1')
+  journal.append(envelope(1))
+  journal.append({ ...envelope(1), turn_id: 'turn_2' })
+  journal.append(envelope(2))
+  const unwritten = journal.unwritten('turn_1')
   assert.deepEqual(unwritten?.map((e) => e.seq), [1, 2])
   // The caller's own transaction (as a turn's final save does): the waiting events and the new one.
   const closing = envelope(3)
   store.appendEventsNow([...(unwritten ?? []), closing])
   const before = counter.snapshot()
-  bus.publish(closing, true)
+  journal.appendStored(closing)
   assert.deepEqual(seen, [1, 2, 3], 'the stored event and its turn\'s earlier ones, at once and in order')
-  assert.deepEqual(bus.unwritten('turn_1'), [])
+  assert.deepEqual(journal.unwritten('turn_1'), [])
   await nextTick()
   assert.deepEqual(seen, [1, 2, 3, 101], 'the other turn\'s event went out with the end of the tick')
   const after = counter.snapshot()
   assert.deepEqual([after.commits - before.commits, (after.inserts.tollgate_events ?? 0) - (before.inserts.tollgate_events ?? 0)], [1, 1],
-    'only the other turn\'s event was written by the bus')
+    'only the other turn\'s event was written by the journal')
   assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1, 2, 3])
 })
 
-test('a bus without an event log in the store has nothing unwritten to offer', () => {
-  const bus: EventBus = new MemoryEventBus({ maxEventsPerTurn: 10, onListenerError: (err) => { throw err } })
-  bus.publish(envelope(1))
-  assert.equal(bus.unwritten('turn_1'), null)
+test('a journal without an event log in the store has nothing unwritten to offer', () => {
+  const bus = new MemoryEventBus({ maxEventsPerTurn: 10, onListenerError: (err) => { throw err } })
+  const journal: TurnJournal = new BusJournal(bus, { saveTurn: async () => {} })
+  journal.append(envelope(1))
+  assert.equal(journal.unwritten('turn_1'), null)
 })
 
-test('with a store that writes asynchronously (as PostgreSQL), a promise reaction queued after a publish runs after the event was fanned out', async (t) => {
+test('with a store that writes asynchronously (as PostgreSQL), a promise reaction queued after an append runs after the event was fanned out', async (t) => {
   const defer = deferrer(t)
   const { store } = await openStore(defer)
-  // The SQLite store minus its synchronous append: what the bus sees of an asynchronous store.
+  // The SQLite store minus its synchronous append: what the journal sees of an asynchronous store.
   const asynchronous = new Proxy(store, {
     get (target, key) {
       const value: unknown = key === 'appendEventsNow' ? undefined : Reflect.get(target, key, target)
       return typeof value === 'function' ? value.bind(target) : value
     }
   })
-  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
-  const bus = new ArchivingBus({ inner, store: asynchronous, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
-  defer(async () => { await bus.close() })
+  const bus = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  const journal = new StoredJournal({ bus, store: asynchronous, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  defer(async () => { await journal.close() })
   const seen: number[] = []
   bus.subscribeTurn('turn_1', (e) => { seen.push(e.seq) })
-  bus.publish(envelope(1))
+  journal.append(envelope(1))
   assert.deepEqual(seen, [])
   await Promise.resolve()
   assert.deepEqual(seen, [1])
-  await bus.close()
+  await journal.close()
   assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1])
 })
 
-test('a replay asked right after a publish includes the events whose group was not flushed yet', async (t) => {
+test('a replay asked right after an append includes the events whose group was not flushed yet', async (t) => {
   const defer = deferrer(t)
   const { store } = await openStore(defer)
-  const bus = archivingBus(defer, store)
-  bus.publish(envelope(1))
-  bus.publish(envelope(2))
-  const replay = await bus.replay('turn_1', 0)
+  const { journal } = storedJournal(defer, store)
+  journal.append(envelope(1))
+  journal.append(envelope(2))
+  const replay = await journal.replay('turn_1', 0)
   assert.equal(replay.kind, 'events')
   assert.deepEqual(replay.kind === 'events' && replay.events.map((e) => e.seq), [1, 2])
 })
@@ -152,21 +156,21 @@ test('a group whose write fails is still fanned out at once, and reaches the log
       }
     }
   })
-  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
-  const bus = new ArchivingBus({ inner, store: flaky, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  const bus = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  const journal = new StoredJournal({ bus, store: flaky, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
   const seen: number[] = []
   bus.subscribeTurn('turn_1', (e) => { seen.push(e.seq) })
-  bus.publish(envelope(1))
-  bus.publish(envelope(2))
+  journal.append(envelope(1))
+  journal.append(envelope(2))
   await nextTick()
-  bus.publish(envelope(3))
+  journal.append(envelope(3))
   // Earlier events of the turn wait for their retry: a caller must not write later ones first.
-  assert.equal(bus.unwritten('turn_1'), null)
+  assert.equal(journal.unwritten('turn_1'), null)
   await nextTick()
   assert.deepEqual(seen, [1, 2, 3])
   assert.deepEqual(await store.readEvents('turn_1', 0, 10), [])
   // Closing wakes the writer's retry at once instead of after its back-off.
-  await bus.close()
+  await journal.close()
   assert.equal(failures, 0)
   assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1, 2, 3])
 })
@@ -180,17 +184,17 @@ function runningRecord (lastSeq: number): TurnRecord {
   }
 }
 
-test('a running turn\'s record saved through the bus is written in its tick\'s group, one transaction with the events before it', async (t) => {
+test('a running turn\'s record saved through the journal is written in its tick\'s group, one transaction with the events before it', async (t) => {
   const defer = deferrer(t)
   const { store, counter } = await openStore(defer)
-  const bus = archivingBus(defer, store)
+  const { journal } = storedJournal(defer, store)
   const before = counter.snapshot()
   const record = runningRecord(2)
-  bus.publish(envelope(1))
-  bus.publish(envelope(2))
-  const saved = bus.saveTurn(record)
+  journal.append(envelope(1))
+  journal.append(envelope(2))
+  const saved = journal.saveTurn(record)
   // Saved as it stands at the end of the tick, with whatever was published meanwhile.
-  bus.publish(envelope(3))
+  journal.append(envelope(3))
   record.last_seq = 3
   assert.equal(await store.getTurn('turn_1'), null, 'nothing is written before the end of the tick')
   await saved
@@ -200,7 +204,7 @@ test('a running turn\'s record saved through the bus is written in its tick\'s g
   assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1, 2, 3])
 })
 
-test('with a store that writes asynchronously (as PostgreSQL), a record saved through the bus is saved after the events before it, as it stood', async (t) => {
+test('with a store that writes asynchronously (as PostgreSQL), a record saved through the journal is saved after the events before it, as it stood', async (t) => {
   const defer = deferrer(t)
   const { store } = await openStore(defer)
   const writes: string[] = []
@@ -223,15 +227,15 @@ test('with a store that writes asynchronously (as PostgreSQL), a record saved th
       return typeof value === 'function' ? value.bind(target) : value
     }
   })
-  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
-  const bus = new ArchivingBus({ inner, store: asynchronous, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
-  defer(async () => { await bus.close() })
+  const bus = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  const journal = new StoredJournal({ bus, store: asynchronous, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  defer(async () => { await journal.close() })
   const record = runningRecord(2)
-  bus.publish(envelope(1))
-  bus.publish(envelope(2))
-  const saved = bus.saveTurn(record)
+  journal.append(envelope(1))
+  journal.append(envelope(2))
+  const saved = journal.saveTurn(record)
   record.last_seq = 3
-  bus.publish(envelope(3))
+  journal.append(envelope(3))
   await saved
   assert.equal(writes[0], 'events 1,2')
   assert.ok(writes.includes('record 2'), JSON.stringify(writes))
@@ -254,11 +258,11 @@ test('a record whose group the store refused is saved once the group\'s events, 
       return typeof value === 'function' ? value.bind(target) : value
     }
   })
-  const inner = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
-  const bus = new ArchivingBus({ inner, store: flaky, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
-  defer(async () => { await bus.close() })
-  bus.publish(envelope(1))
-  await bus.saveTurn(runningRecord(1))
+  const bus = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
+  const journal = new StoredJournal({ bus, store: flaky, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  defer(async () => { await journal.close() })
+  journal.append(envelope(1))
+  await journal.saveTurn(runningRecord(1))
   assert.equal(failures, 0)
   assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1])
   assert.equal((await store.getTurn('turn_1'))?.last_seq, 1)
@@ -352,7 +356,7 @@ test('sqlite: a turn with two tool calls that answer at once costs at most 4 com
   const g = await startGateway({
     store,
     tools: instantTools(),
-    // The config names the store kind (it decides the archiving bus); a long lease: no renewal lands inside the turn.
+    // The config names the store kind (it decides the stored journal); a long lease: no renewal lands inside the turn.
     overrides: {
       store: { kind: 'sqlite', sqlite: { path } },
       cluster: { lease_ms: 600_000 },

@@ -29,6 +29,8 @@ async function follow (bus: RedisEventBus, afterSeq: number, until: number): Pro
   const done = new Promise<void>((resolve) => { resolveDone = resolve })
   const result = await followTurn({
     bus,
+    // No store behind it: the bus's own replay.
+    journal: bus,
     turnId: 'turn_r',
     afterSeq,
     knownLastSeq: 0,

@@ -110,17 +110,19 @@ const RANKS: Record<string, number> = {
   'src/bus': 4,
   'src/store': 5,
   'src/turn': 5,
-  'src/cluster': 6,
+  // Over the bus and the store: writes a turn's events to the one, then publishes them on the other.
+  'src/journal': 6,
   'src/receipts': 6,
-  'src/service': 7,
-  'src/transport': 8,
-  'src/ui': 8,
-  'src/adapters': 9,
-  routes: 10,
-  'src/app': 11,
-  'src/main': 12,
+  'src/cluster': 7,
+  'src/service': 8,
+  'src/transport': 9,
+  'src/ui': 9,
+  'src/adapters': 10,
+  routes: 11,
+  'src/app': 12,
+  'src/main': 13,
   // The embedding entry (createGateway, tool()): the composition root for an application's own process.
-  'src/embed': 12
+  'src/embed': 13
 }
 
 /**
@@ -131,9 +133,7 @@ const RANKS: Record<string, number> = {
 const PENDING = new Set([
   // The transports receive the composition root's context type; it moves below them with the
   // running-turn state machine.
-  'src/transport → src/app',
-  // Persistence still lives inside the event bus until the turn journal takes it out.
-  'src/bus → src/store'
+  'src/transport → src/app'
 ])
 
 function folderOf (file: string): string {

@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ConfigError, loadConfig } from '../../src/core/config.js'
-import { connectionUrl } from '../../src/store/create.js'
+import { connectionUrl } from '../../src/core/connection-url.js'
 
 test('the embedded default store is SQLite under ./data with an in-process bus', () => {
   const config = loadConfig({ env: {} })

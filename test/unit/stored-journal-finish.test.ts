@@ -1,15 +1,15 @@
 /**
- * The archiving bus over a synchronous store (SQLite) writes a finished turn's record and session
+ * The stored journal over a synchronous store (SQLite) writes a finished turn's record and session
  * with its terminal event in the group of its tick: turns ending in one tick share one write, the
  * terminal events go out only after it, and a failed write falls back to saving each turn alone.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import pino from 'pino'
-import { ArchivingBus } from '../../src/bus/archiving.js'
 import type { BusEnvelope } from '../../src/bus/bus.js'
 import { MemoryEventBus } from '../../src/bus/memory.js'
 import type { CheckpointRow } from '../../src/core/envelope.js'
+import { StoredJournal } from '../../src/journal/stored-journal.js'
 import type { FinishedTurn, SessionRecord, Store, TurnRecord } from '../../src/store/store.js'
 
 function closing (turnId: string, seq: number): BusEnvelope {
@@ -44,24 +44,24 @@ function syncStore (options: { failWrites: boolean }): { store: Store, writes: R
   return { store, writes, ownSaves }
 }
 
-function busOver (store: Store): { bus: ArchivingBus, seen: string[] } {
-  const inner = new MemoryEventBus({ maxEventsPerTurn: 100, onListenerError: (err) => { throw err } })
-  const bus = new ArchivingBus({ inner, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 100, maxBuffered: 100 })
+function journalOver (store: Store): { journal: StoredJournal, seen: string[] } {
+  const bus = new MemoryEventBus({ maxEventsPerTurn: 100, onListenerError: (err) => { throw err } })
+  const journal = new StoredJournal({ bus, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 100, maxBuffered: 100 })
   const seen: string[] = []
   for (const id of ['turn_a', 'turn_b']) bus.subscribeTurn(id, (e) => { seen.push(`${e.turn_id}:${e.seq}`) })
-  return { bus, seen }
+  return { journal, seen }
 }
 
 test('two turns ending in one tick are saved in one write with their last events, and their terminal events go out after it', async (t) => {
   const { store, writes } = syncStore({ failWrites: false })
-  const { bus, seen } = busOver(store)
-  t.after(async () => { await bus.close() })
+  const { journal, seen } = journalOver(store)
+  t.after(async () => { await journal.close() })
 
   // turn_a's answer text of this tick is still unwritten when it ends.
-  bus.publish({ ...closing('turn_a', 1), event: { kind: 'text.delta', text: 'done' } })
-  const a = bus.finish(finished('turn_a'), closing('turn_a', 2))
-  const b = bus.finish(finished('turn_b'), closing('turn_b', 1))
-  assert.ok(a !== null && b !== null, 'a bus over a synchronous store takes the final saves')
+  journal.append({ ...closing('turn_a', 1), event: { kind: 'text.delta', text: 'done' } })
+  const a = journal.finish(finished('turn_a'), closing('turn_a', 2))
+  const b = journal.finish(finished('turn_b'), closing('turn_b', 1))
+  assert.ok(a !== null && b !== null, 'a journal over a synchronous store takes the final saves')
   await Promise.resolve()
   assert.deepEqual([writes, seen], [[], []], 'nothing is written or sent before the end of the tick')
   await Promise.all([a, b])
@@ -71,18 +71,18 @@ test('two turns ending in one tick are saved in one write with their last events
 
 test('when the shared write fails, each finished turn is saved on its own and its terminal event still goes out', async (t) => {
   const { store, writes, ownSaves } = syncStore({ failWrites: true })
-  const { bus, seen } = busOver(store)
-  t.after(async () => { await bus.close() })
+  const { journal, seen } = journalOver(store)
+  t.after(async () => { await journal.close() })
 
-  await Promise.all([bus.finish(finished('turn_a'), closing('turn_a', 1)), bus.finish(finished('turn_b'), closing('turn_b', 1))])
+  await Promise.all([journal.finish(finished('turn_a'), closing('turn_a', 1)), journal.finish(finished('turn_b'), closing('turn_b', 1))])
   assert.deepEqual(writes, [])
   assert.deepEqual(ownSaves, ['turn_a', 'turn_b'])
   assert.deepEqual(seen, ['turn_a:1', 'turn_b:1'])
 })
 
-test('a bus over an asynchronous store leaves the final save to the turn', async (t) => {
+test('a journal over an asynchronous store leaves the final save to the turn', async (t) => {
   const store = { appendEvents: async () => {}, readEvents: async () => [], lastEventSeq: async () => 0 } as unknown as Store
-  const { bus } = busOver(store)
-  t.after(async () => { await bus.close() })
-  assert.equal(bus.finish(finished('turn_a'), closing('turn_a', 1)), null)
+  const { journal } = journalOver(store)
+  t.after(async () => { await journal.close() })
+  assert.equal(journal.finish(finished('turn_a'), closing('turn_a', 1)), null)
 })

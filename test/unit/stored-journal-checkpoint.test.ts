@@ -1,5 +1,5 @@
 /**
- * The archiving bus and durable turns' checkpoints. With an asynchronous store (PostgreSQL): a
+ * The stored journal and durable turns' checkpoints. With an asynchronous store (PostgreSQL): a
  * group that carries a checkpoint reaches subscribers only once the store has it, and later
  * groups wait behind it; groups without one go out at once. With a synchronous store (SQLite):
  * turns waiting for their checkpoints in one tick share the write at its end.
@@ -7,10 +7,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import pino from 'pino'
-import { ArchivingBus } from '../../src/bus/archiving.js'
 import type { BusEnvelope } from '../../src/bus/bus.js'
 import { MemoryEventBus } from '../../src/bus/memory.js'
 import type { CheckpointRow } from '../../src/core/envelope.js'
+import { StoredJournal } from '../../src/journal/stored-journal.js'
 import type { Store } from '../../src/store/store.js'
 
 function envelope (seq: number): BusEnvelope {
@@ -36,22 +36,22 @@ const tick = async (): Promise<void> => { await new Promise((resolve) => setImme
 
 test('with an asynchronous store a checkpoint\'s group and every later one wait for the store; earlier ones do not', async (t) => {
   const { store, writes } = gatedStore()
-  const inner = new MemoryEventBus({ maxEventsPerTurn: 100, onListenerError: (err) => { throw err } })
-  const bus = new ArchivingBus({ inner, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 100, maxBuffered: 100 })
+  const bus = new MemoryEventBus({ maxEventsPerTurn: 100, onListenerError: (err) => { throw err } })
+  const journal = new StoredJournal({ bus, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 100, maxBuffered: 100 })
   t.after(async () => {
     for (const w of writes) w.done()
-    await bus.close()
+    await journal.close()
   })
   const seen: number[] = []
   bus.subscribeTurn('turn_1', (e) => { seen.push(e.seq) })
 
-  bus.publish(envelope(1))
+  journal.append(envelope(1))
   await tick()
   assert.deepEqual(seen, [1], 'a group without a checkpoint goes out at once')
-  bus.publish(envelope(2))
-  bus.checkpoint({ turn_id: 'turn_1', seq: 2, doc: '{}' })
+  journal.append(envelope(2))
+  journal.checkpoint({ turn_id: 'turn_1', seq: 2, doc: '{}' })
   await tick()
-  bus.publish(envelope(3))
+  journal.append(envelope(3))
   await tick()
   assert.deepEqual(seen, [1], 'held while the store writes the checkpoint')
   writes[0]?.done()
@@ -73,15 +73,15 @@ test('with a synchronous store the turns that wait for their checkpoints in one 
     readEvents: async () => [],
     lastEventSeq: async () => 0
   } as unknown as Store
-  const inner = new MemoryEventBus({ maxEventsPerTurn: 100, onListenerError: (err) => { throw err } })
-  const bus = new ArchivingBus({ inner, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 100, maxBuffered: 100 })
-  t.after(async () => { await bus.close() })
+  const bus = new MemoryEventBus({ maxEventsPerTurn: 100, onListenerError: (err) => { throw err } })
+  const journal = new StoredJournal({ bus, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 100, maxBuffered: 100 })
+  t.after(async () => { await journal.close() })
 
   const waited: string[] = []
   const reach = async (turnId: string): Promise<void> => {
-    bus.publish({ ...envelope(1), turn_id: turnId })
-    bus.checkpoint({ turn_id: turnId, seq: 1, doc: '{}' })
-    await bus.written()
+    journal.append({ ...envelope(1), turn_id: turnId })
+    journal.checkpoint({ turn_id: turnId, seq: 1, doc: '{}' })
+    await journal.written()
     // What a durable turn does next (runs its tools) comes only after its checkpoint is written.
     waited.push(`${turnId} after ${writes.length} write(s)`)
   }

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
-import type { FinishedTurn, Store, TurnRecord } from './store.js'
+import type { FinishedTurn, Store, TurnRecord } from '../store/store.js'
 
 const BATCH = 500
 

@@ -1,21 +1,22 @@
 /**
- * Event bus decorator that persists every event in the store's event log and answers a replay
- * from it when the inner bus no longer can: after a restart (the memory bus starts empty), after
- * Redis lost its streams, or past the inner bus's per-turn bound.
+ * The journal of a store that keeps an event log: every event is written to the store's event
+ * log before the bus publishes it, and a replay is answered from the store when the bus no longer
+ * can: after a restart (the memory bus starts empty), after Redis lost its streams, or past the
+ * bus's per-turn bound.
  *
- * Group commit: events published in one tick of the event loop (a synchronous run and the
+ * Group commit: events appended in one tick of the event loop (a synchronous run and the
  * promise reactions it sets off, or the I/O callbacks of one poll phase, across turns) are
  * collected and flushed together at the end of the tick (setImmediate) — written to the log in
- * one transaction, then handed to the inner bus in order. A round of tool calls that answer at
+ * one transaction, then handed to the bus in order. A round of tool calls that answer at
  * once is one group; a call that waits on I/O ends the tick, so its `tool_call` goes out before
  * it runs. With an asynchronous store (PostgreSQL), which subscribers never wait for, the group
- * goes out in a microtask instead, before any promise reaction queued after the publish: a
+ * goes out in a microtask instead, before any promise reaction queued after the append: a
  * write in flight already batches whatever queues behind it, and fan-out is not held back —
  * except behind a group that carries a durable turn's checkpoint, which waits for its write.
  *
  * A caller that writes a turn's events in its own transaction (the turn's creation with its
  * `turn.started`, and a durable turn's first `iteration`; with an asynchronous store, its final save with its terminal event and whatever
- * of it still waits here — see `unwritten`) publishes them `stored`: they go out at once, never
+ * of it still waits here — see `unwritten`) appends them with `appendStored`: they go out at once, never
  * written twice, so the reply that follows (`turn.accepted`, a cancel's answer, `?wait=true`)
  * follows them too. With a synchronous store a turn's final save joins the group instead
  * (`finish`): the turns ending in one tick share its commit. So does a running turn's record
@@ -23,13 +24,19 @@
  * the group's write. Either way a stored record never claims an event the log does not hold.
  */
 import type { Logger } from 'pino'
-import { EventLogWriter } from '../store/event-writer.js'
+import type { ControlPlane, EventLog, ReplayResult } from '../bus/bus.js'
+import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import type { FinishedTurn, Store, TurnRecord } from '../store/store.js'
-import type { CheckpointRow } from '../core/envelope.js'
-import type { BusEnvelope, ControlMessage, EnvelopeListener, EventBus, ReplayResult, Unsubscribe } from './bus.js'
+import { EventLogWriter } from './event-writer.js'
+import type { TurnJournal } from './journal.js'
+import { replayFilled, type ReplaySources } from './replay.js'
 
-export interface ArchivingBusOptions {
-  inner: EventBus
+export interface StoredJournalOptions {
+  /**
+   * Where events go once stored: fan-out and replay. `shared`: other gateway instances share it
+   * (Redis), and replay finished turns from it.
+   */
+  bus: EventLog & Pick<ControlPlane, 'shared'>
   store: Store
   log: Logger
   /** Upper bound of one replay answered from the store. */
@@ -39,8 +46,6 @@ export interface ArchivingBusOptions {
   afterGroupWrite?: (group: readonly BusEnvelope[]) => void
 }
 
-// How long a replay waits for this process's own pending event-log writes before answering.
-const STORED_TAIL_WAIT_MS = 1000
 // How long a group with a checkpoint is held back from clients while an asynchronous store writes it.
 const CHECKPOINT_HOLD_MS = 5000
 
@@ -50,21 +55,13 @@ interface RecordSave {
   reject: (err: unknown) => void
 }
 
-/** The run of events that follows `afterSeq` without a hole. */
-export function contiguousAfter (events: readonly BusEnvelope[], afterSeq: number): BusEnvelope[] {
-  const out: BusEnvelope[] = []
-  for (const e of events) {
-    if (e.seq !== afterSeq + out.length + 1) break
-    out.push(e)
-  }
-  return out
-}
-
-export class ArchivingBus implements EventBus {
-  private readonly inner: EventBus
+export class StoredJournal implements TurnJournal {
+  readonly keepsEvents = true
+  private readonly bus: EventLog & Pick<ControlPlane, 'shared'>
   private readonly store: Store
   private readonly writer: EventLogWriter
-  private readonly maxEvents: number
+  /** What a replay reads: the bus's copy, then the store's. */
+  private readonly sources: ReplaySources
   private readonly afterGroupWrite: ((group: readonly BusEnvelope[]) => void) | undefined
   /** Published, not yet written nor fanned out. */
   private group: BusEnvelope[] = []
@@ -86,25 +83,20 @@ export class ArchivingBus implements EventBus {
   private records: RecordSave[] = []
   private readonly log: Logger
 
-  constructor (options: ArchivingBusOptions) {
-    this.inner = options.inner
+  constructor (options: StoredJournalOptions) {
+    this.bus = options.bus
     this.queueFlush = options.store.appendEventsNow === undefined ? queueMicrotask : setImmediate
     this.store = options.store
     this.log = options.log
-    this.maxEvents = options.maxEventsPerTurn
+    this.sources = {
+      bus: options.bus, store: options.store, maxEvents: options.maxEventsPerTurn,
+      settled: async (ms) => { await this.writer.flush(ms) }
+    }
     this.afterGroupWrite = options.afterGroupWrite
     this.writer = new EventLogWriter({ store: options.store, log: options.log, maxBuffered: options.maxBuffered, retryMs: 500 })
   }
 
-  get shared (): boolean {
-    return this.inner.shared
-  }
-
-  publish (envelope: BusEnvelope, stored = false): void {
-    if (stored) {
-      this.publishStored(envelope)
-      return
-    }
+  append (envelope: BusEnvelope): void {
     this.group.push(envelope)
     this.queueGroupFlush()
   }
@@ -121,7 +113,7 @@ export class ArchivingBus implements EventBus {
   }
 
   /** It and every earlier event of its turn are in the store: those still waiting here go out now, ahead of it. */
-  private publishStored (envelope: BusEnvelope): void {
+  appendStored (envelope: BusEnvelope): void {
     const turnId = envelope.turn_id
     const earlier = this.group.filter((e) => e.turn_id === turnId)
     if (earlier.length > 0) this.group = this.group.filter((e) => e.turn_id !== turnId)
@@ -132,7 +124,7 @@ export class ArchivingBus implements EventBus {
       this.release()
       return
     }
-    for (const e of out) this.inner.publish(e)
+    for (const e of out) this.bus.publish(e)
   }
 
   unwritten (turnId: string): readonly BusEnvelope[] | null {
@@ -173,7 +165,7 @@ export class ArchivingBus implements EventBus {
     // checkpoint past events clients already saw (an approval asked again, a tool run twice).
     const hold = checkpoints.length > 0 && this.store.appendEventsNow === undefined
     if (!hold && this.held.length === 0) {
-      for (const envelope of group) this.inner.publish(envelope)
+      for (const envelope of group) this.bus.publish(envelope)
       return
     }
     const entry = { group, ready: !hold }
@@ -216,9 +208,9 @@ export class ArchivingBus implements EventBus {
 
   /**
    * With a synchronous store the record is written at the end of this tick in its group's
-   * transaction, with every event published before it (its `last_seq`, an approval's
+   * transaction, with every event appended before it (its `last_seq`, an approval's
    * `approval.resolved` with its audit entry); with an asynchronous one it is saved as it stands
-   * now, once the events published so far are stored.
+   * now, once the events appended so far are stored.
    */
   async saveTurn (turn: TurnRecord): Promise<void> {
     if (this.store.appendEventsNow === undefined) {
@@ -248,12 +240,12 @@ export class ArchivingBus implements EventBus {
   private release (): void {
     while (this.held[0]?.ready === true) {
       const { group } = this.held.shift() as { group: BusEnvelope[] }
-      for (const envelope of group) this.inner.publish(envelope)
+      for (const envelope of group) this.bus.publish(envelope)
     }
   }
 
   /**
-   * Resolves once everything published so far (and every checkpoint taken) is in the store, or the
+   * Resolves once everything appended so far (and every checkpoint taken) is in the store, or the
    * store stayed unreachable for a while. With a synchronous store the pending group is written
    * at the end of this tick, as it would be anyway, so the turns that wait for their checkpoints in
    * one tick share one transaction (under load, one commit instead of one per turn); an
@@ -268,92 +260,39 @@ export class ArchivingBus implements EventBus {
     await this.writer.appended(CHECKPOINT_HOLD_MS)
   }
 
-  subscribeTurn (turnId: string, listener: EnvelopeListener): Unsubscribe {
-    return this.inner.subscribeTurn(turnId, listener)
-  }
-
-  subscribeSession (tenant: string, sessionId: string, listener: EnvelopeListener): Unsubscribe {
-    return this.inner.subscribeSession(tenant, sessionId, listener)
-  }
-
   async replay (turnId: string, afterSeq: number, knownLastSeq?: number): Promise<ReplayResult> {
-    // A caller may know of a published event (a turn's last_seq) whose group is still queued: the
+    // A caller may know of an appended event (a turn's last_seq) whose group is still queued: the
     // group is written now. One that knows of nothing queued (a stream starting with the turn)
     // gets the rest live, when the group goes out, instead of waiting for its write.
     if (knownLastSeq === undefined || this.group.some((e) => e.turn_id === turnId && e.seq <= knownLastSeq)) this.flush()
-    let live: ReplayResult | null = null
-    let liveError: unknown = null
-    try {
-      live = await this.inner.replay(turnId, afterSeq)
-    } catch (err) {
-      liveError = err
-    }
-    if (live?.kind === 'events') return await this.withStoredTail(turnId, live.events, afterSeq, knownLastSeq)
-    let stored: BusEnvelope[]
-    try {
-      stored = await this.store.readEvents(turnId, afterSeq, this.maxEvents)
-    } catch (err) {
-      if (live !== null) return live
-      throw liveError ?? err
-    }
-    const head = contiguousAfter(stored, afterSeq)
-    if (head.length === 0) {
-      if (stored[0] !== undefined) return { kind: 'gap', firstSeq: stored[0].seq }
-      if (live !== null) return live
-      throw liveError
-    }
-    // The store may lag the inner bus by the events still being written: stitch them on.
-    const last = head.at(-1)?.seq ?? afterSeq
-    const tail = await this.inner.replay(turnId, last).catch(() => null)
-    if (tail?.kind === 'events') return { kind: 'events', events: [...head, ...tail.events] }
-    // The inner bus kept later events but not these: serving the head would hide a hole.
-    if (live?.kind === 'gap' && tail?.kind === 'gap' && tail.firstSeq > last + 1) return { kind: 'gap', firstSeq: last + 1 }
-    return { kind: 'events', events: head }
-  }
-
-  /**
-   * The inner bus writes asynchronously (Redis): right after a publish its copy can end short of
-   * what the caller knows was published. The store has it once this process's writes are done.
-   */
-  private async withStoredTail (
-    turnId: string, events: BusEnvelope[], afterSeq: number, knownLastSeq: number | undefined
-  ): Promise<ReplayResult> {
-    const last = events.at(-1)?.seq ?? afterSeq
-    if (knownLastSeq === undefined || knownLastSeq <= last) return { kind: 'events', events }
-    await this.writer.flush(STORED_TAIL_WAIT_MS)
-    const stored = await this.store.readEvents(turnId, last, this.maxEvents).catch(() => [])
-    return { kind: 'events', events: [...events, ...contiguousAfter(stored, last)] }
+    return await replayFilled(this.sources, turnId, afterSeq, knownLastSeq)
   }
 
   async lastSeq (turnId: string): Promise<number> {
     this.flush()
     const [live, stored] = await Promise.all([
-      this.inner.lastSeq(turnId).catch(() => 0),
+      this.bus.lastSeq(turnId).catch(() => 0),
       this.store.lastEventSeq(turnId)
     ])
     return Math.max(live, stored)
   }
 
-  drop (turnId: string): void {
-    this.inner.drop(turnId)
-  }
-
   /**
-   * A finished turn's replays are answered from the store, so an in-process inner bus forgets
+   * A finished turn's replays are answered from the store, so an in-process bus forgets
    * its copy as soon as every event of the turn is written and fanned out, instead of holding the
    * events of every turn of the last `turns.retention_ms` in the heap (memory that grows with
-   * throughput, and that every garbage collection scans). A shared inner bus (Redis) keeps its
+   * throughput, and that every garbage collection scans). A shared bus (Redis) keeps its
    * streams: other instances replay from them.
    */
   ended (turnId: string): boolean {
-    if (this.inner.shared) return true
+    if (this.bus.shared) return true
     if (!this.pending(turnId)) {
-      this.inner.drop(turnId)
+      this.bus.drop(turnId)
       return false
     }
     // Still being written (an asynchronous store) or held behind a checkpoint: once that is
     // done; a store that stays unreachable leaves the copy to `drop`.
-    void this.writer.appended(CHECKPOINT_HOLD_MS).then(() => { if (!this.pending(turnId)) this.inner.drop(turnId) })
+    void this.writer.appended(CHECKPOINT_HOLD_MS).then(() => { if (!this.pending(turnId)) this.bus.drop(turnId) })
     return true
   }
 
@@ -362,23 +301,10 @@ export class ArchivingBus implements EventBus {
     return this.writer.holds(turnId) || this.group.some(of) || this.held.some((h) => h.group.some(of))
   }
 
-  unreachableSince (): number | null {
-    return this.inner.unreachableSince()
-  }
-
-  publishControl (message: ControlMessage): void {
-    this.inner.publishControl(message)
-  }
-
-  onControl (listener: (message: ControlMessage) => void): Unsubscribe {
-    return this.inner.onControl(listener)
-  }
-
   async close (): Promise<void> {
     this.flush()
     await this.writer.close(5000)
     for (const entry of this.held) entry.ready = true
     this.release()
-    await this.inner.close()
   }
 }
