@@ -140,7 +140,7 @@ export const ApprovalResolvedEvent = Type.Object({
   request_id: OpaqueId,
   call_id: OpaqueId,
   decision: ApprovalDecision,
-  decided_by: Type.String()
+  decided_by: Type.String({ description: 'Who answered and where: <surface>:<tenant>/<sub> (ws, rest, acp, ag-ui, ai-sdk), or runtime' })
 })
 
 /**
@@ -151,7 +151,10 @@ export const ApprovalResolvedEvent = Type.Object({
 export const UserMessageEvent = Type.Object({
   kind: Type.Literal('user.message'),
   message: Type.String({ description: 'The message, secrets scrubbed' }),
-  n: Type.Integer({ minimum: 1, description: 'Its place among this turn\'s steering messages, from 1' })
+  n: Type.Integer({ minimum: 1, description: 'Its place among this turn\'s steering messages, from 1' }),
+  sent_by: Type.Optional(Type.String({
+    description: 'tenant/sub of the principal who sent it, when that is not the turn\'s own principal (a holder of `turns:steer`)'
+  }))
 })
 
 export const IterationEvent = Type.Object({
