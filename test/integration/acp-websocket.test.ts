@@ -15,6 +15,7 @@ import { jwtAuth, mintToken } from '../helpers/tokens.js'
 import { gate } from '../helpers/turns.js'
 import { eventually } from '../helpers/eventually.js'
 import { acpHarness, messageText, updateKinds, type PermissionAnswer } from '../helpers/acp.js'
+import { defineTool, ok } from '../../src/tools/contract.js'
 
 async function jwtGateway (t: { after: (fn: () => Promise<void>) => void }): Promise<{ g: TestGateway, token: string, acpUrl: string }> {
   const token = await mintToken()
@@ -170,4 +171,41 @@ test('over /v1/acp the model\'s reasoning arrives as agent_thought_chunk, apart 
   const thoughts = h.updates.flatMap((n) => n.update.sessionUpdate === 'agent_thought_chunk' && n.update.content.type === 'text' ? [n.update.content.text] : [])
   assert.equal(thoughts.join(''), 'The user greets me; answer briefly.')
   assert.equal(messageText(h.updates), 'Hello!')
+})
+
+test('over /v1/acp a plan a tool reports in its progress arrives as a plan update with content, priority and status', async (t) => {
+  const token = await mintToken()
+  // A to-do tool as an application would write one: it reports the whole plan, then answers.
+  const todo = defineTool({
+    name: 'todo_write',
+    description: 'Replace the task list',
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
+    async execute (_args, ctx) {
+      ctx.progress?.({ plan: [{ content: 'Read the notes', status: 'completed', priority: 'high' }, { content: 'Write the summary', status: 'in_progress' }] })
+      return ok('2 tasks')
+    }
+  })
+  const g = await startGateway({
+    overrides: { ...jwtAuth(), agents: { default: { tools: ['todo_write'] } }, risk_profiles: { default: { auto_approve: ['todo_write'] } } },
+    token,
+    tools: [todo]
+  })
+  t.after(async () => { await g.close() })
+  g.provider.enqueue({ toolCalls: [{ id: 'p1', name: 'todo_write', arguments: {} }] }, { text: 'Planned.' })
+  const h = overSocket(`${g.url.replace(/^http/, 'ws')}/v1/acp`, token)
+  const response = await h.run(async (ctx) => {
+    await ctx.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+    const { sessionId } = await ctx.request('session/new', { cwd: '/tmp', mcpServers: [] })
+    return await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'plan it' }] })
+  })
+  assert.equal(response.stopReason, 'end_turn')
+  assert.deepEqual(updateKinds(h.updates), ['tool_call', 'tool_call_update:in_progress', 'plan', 'tool_call_update:completed', 'agent_message_chunk'])
+  const plan = h.updates.find((u) => u.update.sessionUpdate === 'plan')?.update
+  assert.deepEqual(plan, {
+    sessionUpdate: 'plan',
+    entries: [
+      { content: 'Read the notes', priority: 'high', status: 'completed' },
+      { content: 'Write the summary', priority: 'medium', status: 'in_progress' }
+    ]
+  })
 })

@@ -221,6 +221,13 @@ export type TurnEvent =
     total?: number
     /** A status line or output line, secrets scrubbed, at most `turns.tool_progress.max_message_bytes` */
     message?: string
+    /** The whole plan the tool reports (a to-do list), replacing the one it reported before; ACP sends it as a `plan` update */
+    plan?: Array<{
+      /** What the task is, secrets scrubbed, at most `turns.tool_progress.max_message_bytes` */
+      content: string
+      priority: 'high' | 'medium' | 'low'
+      status: 'pending' | 'in_progress' | 'completed'
+    }>
   }
   | ToolResultEvent
   | ApprovalRequestedEvent
