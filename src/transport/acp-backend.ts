@@ -87,9 +87,9 @@ export function gatewayBackend (gateway: Gateway, principal: Principal, connecti
       if (events === undefined) throw new TollgateError('INTERNAL', 'the new turn is not followed')
       return { turnId: turn.turn_id, events }
     },
-    answer: async (requestId, decision) => {
+    answer: async (requestId, answer) => {
       requireScope(principal, 'approvals:answer')
-      await gateway.turns.answerApproval(principal, requestId, { decision, decidedBy: `acp:${principalKey(principal)}`, channel: 'acp' })
+      await gateway.turns.answerApproval(principal, requestId, { ...answer, decidedBy: `acp:${principalKey(principal)}`, channel: 'acp' })
     },
     cancel: async (turnId) => { await gateway.turns.cancel(principal, turnId, 'cancelled by client') },
     released: async (turnId) => { await gateway.turns.waitFor(principal, turnId) },
