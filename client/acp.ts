@@ -32,7 +32,7 @@ export function websocketBackend (client: TollgateClient, url: string, token: st
       const stream = await client.startTurn({ message, session_id: sessionId, ...(agent === undefined ? {} : { agent }) })
       return { turnId: stream.turnId, events: stream }
     },
-    answer: async (requestId, decision) => { await client.respond(requestId, decision) },
+    answer: async (requestId, answer) => { await client.respond(requestId, answer.decision, answer.replacement) },
     cancel: async (turnId) => { await client.cancel(turnId) },
     // Reading a turn that is ending answers once it has released its session.
     released: async (turnId) => { await client.getTurn(turnId) },

@@ -78,10 +78,18 @@ export function exactArgumentLines (display: ReadonlyArray<{ name: string, value
 }
 
 /** A progress line: `3/4` and/or the tool's message, on one line. */
+/** A tool's plan on one line: how many tasks are done, and the one under way. */
+function planText (plan: NonNullable<TurnEventOf<'tool.progress'>['plan']>): string {
+  const done = plan.filter((entry) => entry.status === 'completed').length
+  const current = plan.find((entry) => entry.status === 'in_progress')
+  return `plan ${done}/${plan.length} done${current === undefined ? '' : `, now: ${oneLine(current.content)}`}`
+}
+
 function progressText (e: TurnEventOf<'tool.progress'>): string {
   const count = e.progress === undefined ? '' : `${e.progress}${e.total === undefined ? '' : `/${e.total}`}`
   const message = e.message === undefined ? '' : oneLine(e.message)
-  return [count, message].filter((part) => part !== '').join(' ')
+  const plan = e.plan === undefined ? '' : planText(e.plan)
+  return [count, message, plan].filter((part) => part !== '').join(' ')
 }
 
 function clip (text: string, max: number): string {

@@ -649,7 +649,8 @@ var SURFACES = {
   ws: "over a live connection (this page or a terminal)",
   rest: "over REST (an inbox or an app)",
   "ag-ui": "in an AG-UI app",
-  "ai-sdk": "in an AI SDK chat"
+  "ai-sdk": "in an AI SDK chat",
+  acp: "in an editor (ACP)"
 };
 function decisionInWords(decision, decidedBy) {
   if (decidedBy === "runtime") {
@@ -664,7 +665,7 @@ function decisionInWords(decision, decidedBy) {
   const surface = colon === -1 ? decidedBy : decidedBy.slice(0, colon);
   const who = colon === -1 ? "" : decidedBy.slice(colon + 1);
   const answered = { yes: "Approved", always: "Approved for the session", no: "Denied", edit: "Replaced with your text" };
-  const person = surface === "ws" || who === "" ? "" : ` by ${who}`;
+  const person = who === "" ? "" : ` by ${who}`;
   return `${answered[decision] ?? decision}${person} ${SURFACES[surface] ?? `via ${surface}`}`;
 }
 

@@ -17,7 +17,8 @@ export default async function steeringRoutes (app: FastifyInstance): Promise<voi
         'tool results of the current round, in the order given; it is recorded as a `user.message` event (202 once stored). ' +
         'A message that arrives while the model writes its final answer makes the turn run one more iteration. ' +
         'At most `turns.max_steering_messages` wait at once (429 `STEERING_QUEUE_FULL`); a turn that has ended or is ending ' +
-        'answers 409 `STEERING_CLOSED`. Only the turn\'s principal may steer it.',
+        'answers 409 `STEERING_CLOSED`. The turn\'s principal may steer it, and so may a principal of the same tenant with the `turns:steer` ' +
+        'scope; anyone else gets 404 `TURN_NOT_FOUND`.',
       params: TurnIdParams,
       body: SteerRequest,
       response: { 202: SteerAccepted, 400: Problem, 401: Problem, 403: Problem, 404: Problem, 409: Problem, 429: Problem, 503: Problem }

@@ -79,6 +79,17 @@ export const ToolCallEvent = Type.Object({
  * line of a long-running shell command. Scrubbed, bounded and rate limited per call; never sent
  * after the call's `tool_result`.
  */
+/** Entries of a reported plan kept at most; the rest are dropped. */
+export const MAX_PLAN_ENTRIES = 50
+
+/** One task of a plan a tool reported; the Agent Client Protocol's `PlanEntry` shape. */
+export const PlanEntry = Type.Object({
+  content: Type.String({ description: 'What the task is, secrets scrubbed, at most `turns.tool_progress.max_message_bytes`' }),
+  priority: Type.Union([Type.Literal('high'), Type.Literal('medium'), Type.Literal('low')]),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('in_progress'), Type.Literal('completed')])
+}, { title: 'PlanEntry' })
+export type PlanEntry = Static<typeof PlanEntry>
+
 export const ToolProgressEvent = Type.Object({
   kind: Type.Literal('tool.progress'),
   call_id: OpaqueId,
@@ -86,6 +97,10 @@ export const ToolProgressEvent = Type.Object({
   total: Type.Optional(Type.Number({ minimum: 0, description: 'Total work, when the tool knows it (MCP `total`)' })),
   message: Type.Optional(Type.String({
     description: 'A status line or output line, secrets scrubbed, at most `turns.tool_progress.max_message_bytes`'
+  })),
+  plan: Type.Optional(Type.Array(PlanEntry, {
+    maxItems: MAX_PLAN_ENTRIES,
+    description: 'The whole plan the tool reports (a to-do list), replacing the one it reported before; ACP sends it as a `plan` update'
   }))
 })
 
@@ -140,7 +155,7 @@ export const ApprovalResolvedEvent = Type.Object({
   request_id: OpaqueId,
   call_id: OpaqueId,
   decision: ApprovalDecision,
-  decided_by: Type.String()
+  decided_by: Type.String({ description: 'Who answered and where: <surface>:<tenant>/<sub> (ws, rest, acp, ag-ui, ai-sdk), or runtime' })
 })
 
 /**
@@ -151,7 +166,10 @@ export const ApprovalResolvedEvent = Type.Object({
 export const UserMessageEvent = Type.Object({
   kind: Type.Literal('user.message'),
   message: Type.String({ description: 'The message, secrets scrubbed' }),
-  n: Type.Integer({ minimum: 1, description: 'Its place among this turn\'s steering messages, from 1' })
+  n: Type.Integer({ minimum: 1, description: 'Its place among this turn\'s steering messages, from 1' }),
+  sent_by: Type.Optional(Type.String({
+    description: 'tenant/sub of the principal who sent it, when that is not the turn\'s own principal (a holder of `turns:steer`)'
+  }))
 })
 
 export const IterationEvent = Type.Object({

@@ -1,7 +1,7 @@
 /**
  * Plain words for what the gateway states in policy terms: why a call is asked about, and who
  * settled an approval and where. The exact policy text stays available, folded, for those who
- * want it; `decided_by` is the gateway's audit form (`ws:<connection>`, `rest:<tenant>/<sub>`, …).
+ * want it; `decided_by` is the gateway's audit form, `<surface>:<tenant>/<sub>` (`ws:acme/alice`, `rest:…`).
  */
 import { el } from './dom.js'
 
@@ -21,7 +21,8 @@ const SURFACES: Record<string, string> = {
   ws: 'over a live connection (this page or a terminal)',
   rest: 'over REST (an inbox or an app)',
   'ag-ui': 'in an AG-UI app',
-  'ai-sdk': 'in an AI SDK chat'
+  'ai-sdk': 'in an AI SDK chat',
+  acp: 'in an editor (ACP)'
 }
 
 /** "yes" by whom and where, as a person reads it. */
@@ -38,6 +39,6 @@ export function decisionInWords (decision: string, decidedBy: string): string {
   const surface = colon === -1 ? decidedBy : decidedBy.slice(0, colon)
   const who = colon === -1 ? '' : decidedBy.slice(colon + 1)
   const answered: Record<string, string> = { yes: 'Approved', always: 'Approved for the session', no: 'Denied', edit: 'Replaced with your text' }
-  const person = surface === 'ws' || who === '' ? '' : ` by ${who}`
+  const person = who === '' ? '' : ` by ${who}`
   return `${answered[decision] ?? decision}${person} ${SURFACES[surface] ?? `via ${surface}`}`
 }

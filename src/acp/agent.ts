@@ -10,8 +10,9 @@ import {
   agent, PROTOCOL_VERSION, RequestError,
   type AgentApp, type AgentContext, type ContentBlock, type PermissionOption, type PromptResponse, type SessionUpdate, type StopReason
 } from '@agentclientprotocol/sdk'
+import { MAX_REPLACEMENT_CHARS } from '../../schemas/approval.js'
 import type { TurnEvent } from '../../schemas/events.js'
-import type { AcpBackend } from './backend.js'
+import type { AcpAnswer, AcpBackend } from './backend.js'
 import { historyUpdates, UpdateTranslator } from './translate.js'
 import { toolKind, toolTitle } from './tool-kind.js'
 
@@ -24,14 +25,30 @@ export interface AcpAgentOptions {
 }
 
 /** The permission options of every approval request, and the Tollgate decision each stands for. */
-const OPTIONS: ReadonlyArray<PermissionOption & { decision: 'yes' | 'always' | 'no' }> = [
+const OPTIONS: ReadonlyArray<PermissionOption & { decision: AcpAnswer['decision'] }> = [
   { optionId: 'allow_once', name: 'Allow once', kind: 'allow_once', decision: 'yes' },
   { optionId: 'allow_always', name: 'Allow for this session', kind: 'allow_always', decision: 'always' },
   { optionId: 'reject_once', name: 'Reject', kind: 'reject_once', decision: 'no' }
 ]
 
+/**
+ * Tollgate's `edit` answer, offered only to a client that opted in (`_meta.tollgate.edit`): ACP
+ * has no such kind, and the call does not run, so it is a `reject_once` an ordinary client would
+ * show as one more way to say no. The text comes back in the selected outcome's `_meta.tollgate.replacement`.
+ */
+const EDIT_OPTION: PermissionOption & { decision: 'edit' } = {
+  optionId: 'edit', name: 'Answer instead (your text is the result)', kind: 'reject_once', decision: 'edit', _meta: { tollgate: { decision: 'edit' } }
+}
+
 /** `_meta.tollgate` of `initialize`: what a client opts into. */
-interface TollgateMeta { steering?: boolean }
+interface TollgateMeta { steering?: boolean, edit?: boolean }
+
+/** The replacement text an edit carries, or null when it has none a request may take. */
+function replacementOf (meta: Record<string, unknown> | null | undefined): string | null {
+  const tollgate = meta?.tollgate
+  const text = typeof tollgate === 'object' && tollgate !== null ? (tollgate as { replacement?: unknown }).replacement : undefined
+  return typeof text === 'string' && text.length <= MAX_REPLACEMENT_CHARS ? text : null
+}
 
 interface RunningPrompt {
   /** Null while the turn is being started. */
@@ -81,6 +98,7 @@ function asRequestError (err: unknown): RequestError {
 export function createAcpAgent (backend: AcpBackend, options: AcpAgentOptions): AgentApp {
   const sessions = new Map<string, AcpSession>()
   let steering = false
+  let edit = false
 
   function sessionOf (id: string): AcpSession {
     const session = sessions.get(id)
@@ -96,23 +114,34 @@ export function createAcpAgent (backend: AcpBackend, options: AcpAgentOptions): 
   function ask (client: AgentContext, session: AcpSession, running: RunningPrompt, event: Extract<TurnEvent, { kind: 'approval.requested' }>): void {
     const withdraw = new AbortController()
     running.asks.set(event.request_id, withdraw)
+    // A budget question has no result to replace: yes or no only.
+    const offered = edit && event.approval_kind === undefined ? [...OPTIONS, EDIT_OPTION] : OPTIONS
     client.request('session/request_permission', {
       sessionId: session.id,
       toolCall: {
         toolCallId: event.call_id, title: toolTitle(event.name, event.arguments), kind: toolKind(event.name), status: 'pending',
         rawInput: event.arguments, content: [{ type: 'content', content: { type: 'text', text: `${event.reason}\n${event.summary}` } }]
       },
-      options: OPTIONS.map(({ decision: _d, ...option }) => option)
+      options: offered.map(({ decision: _d, ...option }) => option)
     }, { cancellationSignal: withdraw.signal, stopWaitingOnCancel: true }).then(async (response) => {
       running.asks.delete(event.request_id)
       if (response.outcome.outcome !== 'selected') return
       const { optionId } = response.outcome
-      const decision = OPTIONS.find((o) => o.optionId === optionId)?.decision
+      const decision = offered.find((o) => o.optionId === optionId)?.decision
       if (decision === undefined) {
         options.warn(`unknown permission option ${JSON.stringify(optionId)}: the request waits for another answer`)
         return
       }
-      await backend.answer(event.request_id, decision)
+      if (decision !== 'edit') {
+        await backend.answer(event.request_id, { decision })
+        return
+      }
+      const replacement = replacementOf(response.outcome._meta)
+      if (replacement === null) {
+        options.warn(`the edit answer to ${event.request_id} has no _meta.tollgate.replacement text (at most ${MAX_REPLACEMENT_CHARS} characters): the request waits for another answer`)
+        return
+      }
+      await backend.answer(event.request_id, { decision, replacement })
     }).catch((err: unknown) => {
       running.asks.delete(event.request_id)
       // Withdrawn, or answered elsewhere first: nothing to do.
@@ -175,12 +204,13 @@ export function createAcpAgent (backend: AcpBackend, options: AcpAgentOptions): 
     .onRequest('initialize', ({ params }) => {
       const meta = (params._meta?.tollgate ?? {}) as TollgateMeta
       steering = meta.steering === true
+      edit = meta.edit === true
       return {
         protocolVersion: PROTOCOL_VERSION,
         agentCapabilities: { loadSession: true, promptCapabilities: { embeddedContext: true } },
         agentInfo: { name: 'tollgate', title: 'Tollgate', version: options.version },
         authMethods: [],
-        _meta: { tollgate: { steering } }
+        _meta: { tollgate: { steering, edit } }
       }
     })
     .onRequest('session/new', ({ params }) => {

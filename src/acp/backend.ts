@@ -6,6 +6,11 @@
 import type { EventEnvelope } from '../../schemas/events.js'
 import type { HistoryMessage } from '../../schemas/session.js'
 
+export interface AcpAnswer {
+  decision: 'yes' | 'no' | 'always' | 'edit'
+  replacement?: string
+}
+
 export interface AcpTurn {
   turnId: string
   /** The turn's events from its first, ending after the terminal event. */
@@ -14,7 +19,8 @@ export interface AcpTurn {
 
 export interface AcpBackend {
   startTurn (request: { message: string, sessionId: string, agent?: string }): Promise<AcpTurn>
-  answer (requestId: string, decision: 'yes' | 'no' | 'always'): Promise<void>
+  /** `replacement` with `edit` only: the text that becomes the call's result instead of running it. */
+  answer (requestId: string, answer: AcpAnswer): Promise<void>
   cancel (turnId: string): Promise<void>
   /**
    * Resolves once the ended turn has released its session: its terminal event goes out just

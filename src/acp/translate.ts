@@ -1,8 +1,8 @@
 /**
  * Tollgate turn events as ACP `session/update`s (one translator per prompt): text deltas become
  * `agent_message_chunk`, tool calls `tool_call` (pending) then `tool_call_update` (in_progress,
- * completed or failed, with the output as content and `rawOutput`), steering messages
- * `user_message_chunk`. Approval requests are not updates: the agent asks them with
+ * completed or failed, with the output as content and `rawOutput`), a plan a tool reports in its
+ * progress `plan`, steering messages `user_message_chunk`. Approval requests are not updates: the agent asks them with
  * `session/request_permission` (agent.ts).
  */
 import type { SessionUpdate, ToolCallContent } from '@agentclientprotocol/sdk'
@@ -41,9 +41,13 @@ export class UpdateTranslator {
           { sessionUpdate: 'tool_call_update', toolCallId: event.call_id, status: 'in_progress' }
         ]
       case 'tool.progress':
-        return event.message === undefined
-          ? []
-          : [{ sessionUpdate: 'tool_call_update', toolCallId: event.call_id, status: 'in_progress', content: [text(event.message)] }]
+        return [
+          // The event's plan is the whole plan, as ACP's `plan` update is: the client replaces its copy.
+          ...(event.plan === undefined ? [] : [{ sessionUpdate: 'plan' as const, entries: event.plan }]),
+          ...(event.message === undefined
+            ? []
+            : [{ sessionUpdate: 'tool_call_update' as const, toolCallId: event.call_id, status: 'in_progress' as const, content: [text(event.message)] }])
+        ]
       case 'tool_result':
         return [
           // A call that never ran (denied, deduplicated) had no tool_call event.

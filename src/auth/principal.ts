@@ -5,7 +5,11 @@
 import { TollgateError } from '../core/errors.js'
 import { ownerKey } from '../core/tenancy.js'
 
-export const SCOPES = ['turns:write', 'turns:read', 'approvals:answer'] as const
+/**
+ * `turns:steer` widens whose turns a principal may steer (with `turns:write`): every running turn
+ * of its own tenant, not only its own (a supervisor, a teammate). Nothing else crosses principals.
+ */
+export const SCOPES = ['turns:write', 'turns:read', 'approvals:answer', 'turns:steer'] as const
 export type Scope = typeof SCOPES[number]
 
 export interface Principal {

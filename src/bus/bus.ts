@@ -33,7 +33,8 @@ export type ControlRequest =
   /** Does a live connection of `principal` watch this turn or its session (an approval backchannel)? */
   | { type: 'watching', turn_id: string, session_id: string, principal: string }
   /** A steering message for a turn running on the instance that answers (`steered` in its reply). */
-  | { type: 'steer', turn_id: string, principal: string, message: string }
+  /** `principal` sent it; `steerer`: the front door checked its `turns:steer` (it may not own the turn). */
+  | { type: 'steer', turn_id: string, principal: string, message: string, steerer?: true }
 
 /** An instance's answer to a request; `handled: false` means "not mine" (so the asker can stop early). */
 export interface ControlReply {

@@ -85,7 +85,7 @@ export function parseControl (text: string): ControlMessage | null {
   let ok = false
   if (m.type === 'cancel') ok = id('turn_id') && id('principal') && isText(m.reason, MAX_TEXT_CHARS)
   else if (m.type === 'watching') ok = id('turn_id') && id('session_id') && id('principal')
-  else if (m.type === 'steer') ok = id('turn_id') && id('principal') && isText(m.message, MAX_MESSAGE_CHARS)
+  else if (m.type === 'steer') ok = id('turn_id') && id('principal') && isText(m.message, MAX_MESSAGE_CHARS) && (m.steerer === undefined || m.steerer === true)
   else if (m.type === 'approval') {
     ok = id('request_id') && id('principal') && id('decided_by') && id('channel') &&
       typeof m.decision === 'string' && DECISIONS.has(m.decision) && optionalText(m.replacement, MAX_REPLACEMENT_CHARS) &&

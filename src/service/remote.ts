@@ -9,6 +9,7 @@ import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
 import type { ControlRequest } from '../bus/bus.js'
 import { ControlRpc, remoteError, type ControlRpcOptions, type ReplyBody } from '../cluster/control.js'
 import { TollgateError } from '../core/errors.js'
+import { tenantOf } from '../core/tenancy.js'
 import type { TurnRecord } from '../store/store.js'
 import { CancelReason } from '../turn/loop.js'
 import type { ConnectionRegistry } from './connections.js'
@@ -49,9 +50,11 @@ export async function applyControl (scope: RemoteScope, request: ControlRequest)
     case 'steer': {
       const active = scope.active.get(request.turn_id)
       if (active === undefined) return null
-      if (active.record.owner !== request.principal) return { error: 'TURN_NOT_FOUND' }
+      // A holder of `turns:steer` (checked by the instance it asked) may steer any turn of its tenant.
+      const mayOthers = request.steerer === true && tenantOf(active.record.owner) === tenantOf(request.principal)
+      if (active.record.owner !== request.principal && !mayOthers) return { error: 'TURN_NOT_FOUND' }
       try {
-        const { turn_id: turnId, ...steered } = await active.steer(request.message)
+        const { turn_id: turnId, ...steered } = await active.steer(request.message, request.principal)
         return { turn_id: turnId, steered }
       } catch (err) {
         if (err instanceof TollgateError) return { error: err.code }
@@ -81,8 +84,8 @@ export class RemoteTurns {
   }
 
   /** Its instance queues the message for the turn; TURN_NOT_RUNNING when no instance runs it now. */
-  async steer (turnId: string, principal: string, message: string): Promise<SteerAccepted> {
-    const reply = await this.rpc.request({ type: 'steer', turn_id: turnId, principal, message })
+  async steer (turnId: string, principal: string, message: string, steerer: boolean): Promise<SteerAccepted> {
+    const reply = await this.rpc.request({ type: 'steer', turn_id: turnId, principal, message, ...(steerer ? { steerer: true as const } : {}) })
     if (reply === null) throw new TollgateError('TURN_NOT_RUNNING', 'no gateway instance runs this turn right now')
     if (reply.error !== undefined || reply.steered === undefined) throw remoteError(reply.error ?? 'INTERNAL')
     return { turn_id: turnId, ...reply.steered }

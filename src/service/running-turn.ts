@@ -74,12 +74,13 @@ export class RunningTurn {
    * Queues a message for the turn's next model call and records it as a `user.message` event,
    * answered once that event is stored: a turn parked for a restart finds it in its log.
    */
-  async steer (message: string): Promise<SteerAccepted> {
+  async steer (message: string, sender: string): Promise<SteerAccepted> {
     if (this.frozen) throw new TollgateError('SHUTTING_DOWN')
     if (this.controller.signal.aborted || TERMINAL_TURN_STATUSES.has(this.record.status)) throw new TollgateError('STEERING_CLOSED')
     const { n, queued } = this.steering.offer(message)
     // The history gets the words as written; the event, like all rendered text, is scrubbed.
-    this.emit({ kind: 'user.message', message: scrubText(message), n })
+    // Who sent it is recorded only when it is not the turn's own principal: the followers see who steered.
+    this.emit({ kind: 'user.message', message: scrubText(message), n, ...(sender === this.record.owner ? {} : { sent_by: sender }) })
     const seq = this.seq
     await this.written()
     return { turn_id: this.record.turn_id, seq, n, queued }

@@ -9,13 +9,14 @@ import type { Logger } from 'pino'
 import type { SteerAccepted } from '../../schemas/steering.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
-import { principalKey, type Principal } from '../auth/principal.js'
+import { hasScope, principalKey, type Principal } from '../auth/principal.js'
 import type { EventBus, ReplayResult } from '../bus/bus.js'
 import { readTurnLog, summarizeLog, withLoggedProgress } from '../cluster/turn-log.js'
 import type { TurnSlots } from '../cluster/turn-slots.js'
 import { runningTurnsPolicy } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
 import type { TurnJournal } from '../journal/journal.js'
+import { tenantOf } from '../core/tenancy.js'
 import type { ReceiptKey } from '../receipts/keys.js'
 import type { ReceiptKeyring } from '../receipts/keyring.js'
 import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
@@ -266,25 +267,40 @@ export class TurnService {
   }
 
   /**
-   * Steering: a message for the turn's next model call, from its principal (HTTP or WS). Answered
-   * once its `user.message` event is stored. A turn that has ended, or is ending, refuses it.
+   * Steering: a message for the turn's next model call, from its principal or from a principal of
+   * the same tenant holding `turns:steer` (HTTP or WS). Answered once its `user.message` event is
+   * stored. A turn that has ended, or is ending, refuses it; anyone else's turn answers as missing.
    */
   async steer (principal: Principal, turnId: string, message: string): Promise<SteerAccepted> {
     if (this.closingFlag) throw new TollgateError('SHUTTING_DOWN')
+    const key = principalKey(principal)
+    const steerer = hasScope(principal, 'turns:steer')
     const active = this.active.get(turnId)
-    if (active !== undefined && active.record.owner === principalKey(principal)) return await active.steer(message)
-    const turn = await this.get(principal, turnId)
+    if (active !== undefined && maySteer(key, steerer, active.record.owner)) return await active.steer(message, key)
+    const turn = await this.steerable(principal, turnId)
     if (turn.status !== 'running') throw new TollgateError('STEERING_CLOSED')
     // Its queue lives in the process that runs it.
     try {
-      return await this.remote.steer(turnId, principalKey(principal), message)
+      return await this.remote.steer(turnId, key, message, steerer)
     } catch (err) {
       // Nobody runs it: it may have ended in the meantime.
-      if (err instanceof TollgateError && err.code === 'TURN_NOT_RUNNING' && (await this.get(principal, turnId)).status !== 'running') {
+      if (err instanceof TollgateError && err.code === 'TURN_NOT_RUNNING' && (await this.steerable(principal, turnId)).status !== 'running') {
         throw new TollgateError('STEERING_CLOSED')
       }
       throw err
     }
+  }
+
+  /** The turn as its principal sees it (get), or as a `turns:steer` holder of its tenant may: its record. */
+  private async steerable (principal: Principal, turnId: string): Promise<TurnRecord> {
+    const key = principalKey(principal)
+    const turn = await this.findTurn(turnId)
+    if (turn === null || turn.owner === key) return await this.get(principal, turnId)
+    if (!maySteer(key, hasScope(principal, 'turns:steer'), turn.owner)) {
+      this.deps.log.warn({ audit: 'cross_principal_turn', principal: key, turn_id: turnId }, 'refused access to a turn of another principal')
+      throw new TollgateError('TURN_NOT_FOUND')
+    }
+    return turn
   }
 
   /** Operator answer from any front door (WS frame or REST), for a turn on any instance. */
@@ -327,4 +343,9 @@ export class TurnService {
     for (const t of this.timers) clearTimeout(t)
     this.timers.clear()
   }
+}
+
+/** Its own turn, or, with `turns:steer`, any turn of its tenant. */
+function maySteer (principal: string, steerer: boolean, owner: string): boolean {
+  return principal === owner || (steerer && tenantOf(principal) === tenantOf(owner))
 }

@@ -49,11 +49,24 @@ export interface TurnHandle {
   readonly deferred: DeferredToolView | null
 }
 
-/** A running call's progress as the tool knows it; every field optional (MCP's progress notification shape). */
+/** One task of a plan a tool reports (the Agent Client Protocol's plan entry). */
+export interface ToolPlanEntry {
+  content: string
+  status: 'pending' | 'in_progress' | 'completed'
+  /** `medium` when absent. */
+  priority?: 'high' | 'medium' | 'low'
+}
+
+/**
+ * A running call's progress as the tool knows it; every field optional (MCP's progress
+ * notification shape), plus `plan`: the whole list of tasks with their status, which replaces the
+ * last plan reported (a to-do or planning tool; editors show it as the agent's plan).
+ */
 export interface ToolProgress {
   progress?: number
   total?: number
   message?: string
+  plan?: readonly ToolPlanEntry[]
 }
 
 /** A user and group to act as: the owner of a workspace whose sandbox runs as another user than the gateway. */

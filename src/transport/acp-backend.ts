@@ -6,7 +6,7 @@
 import type { EventEnvelope } from '../../schemas/events.js'
 import type { HistoryMessage } from '../../schemas/session.js'
 import type { Gateway } from '../app/gateway.js'
-import { requireScope, type Principal } from '../auth/principal.js'
+import { principalKey, requireScope, type Principal } from '../auth/principal.js'
 import type { Unsubscribe } from '../bus/bus.js'
 import { TollgateError } from '../core/errors.js'
 import { scrubText } from '../core/security/redact.js'
@@ -87,9 +87,9 @@ export function gatewayBackend (gateway: Gateway, principal: Principal, connecti
       if (events === undefined) throw new TollgateError('INTERNAL', 'the new turn is not followed')
       return { turnId: turn.turn_id, events }
     },
-    answer: async (requestId, decision) => {
+    answer: async (requestId, answer) => {
       requireScope(principal, 'approvals:answer')
-      await gateway.turns.answerApproval(principal, requestId, { decision, decidedBy: `acp:${connection.id}`, channel: 'acp' })
+      await gateway.turns.answerApproval(principal, requestId, { ...answer, decidedBy: `acp:${principalKey(principal)}`, channel: 'acp' })
     },
     cancel: async (turnId) => { await gateway.turns.cancel(principal, turnId, 'cancelled by client') },
     released: async (turnId) => { await gateway.turns.waitFor(principal, turnId) },

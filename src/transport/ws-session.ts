@@ -6,7 +6,7 @@
 import type { ClientFrame, ServerFrame } from '../../schemas/ws.js'
 import type { Gateway } from '../app/gateway.js'
 import { FRAME_SCOPES } from '../auth/frame-scopes.js'
-import { requireScope, type Principal } from '../auth/principal.js'
+import { principalKey, requireScope, type Principal } from '../auth/principal.js'
 import type { BusEnvelope, Unsubscribe } from '../bus/bus.js'
 import { TollgateError } from '../core/errors.js'
 import type { Connection } from '../service/connections.js'
@@ -183,7 +183,8 @@ export class SocketSession {
         const { turnId } = await this.gateway.turns.answerApproval(this.principal, frame.request_id, {
           decision: frame.decision,
           ...(frame.replacement === undefined ? {} : { replacement: frame.replacement }),
-          decidedBy: `ws:${this.connection.id}`,
+          // The person, as REST records it; the surface is the prefix and the audit's `channel`.
+          decidedBy: `ws:${principalKey(this.principal)}`,
           channel: 'websocket'
         })
         this.send({ type: 'approval.accepted', ...ref, request_id: frame.request_id, turn_id: turnId, decision: frame.decision })

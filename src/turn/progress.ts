@@ -3,9 +3,11 @@
  * turned into events. Tools only hand updates to `ToolContext.progress`; this module owns the
  * rendering rules: control characters removed, secrets scrubbed, messages bounded in bytes, at
  * most `maxPerSecond` events per call in any second (the latest held-back update follows once
- * the second is over), at most `maxPerCall` in all, and nothing once the call has settled.
+ * the second is over), at most `maxPerCall` in all, and nothing once the call has settled. A
+ * reported plan is checked entry by entry (malformed entries dropped, at most MAX_PLAN_ENTRIES),
+ * its texts cleaned like messages; a held-back update keeps the plan an update it replaces had.
  */
-import type { TurnEvent } from '../../schemas/events.js'
+import { MAX_PLAN_ENTRIES, type PlanEntry, type TurnEvent } from '../../schemas/events.js'
 import { scrubText } from '../core/security/redact.js'
 import type { ToolProgress } from '../tools/contract.js'
 
@@ -47,18 +49,49 @@ function count (value: number | undefined): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined
 }
 
-function render (callId: string, update: ToolProgress, maxMessageBytes: number): TurnEvent | null {
+/** One line of text as people may read it: controls removed, secrets scrubbed, bounded; undefined when empty. */
+function line (value: unknown, maxBytes: number): string | undefined {
+  const text = typeof value === 'string' ? value.replace(CONTROLS, '').trimEnd() : ''
+  return text === '' ? undefined : clipUtf8(scrubText(text), maxBytes)
+}
+
+const PLAN_STATUSES = new Set(['pending', 'in_progress', 'completed'])
+const PLAN_PRIORITIES = new Set(['high', 'medium', 'low'])
+
+/** The tool's plan as the event carries it; tools are code we do not control, so every field is checked. */
+function renderPlan (plan: unknown, maxBytes: number): PlanEntry[] | undefined {
+  if (!Array.isArray(plan)) return undefined
+  const entries: PlanEntry[] = []
+  for (const item of plan as unknown[]) {
+    if (entries.length === MAX_PLAN_ENTRIES) break
+    if (typeof item !== 'object' || item === null) continue
+    const { content, status, priority } = item as Record<string, unknown>
+    const text = line(content, maxBytes)
+    if (text === undefined || typeof status !== 'string' || !PLAN_STATUSES.has(status)) continue
+    entries.push({
+      content: text,
+      priority: typeof priority === 'string' && PLAN_PRIORITIES.has(priority) ? priority as PlanEntry['priority'] : 'medium',
+      status: status as PlanEntry['status']
+    })
+  }
+  return entries
+}
+
+type ProgressEvent = Extract<TurnEvent, { kind: 'tool.progress' }>
+
+function render (callId: string, update: ToolProgress, maxMessageBytes: number): ProgressEvent | null {
   const progress = count(update.progress)
   const total = count(update.total)
-  const text = typeof update.message === 'string' ? update.message.replace(CONTROLS, '').trimEnd() : ''
-  const message = text === '' ? undefined : clipUtf8(scrubText(text), maxMessageBytes)
-  if (progress === undefined && total === undefined && message === undefined) return null
+  const message = line(update.message, maxMessageBytes)
+  const plan = renderPlan(update.plan, maxMessageBytes)
+  if (progress === undefined && total === undefined && message === undefined && plan === undefined) return null
   return {
     kind: 'tool.progress',
     call_id: callId,
     ...(progress === undefined ? {} : { progress }),
     ...(total === undefined ? {} : { total }),
-    ...(message === undefined ? {} : { message })
+    ...(message === undefined ? {} : { message }),
+    ...(plan === undefined ? {} : { plan })
   }
 }
 
@@ -70,7 +103,7 @@ export function createProgressReporter (options: {
   const { callId, limits, emit } = options
   const sentAt: number[] = []
   let sent = 0
-  let held: TurnEvent | null = null
+  let held: ProgressEvent | null = null
   let timer: NodeJS.Timeout | null = null
   let closed = false
 
@@ -113,7 +146,8 @@ export function createProgressReporter (options: {
         send(event, now)
         return
       }
-      held = event
+      // Only the latest update waits, but a plan is whole state: one it replaces must not be lost.
+      held = event.plan === undefined && held?.plan !== undefined ? { ...event, plan: held.plan } : event
       if (timer === null) schedule(free - now)
     },
     close () {

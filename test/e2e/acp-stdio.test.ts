@@ -83,6 +83,27 @@ for (const choice of ['allow_once', 'reject_once'] as const) {
   })
 }
 
+test('over the stdio command an edit chosen with a replacement is answered edit over the WebSocket protocol, recorded with the person', async (t) => {
+  const g = await startGateway()
+  t.after(async () => { await g.close() })
+  g.provider.enqueue({ toolCalls: [{ id: 'w1', name: 'file_write', arguments: { path: 'out.txt', content: 'hello\n' } }] }, { text: 'Noted.' })
+  const acp = spawnAcp(g.url)
+  t.after(async () => { await stopChild(acp.child) })
+  const h = acpHarness(acp.stream, () => ({ outcome: { outcome: 'selected', optionId: 'edit', _meta: { tollgate: { replacement: 'written by hand' } } } }))
+  const response = await h.run(async (ctx) => {
+    await ctx.request('initialize', { protocolVersion: 1, clientCapabilities: {}, _meta: { tollgate: { edit: true } } })
+    const { sessionId } = await ctx.request('session/new', { cwd: '/tmp', mcpServers: [] })
+    return await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write out.txt' }] })
+  })
+  assert.equal(response.stopReason, 'end_turn')
+  assert.deepEqual(h.permissions[0]?.options.map((o) => o.optionId), ['allow_once', 'allow_always', 'reject_once', 'edit'])
+  assert.equal(existsSync(join(g.workspace, 'out.txt')), false)
+  const turns = (await g.http('GET', '/v1/turns')).body.items
+  const turn = (await g.http('GET', `/v1/turns/${turns[0].turn_id as string}`)).body
+  assert.deepEqual(turn.approvals.map((a: Record<string, string>) => [a.decision, a.decided_by, a.channel]), [['edit', 'ws:local/local', 'websocket']])
+  assert.equal(turn.tool_calls[0].output, 'written by hand')
+})
+
 test('session/cancel during a stalled model call answers the prompt with stopReason cancelled within 3 s', async (t) => {
   const g = await startGateway()
   t.after(async () => { await g.close() })

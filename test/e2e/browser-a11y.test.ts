@@ -93,7 +93,7 @@ for (const colorScheme of ['light', 'dark'] as const) {
     await page.locator('.turn[data-status="completed"]').waitFor(WAIT)
     assert.deepEqual(await turn.locator('.card').evaluateAll((cards) => cards.map((c) => c.getAttribute('data-tool'))), ['probe', 'risky'])
     assert.equal(await turn.locator('.turn-status').textContent(), 'completed')
-    assert.equal(await turn.locator('.approval-decision').textContent(), 'Approved over a live connection (this page or a terminal)')
+    assert.equal(await turn.locator('.approval-decision').textContent(), 'Approved by local/local over a live connection (this page or a terminal)')
 
     // A turn whose call was denied completed, but says so, and not in the success colour.
     g.provider.enqueue({ toolCalls: [{ id: 'c', name: 'risky', arguments: { label: 'no thanks' } }] }, { text: 'Skipped.' })

@@ -15,6 +15,7 @@ import { jwtAuth, mintToken } from '../helpers/tokens.js'
 import { gate } from '../helpers/turns.js'
 import { eventually } from '../helpers/eventually.js'
 import { acpHarness, messageText, updateKinds, type PermissionAnswer } from '../helpers/acp.js'
+import { defineTool, ok } from '../../src/tools/contract.js'
 
 async function jwtGateway (t: { after: (fn: () => Promise<void>) => void }): Promise<{ g: TestGateway, token: string, acpUrl: string }> {
   const token = await mintToken()
@@ -127,7 +128,7 @@ test('a client that opts into steering sends a second prompt while the turn runs
     held.open()
     return { init, first: await first, second: await second }
   })
-  assert.deepEqual(init._meta, { tollgate: { steering: true } })
+  assert.deepEqual(init._meta, { tollgate: { steering: true, edit: false } })
   assert.equal(first.stopReason, 'end_turn')
   assert.equal(second.stopReason, 'end_turn')
   assert.equal(messageText(h.updates), 'Long answer.Short answer.')
@@ -170,4 +171,90 @@ test('over /v1/acp the model\'s reasoning arrives as agent_thought_chunk, apart 
   const thoughts = h.updates.flatMap((n) => n.update.sessionUpdate === 'agent_thought_chunk' && n.update.content.type === 'text' ? [n.update.content.text] : [])
   assert.equal(thoughts.join(''), 'The user greets me; answer briefly.')
   assert.equal(messageText(h.updates), 'Hello!')
+})
+
+test('over /v1/acp a plan a tool reports in its progress arrives as a plan update with content, priority and status', async (t) => {
+  const token = await mintToken()
+  // A to-do tool as an application would write one: it reports the whole plan, then answers.
+  const todo = defineTool({
+    name: 'todo_write',
+    description: 'Replace the task list',
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
+    async execute (_args, ctx) {
+      ctx.progress?.({ plan: [{ content: 'Read the notes', status: 'completed', priority: 'high' }, { content: 'Write the summary', status: 'in_progress' }] })
+      return ok('2 tasks')
+    }
+  })
+  const g = await startGateway({
+    overrides: { ...jwtAuth(), agents: { default: { tools: ['todo_write'] } }, risk_profiles: { default: { auto_approve: ['todo_write'] } } },
+    token,
+    tools: [todo]
+  })
+  t.after(async () => { await g.close() })
+  g.provider.enqueue({ toolCalls: [{ id: 'p1', name: 'todo_write', arguments: {} }] }, { text: 'Planned.' })
+  const h = overSocket(`${g.url.replace(/^http/, 'ws')}/v1/acp`, token)
+  const response = await h.run(async (ctx) => {
+    await ctx.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+    const { sessionId } = await ctx.request('session/new', { cwd: '/tmp', mcpServers: [] })
+    return await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'plan it' }] })
+  })
+  assert.equal(response.stopReason, 'end_turn')
+  assert.deepEqual(updateKinds(h.updates), ['tool_call', 'tool_call_update:in_progress', 'plan', 'tool_call_update:completed', 'agent_message_chunk'])
+  const plan = h.updates.find((u) => u.update.sessionUpdate === 'plan')?.update
+  assert.deepEqual(plan, {
+    sessionUpdate: 'plan',
+    entries: [
+      { content: 'Read the notes', priority: 'high', status: 'completed' },
+      { content: 'Write the summary', priority: 'medium', status: 'in_progress' }
+    ]
+  })
+})
+
+test('a client that opts into edit is offered an edit option; choosing it with a replacement answers edit: the write does not run and the text is its result', async (t) => {
+  const { g, token, acpUrl } = await jwtGateway(t)
+  g.provider.enqueue({ toolCalls: [{ id: 'w1', name: 'file_write', arguments: { path: 'out.txt', content: 'hi\n' } }] }, { text: 'Noted.' })
+  const h = overSocket(acpUrl, token, () => ({ outcome: { outcome: 'selected', optionId: 'edit', _meta: { tollgate: { replacement: 'the user wrote out.txt by hand' } } } }))
+  const { init, response } = await h.run(async (ctx) => {
+    const init = await ctx.request('initialize', { protocolVersion: 1, clientCapabilities: {}, _meta: { tollgate: { edit: true } } })
+    const { sessionId } = await ctx.request('session/new', { cwd: '/tmp', mcpServers: [] })
+    return { init, response: await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write it' }] }) }
+  })
+  assert.deepEqual(init._meta, { tollgate: { steering: false, edit: true } })
+  assert.equal(response.stopReason, 'end_turn')
+  assert.deepEqual(h.permissions.map((p) => p.options.map((o) => [o.optionId, o.kind])), [
+    [['allow_once', 'allow_once'], ['allow_always', 'allow_always'], ['reject_once', 'reject_once'], ['edit', 'reject_once']]
+  ])
+  assert.deepEqual(h.permissions[0]?.options[3]?._meta, { tollgate: { decision: 'edit' } })
+  assert.equal(existsSync(join(g.tenantWorkspace('acme'), 'out.txt')), false)
+  const turns = (await g.http('GET', '/v1/turns')).body.items
+  const turn = (await g.http('GET', `/v1/turns/${turns[0].turn_id as string}`)).body
+  assert.deepEqual(turn.approvals.map((a: Record<string, string>) => [a.decision, a.decided_by, a.channel]), [['edit', 'acp:acme/alice', 'acp']])
+  assert.equal(turn.tool_calls[0].output, 'the user wrote out.txt by hand')
+  // The model reads the replacement as the call's result.
+  assert.equal(g.provider.requests[1]?.body.messages.at(-1)?.content, 'the user wrote out.txt by hand')
+})
+
+test('an edit chosen without replacement text is not an answer: the request stays pending for the inbox', async (t) => {
+  const { g, token, acpUrl } = await jwtGateway(t)
+  g.provider.enqueue({ toolCalls: [{ id: 'w1', name: 'file_write', arguments: { path: 'out.txt', content: 'hi\n' } }] }, { text: 'Done.' })
+  const h = overSocket(acpUrl, token, () => ({ outcome: { outcome: 'selected', optionId: 'edit' } }))
+  const response = await h.run(async (ctx) => {
+    await ctx.request('initialize', { protocolVersion: 1, clientCapabilities: {}, _meta: { tollgate: { edit: true } } })
+    const { sessionId } = await ctx.request('session/new', { cwd: '/tmp', mcpServers: [] })
+    const prompt = ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write it' }] })
+    let pending: any[] = []
+    await eventually(async () => {
+      pending = (await g.http('GET', '/v1/approvals?status=pending')).body.items
+      return pending.length === 1 && h.permissions.length === 1
+    }, { what: 'the question to be asked and pending' })
+    // A round trip on the same connection: the editor's answer, sent before it, has been handled.
+    await ctx.request('session/new', { cwd: '/tmp', mcpServers: [] })
+    assert.equal((await g.http('GET', '/v1/approvals?status=pending')).body.items.length, 1, 'still pending after the empty edit')
+    assert.equal((await g.http('POST', `/v1/approvals/${pending[0].request_id as string}`, { decision: 'no' })).status, 200)
+    return await prompt
+  })
+  assert.equal(response.stopReason, 'end_turn')
+  const turns = (await g.http('GET', '/v1/turns')).body.items
+  const turn = (await g.http('GET', `/v1/turns/${turns[0].turn_id as string}`)).body
+  assert.deepEqual(turn.approvals.map((a: Record<string, string>) => [a.decision, a.channel]), [['no', 'rest']])
 })

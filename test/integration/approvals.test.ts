@@ -22,7 +22,7 @@ test('approving with yes runs the tool once and audits the decision with its cha
   const { g, probes } = await startProbeGateway(t)
   g.provider.enqueue({ toolCalls: [risky('c1', 'x')] }, { text: 'done' })
   const ws = await g.socket()
-  const welcome = await ws.request({ type: 'hello' })
+  await ws.request({ type: 'hello' })
   const { turnId, requestId, request } = await startAndAwaitApproval(ws)
   assert.equal(request.event.kind === 'approval.requested' && request.event.summary, 'label: x')
   const ack = await ws.request({ type: 'approval.respond', request_id: requestId, decision: 'yes' })
@@ -37,7 +37,7 @@ test('approving with yes runs the tool once and audits the decision with its cha
   assert.equal(turn.body.approvals.length, 1)
   assert.deepEqual(
     [turn.body.approvals[0].decision, turn.body.approvals[0].decided_by, turn.body.approvals[0].channel, turn.body.approvals[0].tool],
-    ['yes', `ws:${welcome.connection_id}`, 'websocket', 'risky']
+    ['yes', 'ws:local/local', 'websocket', 'risky']
   )
 })
 

@@ -56,15 +56,15 @@ async function audited (s: Setup, turnId: string): Promise<Record<string, any>> 
   return entry
 }
 
-test('yes over the WebSocket is audited with the socket, its channel and the answering principal', async (t) => {
+test('yes over the WebSocket is audited with the answering principal and the websocket channel', async (t) => {
   const s = await setup(t)
-  const { ws, connectionId, turnId, requestId } = await askOverWs(s.g)
+  const { ws, turnId, requestId } = await askOverWs(s.g)
   await ws.request({ type: 'approval.respond', request_id: requestId, decision: 'yes' })
   await ws.waitForTerminal(turnId)
   const entry = await audited(s, turnId)
   assert.deepEqual(
     [entry.request_id, entry.decision, entry.decided_by, entry.channel, entry.principal, entry.tool],
-    [requestId, 'yes', `ws:${connectionId}`, 'websocket', LOCAL, 'risky']
+    [requestId, 'yes', `ws:${LOCAL}`, 'websocket', LOCAL, 'risky']
   )
   assert.equal(entry.call_id, (await s.g.http('GET', `/v1/turns/${turnId}`)).body.tool_calls[0].call_id)
 })
@@ -81,11 +81,11 @@ test('no through the REST fallback is audited with the rest channel and the answ
 
 test('always is audited as always', async (t) => {
   const s = await setup(t)
-  const { ws, connectionId, turnId, requestId } = await askOverWs(s.g)
+  const { ws, turnId, requestId } = await askOverWs(s.g)
   await ws.request({ type: 'approval.respond', request_id: requestId, decision: 'always' })
   await ws.waitForTerminal(turnId)
   const entry = await audited(s, turnId)
-  assert.deepEqual([entry.decision, entry.decided_by, entry.principal], ['always', `ws:${connectionId}`, LOCAL])
+  assert.deepEqual([entry.decision, entry.decided_by, entry.principal], ['always', `ws:${LOCAL}`, LOCAL])
 })
 
 test('edit is audited as edit, without the replacement text', async (t) => {
@@ -162,4 +162,24 @@ test('with JWT auth the audit names the tenant/sub that answered', async (t) => 
   assert.deepEqual([turn.body.approvals[0].principal, turn.body.approvals[0].decided_by, turn.body.approvals[0].channel], ['acme/alice', 'rest:acme/alice', 'rest'])
   const line = logs.lines().find((l) => l.audit === 'approval_decision')
   assert.deepEqual([line?.principal, line?.decision], ['acme/alice', 'yes'])
+})
+
+test('with JWT auth an answer over the WebSocket names the person in decided_by, as REST does, and keeps the surface in channel', async (t) => {
+  const logs = captureLogs('info')
+  const g = await startGateway({ logger: logs.logger, tools: createProbes().tools, overrides: probeOverrides(jwtAuth()) })
+  t.after(async () => { await g.close() })
+  const token = await mintToken({ tenant: 'acme', sub: 'alice' })
+  g.provider.enqueue({ toolCalls: [risky] }, { text: 'ok' })
+  const ws = await g.socket({ protocols: ['tollgate.v1', `bearer.${token}`] })
+  const accepted = await ws.request({ type: 'turn.start', message: 'go' })
+  const asked = await ws.waitForEvent(accepted.turn_id, (e) => e.kind === 'approval.requested')
+  assert.ok(asked.event.kind === 'approval.requested')
+  await ws.request({ type: 'approval.respond', request_id: asked.event.request_id, decision: 'yes' })
+  const events = await ws.waitForTerminal(accepted.turn_id)
+  const resolved = events.find((e) => e.event.kind === 'approval.resolved')?.event
+  assert.deepEqual(resolved, { kind: 'approval.resolved', request_id: asked.event.request_id, call_id: asked.event.call_id, decision: 'yes', decided_by: 'ws:acme/alice' })
+  const turn = await g.http('GET', `/v1/turns/${accepted.turn_id}`, undefined, bearer(token))
+  assert.deepEqual([turn.body.approvals[0].principal, turn.body.approvals[0].decided_by, turn.body.approvals[0].channel], ['acme/alice', 'ws:acme/alice', 'websocket'])
+  const line = logs.lines().find((l) => l.audit === 'approval_decision')
+  assert.deepEqual([line?.principal, line?.decided_by, line?.approval_channel], ['acme/alice', 'ws:acme/alice', 'websocket'])
 })

@@ -79,6 +79,23 @@ test('an HTTP tool receives the call signed as a Standard Webhook and its answer
   assert.match(String(call?.headers['webhook-id']), /^msg_[0-9a-f]{32}$/)
 })
 
+test('a plan in an HTTP tool\'s answer becomes the plan of a tool.progress event before its result', async (t) => {
+  const plan = [{ content: 'find the order', status: 'completed' }, { content: 'refund it', status: 'in_progress', priority: 'high' }, { content: 'junk' }]
+  const receiver = await startReceiver(t, () => ({ status: 200, body: { output: 'refunded', plan } }))
+  const g = await gatewayWith(t, { url: receiver.url, allow_private: true, needs_approval: { when: { '>': [{ var: 'amount' }, 100] } } })
+  refundCall(g, 50)
+  const { turn, events } = await runTurn(g, { message: 'refund 50' })
+  assert.equal(turn.status, 'completed')
+  const kinds = events.map((e) => e.event.kind)
+  const progress = events.filter((e) => e.event.kind === 'tool.progress').map((e) => e.event)
+  assert.deepEqual(progress, [{
+    kind: 'tool.progress',
+    call_id: turn.tool_calls[0].call_id,
+    plan: [{ content: 'find the order', priority: 'medium', status: 'completed' }, { content: 'refund it', priority: 'high', status: 'in_progress' }]
+  }])
+  assert.ok(kinds.indexOf('tool.progress') < kinds.indexOf('tool_result'))
+})
+
 test('an HTTP tool\'s JSON Logic condition asks for approval when it holds', async (t) => {
   const receiver = await startReceiver(t, () => ({ status: 200, body: { output: 'refunded' } }))
   const g = await gatewayWith(t, { url: receiver.url, allow_private: true, risk: 'high', needs_approval: { when: { '>': [{ var: 'amount' }, 100] } } })

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { createProbes, probeOverrides } from '../helpers/tools.js'
+import { defineTool, ok } from '../../src/tools/contract.js'
 
 async function setup (t: { after: (fn: () => Promise<void>) => void }): Promise<TestGateway> {
   const probes = createProbes()
@@ -189,4 +190,22 @@ test('the terminal client shows a long-running command\'s progress lines before 
   const run = await chat(['--url', g.url], 'count\n')
   assert.equal(run.code, 0, run.stderr)
   assert.match(run.stdout, /▶ shell .*\n {2}⋯ step one\n {2}⋯ step two\n■ shell ok \(\d+ ms\)\n {2}│ step one\n {2}│ step two/)
+})
+
+test('the terminal client shows a plan a tool reports as one progress line: tasks done and the one under way', async (t) => {
+  const todo = defineTool({
+    name: 'todo_write',
+    description: 'Replace the task list',
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
+    async execute (_args, ctx) {
+      ctx.progress?.({ plan: [{ content: 'Read the notes', status: 'completed' }, { content: 'Write the summary', status: 'in_progress' }, { content: 'Send it', status: 'pending' }] })
+      return ok('3 tasks')
+    }
+  })
+  const g = await startGateway({ tools: [todo], overrides: { agents: { default: { tools: ['todo_write'] } }, risk_profiles: { default: { auto_approve: ['todo_write'] } } } })
+  t.after(async () => { await g.close() })
+  g.provider.enqueue({ toolCalls: [{ id: 'a', name: 'todo_write', arguments: {} }] }, { text: 'Planned.' })
+  const run = await chat(['--url', g.url], 'plan it\n')
+  assert.equal(run.code, 0, run.stderr)
+  assert.match(run.stdout, /▶ todo_write .*\n {2}⋯ plan 1\/3 done, now: Write the summary\n■ todo_write ok/)
 })

@@ -31,6 +31,9 @@ test('a steer request and its reply pass with their fields; an oversized message
   assert.deepEqual(parseControl(JSON.stringify(steer)), steer)
   assert.equal(parseControl(JSON.stringify({ ...steer, message: 'x'.repeat(100_001) })), null)
   assert.equal(parseControl(JSON.stringify({ ...steer, message: 7 })), null)
+  // `steerer`: the asking instance checked the sender's turns:steer; only `true` is a value.
+  assert.deepEqual(parseControl(JSON.stringify({ ...steer, steerer: true })), { ...steer, steerer: true })
+  assert.equal(parseControl(JSON.stringify({ ...steer, steerer: 'yes' })), null)
   const reply = { type: 'reply', id: 'r1', to: 'a', from: 'b', handled: true, turn_id: 'turn_1', steered: { seq: 4, n: 1, queued: 1 } }
   assert.deepEqual(parseControl(JSON.stringify(reply)), reply)
   assert.equal(parseControl(JSON.stringify({ ...reply, steered: { seq: '4', n: 1, queued: 1 } })), null)

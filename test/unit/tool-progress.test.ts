@@ -105,3 +105,47 @@ test('the lines of a private key block are hidden from progress; the lines aroun
   p.close()
   assert.deepEqual(lines, ['before', '-----BEGIN OPENSSH PRIVATE KEY-----', 'after', '-----BEGIN PUBLIC KEY-----', 'MFkwEwYHKoZIzj0CAQ'])
 })
+
+test('a reported plan is checked entry by entry: malformed entries dropped, priority medium when absent, texts cleaned and scrubbed', () => {
+  const r = reporter({ maxPerSecond: 100, maxPerCall: 100, maxMessageBytes: 64 })
+  r.report({
+    plan: [
+      { content: 'read the notes', status: 'completed', priority: 'high' },
+      { content: 'write\u001b[31m the fix', status: 'in_progress' },
+      { content: 'no status' },
+      { content: '', status: 'pending' },
+      { content: 'bad status', status: 'done' },
+      'not an entry',
+      { content: `deploy with ${'sk-' + 'a'.repeat(40)}`, status: 'pending', priority: 'urgent' }
+    ] as never
+  })
+  r.close()
+  const event = r.events[0]?.event
+  assert.ok(event?.kind === 'tool.progress')
+  assert.deepEqual(event.plan?.map((e) => [e.content.startsWith('deploy with ') ? 'deploy with …' : e.content, e.priority, e.status]), [
+    ['read the notes', 'high', 'completed'], ['write the fix', 'medium', 'in_progress'], ['deploy with …', 'medium', 'pending']
+  ])
+  assert.doesNotMatch(JSON.stringify(event.plan), /a{40}/, 'the secret is scrubbed')
+})
+
+test('an empty plan is sent (it clears the plan); more than 50 entries are cut to 50', () => {
+  const r = reporter({ maxPerSecond: 100, maxPerCall: 100, maxMessageBytes: 64 })
+  r.report({ plan: [] })
+  r.report({ plan: Array.from({ length: 60 }, (_, i) => ({ content: `step ${i}`, status: 'pending' as const })) })
+  r.close()
+  assert.deepEqual(r.events.map((e) => e.event.kind === 'tool.progress' ? e.event.plan?.length : null), [0, 50])
+})
+
+test('a held-back update keeps the plan of the held update it replaces', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 })
+  const r = reporter({ maxPerSecond: 1, maxPerCall: 100, maxMessageBytes: 512 })
+  r.report({ message: 'starting' })
+  r.report({ plan: [{ content: 'one', status: 'in_progress' }] })
+  r.report({ message: 'still going' })
+  t.mock.timers.tick(1000)
+  r.close()
+  assert.deepEqual(r.events.map((e) => e.event), [
+    { kind: 'tool.progress', call_id: 'c1', message: 'starting' },
+    { kind: 'tool.progress', call_id: 'c1', message: 'still going', plan: [{ content: 'one', priority: 'medium', status: 'in_progress' }] }
+  ])
+})

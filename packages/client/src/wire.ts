@@ -109,6 +109,7 @@ export type ApprovalResolvedEvent = {
   request_id: string
   call_id: string
   decision: ApprovalDecision
+  /** Who answered and where: <surface>:<tenant>/<sub> (ws, rest, acp, ag-ui, ai-sdk), or runtime */
   decided_by: string
 }
 
@@ -123,6 +124,8 @@ export type UserMessageEvent = {
   message: string
   /** Its place among this turn's steering messages, from 1 */
   n: number
+  /** tenant/sub of the principal who sent it, when that is not the turn's own principal (a holder of `turns:steer`) */
+  sent_by?: string
 }
 
 export type TurnResumedEvent = {
@@ -218,6 +221,13 @@ export type TurnEvent =
     total?: number
     /** A status line or output line, secrets scrubbed, at most `turns.tool_progress.max_message_bytes` */
     message?: string
+    /** The whole plan the tool reports (a to-do list), replacing the one it reported before; ACP sends it as a `plan` update */
+    plan?: Array<{
+      /** What the task is, secrets scrubbed, at most `turns.tool_progress.max_message_bytes` */
+      content: string
+      priority: 'high' | 'medium' | 'low'
+      status: 'pending' | 'in_progress' | 'completed'
+    }>
   }
   | ToolResultEvent
   | ApprovalRequestedEvent
@@ -302,9 +312,9 @@ export type ApprovalAuditEntry = {
   tool: string
   arguments_summary: string
   decision: ApprovalDecision
-  /** ws:<connection>, rest:<tenant>/<sub>, ag-ui:<tenant>/<sub>, ai-sdk:<tenant>/<sub>, or runtime */
+  /** Who answered and where: <surface>:<tenant>/<sub> (ws, rest, acp, ag-ui, ai-sdk), or runtime */
   decided_by: string
-  /** websocket | rest | sse | ag-ui | ai-sdk | runtime */
+  /** websocket | rest | acp | sse | ag-ui | ai-sdk | runtime */
   channel: string
   /** tenant/sub of the operator who answered, or runtime when the gateway decided (auto-deny, expired, cancelled) */
   principal: string

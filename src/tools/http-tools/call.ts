@@ -5,7 +5,7 @@
  */
 import net from 'node:net'
 import { Agent, request } from 'undici'
-import { fail, ok, type ToolResult } from '../contract.js'
+import { fail, ok, type ToolProgress, type ToolResult } from '../contract.js'
 import { signWebhook } from '../../core/security/webhook-signature.js'
 import { DestinationNotAllowedError, type DestinationGuard } from '../builtin/net-guard.js'
 
@@ -25,6 +25,8 @@ export interface HttpCall {
   messageId: string
   body: string
   signal: AbortSignal
+  /** Where a `plan` in the endpoint's answer goes (the call's progress): checked and bounded there. */
+  progress?: (update: ToolProgress) => void
 }
 
 /** Statuses that say "try again later"; every other answer is final. */
@@ -33,7 +35,7 @@ const BACKOFF_MS = 250
 const MAX_BACKOFF_MS = 4_000
 const SNIPPET_CHARS = 512
 
-type Attempt = { result: ToolResult, retryable: boolean }
+type Attempt = { result: ToolResult, retryable: boolean, plan?: unknown }
 
 class TooLarge extends Error {}
 
@@ -50,20 +52,21 @@ async function readBounded (body: AsyncIterable<unknown>, maxBytes: number): Pro
   return Buffer.concat(chunks).toString('utf8')
 }
 
-/** The endpoint's `{ output, data?, is_error? }` as the call's result. */
-function resultOf (tool: string, text: string): ToolResult {
+/** The endpoint's `{ output, data?, is_error?, plan? }` as the call's result, and the plan it reports, if any. */
+function resultOf (tool: string, text: string): { result: ToolResult, plan?: unknown } {
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
   } catch {
-    return fail(`the ${tool} endpoint answered something other than JSON`)
+    return { result: fail(`the ${tool} endpoint answered something other than JSON`) }
   }
   if (typeof parsed !== 'object' || parsed === null || typeof (parsed as { output?: unknown }).output !== 'string') {
-    return fail(`the ${tool} endpoint's answer has no "output" string`)
+    return { result: fail(`the ${tool} endpoint's answer has no "output" string`) }
   }
-  const { output, data, is_error: isError } = parsed as { output: string, data?: unknown, is_error?: unknown }
-  if (isError === true) return { success: false, output, error: output, ...(data === undefined ? {} : { data }) }
-  return ok(output, data)
+  const { output, data, is_error: isError, plan } = parsed as { output: string, data?: unknown, is_error?: unknown, plan?: unknown }
+  const reported = plan === undefined ? {} : { plan }
+  if (isError === true) return { result: { success: false, output, error: output, ...(data === undefined ? {} : { data }) }, ...reported }
+  return { result: ok(output, data), ...reported }
 }
 
 function refusal (err: unknown): DestinationNotAllowedError | null {
@@ -93,7 +96,7 @@ async function attempt (options: HttpCallOptions, call: HttpCall, agent: Agent):
       if (err instanceof TooLarge) return { result: fail(`the ${options.tool} endpoint's answer is longer than ${options.maxResponseBytes} bytes`), retryable: false }
       throw err
     }
-    if (res.statusCode >= 200 && res.statusCode < 300) return { result: resultOf(options.tool, text), retryable: false }
+    if (res.statusCode >= 200 && res.statusCode < 300) return { ...resultOf(options.tool, text), retryable: false }
     const snippet = text.slice(0, SNIPPET_CHARS)
     return { result: fail(`the ${options.tool} endpoint answered HTTP ${res.statusCode}`, snippet), retryable: RETRYABLE_STATUSES.has(res.statusCode) }
   } catch (err) {
@@ -124,6 +127,8 @@ export async function callHttpTool (options: HttpCallOptions, call: HttpCall): P
       if (call.signal.aborted) break
       last = await attempt(options, call, agent)
     }
+    // Reported before the result: progress is ignored once the call has settled.
+    if (last.plan !== undefined) call.progress?.({ plan: last.plan as ToolProgress['plan'] })
     return last.result
   } finally {
     await agent.destroy()

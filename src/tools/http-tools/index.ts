@@ -46,7 +46,8 @@ export function createHttpTools (config: Config, env: NodeJS.ProcessEnv): Tool[]
       ...(declared.risk === undefined ? {} : { risk: declared.risk }),
       async execute (args, ctx) {
         const body = JSON.stringify({ tool: name, call_id: ctx.callId, turn_id: ctx.turnId, tenant: ctx.tenant ?? 'local', arguments: args })
-        return await callHttpTool(options, { messageId: newWebhookMessageId(), body, signal: ctx.signal })
+        const progress = ctx.progress === undefined ? {} : { progress: ctx.progress }
+        return await callHttpTool(options, { messageId: newWebhookMessageId(), body, signal: ctx.signal, ...progress })
       }
     })
   })
