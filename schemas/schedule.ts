@@ -10,6 +10,7 @@ import { MAX_MESSAGE_CHARS, TurnRequestProperties } from './turn.js'
 export const MAX_CRON_CHARS = 128
 export const MAX_TIME_ZONE_CHARS = 64
 export const MAX_RUNS_PAGE = 200
+export const DEFAULT_RUNS_PAGE = 50
 
 export const ScheduleOverlap = Type.Union([Type.Literal('skip'), Type.Literal('queue'), Type.Literal('replace')], {
   description: 'When a tick comes while the schedule\'s previous turn still runs: skip (record a skipped run), queue (start once ' +
@@ -121,7 +122,7 @@ export const ScheduleRun = Type.Object({
 export type ScheduleRun = Static<typeof ScheduleRun>
 
 export const ScheduleRunsQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RUNS_PAGE, default: 50 }))
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RUNS_PAGE, default: DEFAULT_RUNS_PAGE }))
 }, { additionalProperties: false })
 export type ScheduleRunsQuery = Static<typeof ScheduleRunsQuery>
 

@@ -75,6 +75,10 @@ import { trackUnusedSockets } from './unused-sockets.js'
 import { RedisTurnSlots } from '../cluster/turn-slots.js'
 import { loadPermissionBook } from '../approval/permission-book.js'
 import { receiptKeyring } from '../receipts/keyring.js'
+import { Scheduler } from '../schedule/scheduler.js'
+import { Schedules } from '../schedule/schedules.js'
+import type { ScheduleRunFailedSink } from '../schedule/fire.js'
+import scheduleRoutes from '../../routes/schedules.js'
 
 export type { Gateway } from './gateway.js'
 
@@ -93,6 +97,8 @@ export interface BuildOptions {
   bus?: EventBus
   /** Fault injection for crash tests: called after each group of events is stored, before it is published. */
   afterEventWrite?: (group: readonly BusEnvelope[]) => void
+  /** Told of scheduled runs that could not start or whose turn failed; none by default. */
+  scheduleRunFailed?: ScheduleRunFailedSink
 }
 
 /** Body validation is strict (no coercion, no stripping); query and params coerce from strings. */
@@ -339,6 +345,12 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     })
 
     lifecycle.opened('lease', async () => { await lease.close() })
+    const scheduler = new Scheduler({
+      config: config.schedules, store, turns, log, ...(options.scheduleRunFailed === undefined ? {} : { sink: options.scheduleRunFailed })
+    })
+    scheduler.start()
+    lifecycle.opened('schedules', async () => { await scheduler.close() })
+    const schedules = new Schedules({ config, store, log, settled: async (id) => { await scheduler.settled(id) } })
 
     const requestIds = new RequestIds()
     const app = Fastify({
@@ -389,6 +401,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       bus,
       store,
       audit,
+      schedules,
       instanceId,
       auth,
       origins,
@@ -416,6 +429,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(toolResultRoutes)
     await app.register(receiptRoutes)
     await app.register(auditRoutes)
+    await app.register(scheduleRoutes)
     await app.register(sessionRoutes)
     await app.register(toolRoutes)
     await app.register(agUiRoutes)

@@ -114,6 +114,7 @@ const RANKS: Record<string, number> = {
   'src/receipts': 6,
   'src/service': 7,
   'src/transport': 8,
+  'src/schedule': 8,
   'src/ui': 8,
   'src/adapters': 9,
   routes: 10,
