@@ -117,7 +117,7 @@ test('on_approval = "wait": the scheduled turn runs detached and its approval wa
   const [run] = await startedRuns(g, alice, created.body.schedule_id, 1)
   let pending: any
   await eventually(async () => {
-    pending = (await g.http('GET', `/v1/approvals?turn_id=${run.turn_id as string}`, undefined, alice)).body.items?.[0]
+    pending = (await g.http('GET', `/v1/approvals?status=pending&turn_id=${run.turn_id as string}`, undefined, alice)).body.items?.[0]
     return pending !== undefined
   }, { what: 'the scheduled turn\'s pending approval' })
   assert.equal(pending.tool, 'file_write')
