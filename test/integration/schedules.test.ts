@@ -84,8 +84,9 @@ test('an every-second schedule starts at least two turns within 4.5 s, lists the
   assert.equal(new Set(fired).size, fired.length, 'each tick fired once')
   assert.ok(started.every((r) => Date.parse(r.fired_at) % 1000 === 0), 'fired_at is the tick, a whole second')
   const listed = await g.http('GET', '/v1/schedules', undefined, alice)
-  assert.deepEqual(listed.body.items.map((s: { schedule_id: string, overlap: string, on_approval: string }) => [s.schedule_id, s.overlap, s.on_approval]),
-    [[id, 'skip', 'wait']])
+  type Shown = { schedule_id: string, overlap: string, on_approval: string }
+  const shown = listed.body.items.map((s: Shown) => [s.schedule_id, s.overlap, s.on_approval])
+  assert.deepEqual(shown, [[id, 'skip', 'wait']])
 
   assert.equal((await g.http('DELETE', `/v1/schedules/${id}`, undefined, alice)).status, 204)
   const before = await turnIds(g, alice)
