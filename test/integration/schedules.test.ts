@@ -147,6 +147,40 @@ test('overlap = "skip": a tick while the previous turn still runs is recorded as
   assert.ok(skipped.fired_at > started[0].fired_at)
 })
 
+test('overlap = "replace": a tick while the previous turn still runs cancels it and starts the next turn', async (t) => {
+  const { g, alice } = await start(t)
+  g.provider.enqueue({ hang: true }, ...Array.from({ length: 20 }, () => ({ text: 'next' })))
+  const created = await g.http('POST', '/v1/schedules', { cron: '* * * * * *', message: 'replace me', overlap: 'replace' }, alice)
+  const id = created.body.schedule_id as string
+  const started = await startedRuns(g, alice, id, 2)
+  await g.http('PATCH', `/v1/schedules/${id}`, { enabled: false }, alice)
+  // Newest first: the oldest two are the replaced turn and the one that replaced it.
+  const [second, first] = [started.at(-2), started.at(-1)]
+  const cancelled = await finished(g, alice, first.turn_id)
+  assert.equal(cancelled.status, 'cancelled')
+  assert.ok(Date.parse(second.fired_at) > Date.parse(first.fired_at))
+  assert.equal((await runs(g, alice, id)).at(-1).outcome, 'cancelled')
+})
+
+test('overlap = "queue": a tick while the previous turn runs starts once it ends; further ticks meanwhile are skipped as queue_full', async (t) => {
+  const { g, alice } = await start(t)
+  let release = (): void => {}
+  g.provider.enqueue({ gate: new Promise<void>((resolve) => { release = resolve }), text: 'slow' }, ...Array.from({ length: 20 }, () => ({ text: 'next' })))
+  const created = await g.http('POST', '/v1/schedules', { cron: '* * * * * *', message: 'queue', overlap: 'queue' }, alice)
+  const id = created.body.schedule_id as string
+  await eventually(async () => (await runs(g, alice, id)).some((r) => r.reason === 'queue_full'), { what: 'a queue_full skip' })
+  assert.equal((await runs(g, alice, id)).filter((r) => r.turn_id !== undefined).length, 1, 'nothing started while the first turn ran')
+  release()
+  const started = await startedRuns(g, alice, id, 2)
+  await g.http('PATCH', `/v1/schedules/${id}`, { enabled: false }, alice)
+  const all = await runs(g, alice, id)
+  const firstSkip = all.filter((r) => r.reason === 'queue_full').at(-1)
+  const [queued, first] = [started.at(-2), started.at(-1)]
+  assert.ok(Date.parse(first.fired_at) < Date.parse(queued.fired_at) && Date.parse(queued.fired_at) < Date.parse(firstSkip.fired_at),
+    'the queued run is the tick after the first, before the skipped ones')
+  assert.equal((await finished(g, alice, queued.turn_id)).status, 'completed')
+})
+
 test('a scheduled turn that fails, and a tick that cannot start a turn, are reported to the run-failed sink', async (t) => {
   const failures: ScheduleRunFailure[] = []
   const { g, alice } = await start(t, { turns: { max_active_turns_per_principal: 1 } }, {
