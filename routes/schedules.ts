@@ -26,7 +26,7 @@ export default async function scheduleRoutes (app: FastifyInstance): Promise<voi
         'when a call needs approval and when the previous turn still runs. 400 `INVALID_CRON` / `INVALID_TIME_ZONE` for an ' +
         'expression or zone that cannot be read; 409 `TOO_MANY_SCHEDULES` past `schedules.max_per_principal`.',
       body: ScheduleRequest,
-      response: { 201: ScheduleCreated, 400: Problem, 401: Problem, 402: Problem, 403: Problem, 409: Problem }
+      response: { 201: ScheduleCreated, 400: Problem, 401: Problem, 403: Problem, 409: Problem }
     }
   }, async (request, reply) => {
     const created = publicSchedule(await schedules.create(principalOf(request), request.body as ScheduleRequest))
@@ -58,7 +58,7 @@ export default async function scheduleRoutes (app: FastifyInstance): Promise<voi
         'are not made up). ' + NOT_YOURS,
       params: ScheduleIdParams,
       body: SchedulePatch,
-      response: { 200: Schedule, 400: Problem, 401: Problem, 402: Problem, 403: Problem, 404: Problem }
+      response: { 200: Schedule, 400: Problem, 401: Problem, 403: Problem, 404: Problem }
     }
   }, async (request) => {
     const { id } = request.params as { id: string }
