@@ -26,7 +26,8 @@ export type ScheduleOnApproval = Static<typeof ScheduleOnApproval>
 
 const Cron = Type.String({
   minLength: 1, maxLength: MAX_CRON_CHARS,
-  description: 'Cron expression: 5 fields (minute precision), or 6 with seconds first (`* * * * * *`: every second)'
+  description: 'Cron expression (croner): 5 fields (minute precision), 6 with seconds first (`* * * * * *`: every second), ' +
+    '7 with a year last, or a nickname such as @daily'
 })
 const TimeZone = Type.String({
   minLength: 1, maxLength: MAX_TIME_ZONE_CHARS, description: 'IANA time zone the expression is read in (DST included); default UTC'

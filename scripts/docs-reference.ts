@@ -178,7 +178,7 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
   TOOL_CALL_NOT_WAITING: 'a client tool result (`POST /v1/turns/{id}/tool-results`, WS `tool.result`) names a call that is not waiting for one',
   STEERING_CLOSED: 'a steering message (`POST /v1/turns/{id}/messages`, WS `turn.steer`) names a turn that has ended or is ending',
   STEERING_QUEUE_FULL: 'a steering message would exceed the messages already waiting for the turn\'s next model call (`turns.max_steering_messages`)',
-  INVALID_CRON: 'a schedule\'s `cron` is not a 5- or 6-field cron expression croner can read, or one that never fires',
+  INVALID_CRON: 'a schedule\'s `cron` is not an expression croner can read (5 fields, 6 with seconds, 7 with a year, or a nickname such as `@daily`), or one that never fires after now',
   INVALID_TIME_ZONE: 'a schedule\'s `timezone` is not an IANA time zone name the runtime knows',
   SCHEDULE_NOT_FOUND: 'no schedule with this id for this principal (another principal\'s schedule answers the same)',
   TOO_MANY_SCHEDULES: 'creating a schedule when the principal has `schedules.max_per_principal` already',
