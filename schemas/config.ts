@@ -589,6 +589,23 @@ export const DelegateConfig = Type.Object({
   max_depth: Type.Integer({ minimum: 1, maximum: 8, default: 2, description: 'Nesting bound: a sub-turn at this depth is not offered `delegate`' })
 }, { additionalProperties: false, default: {} })
 
+/** Schedules (`/v1/schedules`, src/schedule/): turns the gateway starts on cron expressions. */
+export const SchedulesConfig = Type.Object({
+  enabled: Type.Boolean({ default: true, description: 'false: no tick fires on this instance (the routes still answer)' }),
+  max_per_principal: Type.Integer({
+    minimum: 0, maximum: 10_000, default: 50, description: 'Schedules one principal may have; one more is 409 TOO_MANY_SCHEDULES'
+  }),
+  poll_ms: Type.Integer({
+    minimum: 50, maximum: 60_000, default: 500, description: 'How often each instance looks for due ticks in the store (a tick fires up to this late)'
+  }),
+  late_tolerance_ms: Type.Integer({
+    minimum: 1000, maximum: MAX_TIMER_MS, default: 60_000,
+    description: 'A tick found later than this after its time was missed (no gateway ran): recorded as skipped unless catch_up'
+  }),
+  max_runs_kept: Type.Integer({ minimum: 1, maximum: 10_000, default: 200, description: 'Runs the store keeps per schedule; older ones go' })
+}, { additionalProperties: false, default: {} })
+export type SchedulesConfig = Static<typeof SchedulesConfig>
+
 const Usd = (description: string): ReturnType<typeof Type.Number> => Type.Number({ exclusiveMinimum: 0, description })
 
 /** Hard spending limits, checked before every model call (see docs/guides/unattended.md). */
@@ -625,6 +642,7 @@ export const GatewayConfig = Type.Object({
   shutdown: ShutdownConfig,
   receipts: ReceiptsConfig,
   budgets: BudgetsConfig,
+  schedules: SchedulesConfig,
   default_agent: Type.String({ default: 'default', description: 'Agent of a turn that names none' }),
   providers: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Model providers by name; the embedded defaults define demo' }),
   agents: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Agents by name; the embedded defaults define default' }),

@@ -15,6 +15,7 @@ import type { McpManager } from '../mcp/manager.js'
 import type { GatewayMetrics } from '../observe/metrics.js'
 import type { ConnectionRegistry } from '../service/connections.js'
 import type { TurnService } from '../service/turn-service.js'
+import type { Schedules } from '../schedule/schedules.js'
 import type { Store } from '../store/store.js'
 import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 
@@ -36,6 +37,8 @@ export interface Gateway {
   /** Where turns' events are stored, then published on the bus; replays filled from the store. */
   journal: TurnJournal
   store: Store
+  /** The principals' schedules (/v1/schedules); their ticks fire in the scheduler. */
+  schedules: Schedules
   /** The tenants' hash-chained audit (GET /v1/audit). */
   audit: AuditRecorder
   /** This process on the store's leases and the bus's control plane. */

@@ -5,12 +5,15 @@
  */
 
 /**
- * Close order. Turns first, so every socket still receives its turns' terminal events; then the
- * HTTP side (WebSockets get 1001 "going away"); then what turns used; the journal before the
- * bus it publishes to; the store and the authenticator last, since the lease and the journal
- * write through the store.
+ * Close order. The scheduler first, so no tick starts a turn during shutdown; then turns, so every
+ * socket still receives its turns' terminal events; then the HTTP side (WebSockets get 1001
+ * "going away"); then what turns used; the journal before the bus it publishes to; the store and
+ * the authenticator last, since the lease and the journal write through the store.
  */
-export const CLOSE_ORDER = ['turns', 'observability', 'http', 'mcp', 'files', 'sandbox', 'permissions', 'providers', 'lease', 'slots', 'journal', 'bus', 'audit', 'store', 'auth'] as const
+export const CLOSE_ORDER = [
+  'schedules', 'turns', 'observability', 'http', 'mcp', 'files', 'sandbox', 'permissions', 'providers', 'lease', 'slots', 'journal', 'bus', 'audit',
+  'store', 'auth'
+] as const
 
 export type Resource = typeof CLOSE_ORDER[number]
 

@@ -79,6 +79,10 @@ import { trackUnusedSockets } from './unused-sockets.js'
 import { RedisTurnSlots } from '../cluster/turn-slots.js'
 import { loadPermissionBook } from '../approval/permission-book.js'
 import { receiptKeyring } from '../receipts/keyring.js'
+import { Scheduler } from '../schedule/scheduler.js'
+import { Schedules } from '../schedule/schedules.js'
+import type { ScheduleRunFailedSink } from '../schedule/fire.js'
+import scheduleRoutes from '../../routes/schedules.js'
 
 export type { Gateway } from './gateway.js'
 
@@ -99,6 +103,8 @@ export interface BuildOptions {
   journal?: TurnJournal
   /** Fault injection for crash tests: called after each group of events is stored, before it is published. */
   afterEventWrite?: (group: readonly BusEnvelope[]) => void
+  /** Told of scheduled runs that could not start or whose turn failed; none by default. */
+  scheduleRunFailed?: ScheduleRunFailedSink
 }
 
 /** Body validation is strict (no coercion, no stripping); query and params coerce from strings. */
@@ -352,6 +358,12 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     })
 
     lifecycle.opened('lease', async () => { await lease.close() })
+    const scheduler = new Scheduler({
+      config: config.schedules, store, turns, log, ...(options.scheduleRunFailed === undefined ? {} : { sink: options.scheduleRunFailed })
+    })
+    scheduler.start()
+    lifecycle.opened('schedules', async () => { await scheduler.close() })
+    const schedules = new Schedules({ config, store, log, settled: async (id) => { await scheduler.settled(id) } })
 
     const requestIds = new RequestIds()
     const app = Fastify({
@@ -403,6 +415,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       journal,
       store,
       audit,
+      schedules,
       instanceId,
       auth,
       origins,
@@ -430,6 +443,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(toolResultRoutes)
     await app.register(receiptRoutes)
     await app.register(auditRoutes)
+    await app.register(scheduleRoutes)
     await app.register(sessionRoutes)
     await app.register(toolRoutes)
     await app.register(agUiRoutes)

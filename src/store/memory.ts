@@ -6,6 +6,7 @@
  * instance is the process that holds it.
  */
 import { MemorySpendLedger } from './spend-ledger.js'
+import { MemoryScheduleBook } from './schedule-book.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs } from './codec.js'
@@ -47,6 +48,7 @@ export class MemoryStore implements Store {
   readonly exclusive = true
   readonly durable = false
   readonly spend = new MemorySpendLedger()
+  readonly schedules = new MemoryScheduleBook()
   /** By sessionKey(tenant, session id). */
   private readonly sessions = new Map<string, StoredSession>()
   private readonly turns = new Map<string, StoredTurn>()

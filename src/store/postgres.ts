@@ -9,6 +9,8 @@
 import pg from 'pg'
 import type { SpendLedger } from './spend-ledger.js'
 import { PostgresSpendLedger, spendDdl } from './spend-postgres.js'
+import type { ScheduleBook } from './schedule-book.js'
+import { PostgresScheduleBook, scheduleDdl } from './schedule-postgres.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
@@ -189,6 +191,7 @@ export class PostgresStore implements Store {
   readonly exclusive = false
   readonly durable = true
   readonly spend: SpendLedger
+  readonly schedules: ScheduleBook
   private readonly pool: pg.Pool
   /** Quoted schema name, validated: safe to splice into SQL. */
   private readonly s: string
@@ -202,6 +205,7 @@ export class PostgresStore implements Store {
     this.instanceId = instanceId
     this.sql = statements(this.s)
     this.spend = new PostgresSpendLedger(pool, this.s)
+    this.schedules = new PostgresScheduleBook(pool, this.s)
   }
 
   /** Connects and creates the schema and tables if missing (serialised across instances). */
@@ -232,6 +236,7 @@ export class PostgresStore implements Store {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tollgate:${schema}`])
       await client.query(ddl(this.s))
       await client.query(spendDdl(this.s))
+      await client.query(scheduleDdl(this.s))
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {})

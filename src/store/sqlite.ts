@@ -12,6 +12,8 @@
  */
 import type { SpendLedger } from './spend-ledger.js'
 import { SqliteSpendLedger } from './spend-sqlite.js'
+import type { ScheduleBook } from './schedule-book.js'
+import { SqliteScheduleBook } from './schedule-sqlite.js'
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
@@ -307,6 +309,7 @@ export class SqliteStore implements Store {
   readonly exclusive = true
   readonly durable = true
   readonly spend: SpendLedger
+  readonly schedules: ScheduleBook
   private readonly db: Database.Database
   private readonly stmt: Statements
   private readonly probe: SqlProbe | undefined
@@ -327,6 +330,7 @@ export class SqliteStore implements Store {
     }
     this.stmt = prepare(this.db)
     this.spend = new SqliteSpendLedger(this.db)
+    this.schedules = new SqliteScheduleBook(this.db)
     const every = options.checkpointMs ?? CHECKPOINT_MS
     this.checkpointer = every === 0
       ? null

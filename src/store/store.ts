@@ -7,6 +7,7 @@
  * instance: turns it saves are stamped with that instance's id, so other instances can tell a
  * live owner from a dead one.
  */
+import type { ScheduleBook } from './schedule-book.js'
 import type { SpendLedger } from './spend-ledger.js'
 import type { ChatMessage } from '../providers/types.js'
 import type { ApprovalGrant } from '../../schemas/session.js'
@@ -87,6 +88,8 @@ export interface Store {
   readonly durable: boolean
   /** What each budget has spent (src/store/spend-ledger.ts), shared like the store itself. */
   readonly spend: SpendLedger
+  /** Schedules and their runs (src/store/schedule-book.ts), shared like the store itself. */
+  readonly schedules: ScheduleBook
   /** The session `sessionId` of `tenant`, whoever of that tenant owns it. */
   getSession (tenant: string, sessionId: string): Promise<SessionRecord | null>
   saveSession (session: SessionRecord): Promise<void>

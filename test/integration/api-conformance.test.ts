@@ -218,6 +218,14 @@ test('every route answers its success as documented', async (t) => {
   conforms('GET', '/v1/ws', await upgrade(g, auth))
   conforms('GET', '/v1/acp', await upgrade(g, auth, '/v1/acp', 'tollgate.acp.v1'))
   conforms('POST', '/v1/turns/{id}/messages', await call(g, 'POST', `/v1/turns/${turn.turnId}/messages`, { body: { message: 'late' }, headers: auth }), 409)
+  const schedule = await call(g, 'POST', '/v1/schedules', { body: { cron: '0 0 1 1 *', message: 'new year' }, headers: auth })
+  conforms('POST', '/v1/schedules', schedule, 201)
+  const scheduleId = JSON.parse(schedule.body).schedule_id as string
+  conforms('GET', '/v1/schedules', await call(g, 'GET', '/v1/schedules', { headers: auth }))
+  conforms('GET', '/v1/schedules/{id}', await call(g, 'GET', `/v1/schedules/${scheduleId}`, { headers: auth }))
+  conforms('PATCH', '/v1/schedules/{id}', await call(g, 'PATCH', `/v1/schedules/${scheduleId}`, { body: { enabled: false }, headers: auth }))
+  conforms('GET', '/v1/schedules/{id}/runs', await call(g, 'GET', `/v1/schedules/${scheduleId}/runs?limit=5`, { headers: auth }))
+  conforms('DELETE', '/v1/schedules/{id}', await call(g, 'DELETE', `/v1/schedules/${scheduleId}`, { headers: auth }), 204)
 
   g.provider.enqueue({ text: 'accepted' }, { text: 'waited' }, { text: 'streamed' })
   const accepted = await call(g, 'POST', '/v1/turns', { body: { message: 'hi', session_id: 'conf-1' }, headers: auth })
@@ -276,6 +284,9 @@ test('schema violations are 400 as documented, a bad after_seq among them', asyn
   conforms('POST', '/v1/approvals/{request_id}', await call(g, 'POST', '/v1/approvals/apr_x', maybe), 400)
   conforms('POST', '/v1/receipts/verify', await call(g, 'POST', '/v1/receipts/verify', { body: { receipt: 'r' }, headers: auth }), 400)
   conforms('GET', '/v1/audit', await call(g, 'GET', '/v1/audit?format=csv', { headers: auth }), 400)
+  conforms('POST', '/v1/schedules', await call(g, 'POST', '/v1/schedules', { body: { cron: 'never', message: 'm' }, headers: auth }), 400)
+  conforms('PATCH', '/v1/schedules/{id}', await call(g, 'PATCH', '/v1/schedules/sch_x', { body: { overlap: 'maybe' }, headers: auth }), 400)
+  conforms('GET', '/v1/schedules/{id}/runs', await call(g, 'GET', '/v1/schedules/sch_x/runs?limit=0', { headers: auth }), 400)
   conforms('POST', '/v1/ag-ui', await call(g, 'POST', '/v1/ag-ui', { body: { threadId: 't' }, headers: auth }), 400)
   conforms('POST', '/v1/ai-sdk/chat', await call(g, 'POST', '/v1/ai-sdk/chat', { body: { id: 'c', messages: [] }, headers: auth }), 400)
 })
@@ -286,9 +297,12 @@ test('a request without a token is 401 on every /v1 route, the WebSocket upgrade
     ['POST', '/v1/turns', '/v1/turns'], ['GET', '/v1/turns/t', '/v1/turns/{id}'], ['DELETE', '/v1/turns/t', '/v1/turns/{id}'],
     ['GET', '/v1/turns/t/events', '/v1/turns/{id}/events'], ['POST', '/v1/approvals/a', '/v1/approvals/{request_id}'],
     ['GET', '/v1/sessions/s', '/v1/sessions/{id}'], ['GET', '/v1/tools', '/v1/tools'], ['GET', '/v1/audit', '/v1/audit'],
-    ['POST', '/v1/receipts/verify', '/v1/receipts/verify'], ['POST', '/v1/ag-ui', '/v1/ag-ui'], ['POST', '/v1/ai-sdk/chat', '/v1/ai-sdk/chat']
+    ['POST', '/v1/receipts/verify', '/v1/receipts/verify'], ['POST', '/v1/ag-ui', '/v1/ag-ui'], ['POST', '/v1/ai-sdk/chat', '/v1/ai-sdk/chat'],
+    ['POST', '/v1/schedules', '/v1/schedules'], ['GET', '/v1/schedules', '/v1/schedules'], ['GET', '/v1/schedules/s', '/v1/schedules/{id}'],
+    ['PATCH', '/v1/schedules/s', '/v1/schedules/{id}'], ['DELETE', '/v1/schedules/s', '/v1/schedules/{id}'],
+    ['GET', '/v1/schedules/s/runs', '/v1/schedules/{id}/runs']
   ] as const) {
-    conforms(method, template, await call(g, method, path, method === 'POST' ? { body: {} } : {}), 401)
+    conforms(method, template, await call(g, method, path, method === 'POST' || method === 'PATCH' ? { body: {} } : {}), 401)
   }
   conforms('GET', '/v1/ws', await upgrade(g, {}), 401)
 })
@@ -302,6 +316,8 @@ test('a missing scope and a foreign WebSocket Origin are 403 as documented', asy
   conforms('POST', '/v1/approvals/{request_id}', await call(g, 'POST', '/v1/approvals/a', yes), 403)
   conforms('POST', '/v1/ag-ui', await call(g, 'POST', '/v1/ag-ui', { body: agUiInput('t'), headers: reader }), 403)
   conforms('POST', '/v1/ai-sdk/chat', await call(g, 'POST', '/v1/ai-sdk/chat', { body: aiSdkChat('c'), headers: reader }), 403)
+  conforms('POST', '/v1/schedules', await call(g, 'POST', '/v1/schedules', { body: { cron: '* * * * *', message: 'm' }, headers: reader }), 403)
+  conforms('DELETE', '/v1/schedules/{id}', await call(g, 'DELETE', '/v1/schedules/s', { headers: reader }), 403)
   const writer = { authorization: `Bearer ${await mintToken({ scopes: ['turns:write'] })}` }
   conforms('GET', '/v1/audit', await call(g, 'GET', '/v1/audit', { headers: writer }), 403)
   conforms('GET', '/v1/ws', await upgrade(g, { origin: 'https://evil.example', authorization: `Bearer ${await mintToken()}` }), 403)
@@ -322,6 +338,10 @@ test('unknown turns, sessions, approvals and paths are 404 as documented', async
   const answer = { id: 'a1', role: 'assistant', parts: [{ type: 'dynamic-tool', state: 'approval-responded', approval: { id: 'apr_missing', approved: true } }] }
   const responded = { ...aiSdkChat('no-chat'), messages: [answer] }
   conforms('POST', '/v1/ai-sdk/chat', await call(g, 'POST', '/v1/ai-sdk/chat', { body: responded, headers: auth }), 404)
+  for (const [method, path] of [['GET', '/v1/schedules/{id}'], ['DELETE', '/v1/schedules/{id}'], ['GET', '/v1/schedules/{id}/runs']] as const) {
+    conforms(method, path, await call(g, method, path.replace('{id}', 'sch_missing'), { headers: auth }), 404)
+  }
+  conforms('PATCH', '/v1/schedules/{id}', await call(g, 'PATCH', '/v1/schedules/sch_missing', { body: { enabled: true }, headers: auth }), 404)
   conforms('GET', null, await call(g, 'GET', '/v1/no-such-route', { headers: auth }), 404)
   conforms('PUT', null, await call(g, 'PUT', '/healthz'), 404)
 })

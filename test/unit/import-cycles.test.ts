@@ -116,6 +116,7 @@ const RANKS: Record<string, number> = {
   'src/cluster': 7,
   'src/service': 8,
   'src/transport': 9,
+  'src/schedule': 9,
   'src/ui': 9,
   'src/adapters': 10,
   routes: 11,
