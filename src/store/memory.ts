@@ -6,6 +6,8 @@
  * instance is the process that holds it.
  */
 import { MemorySpendLedger } from './spend-ledger.js'
+import { MemoryOutbox } from './outbox-memory.js'
+import type { OutboxPlanner } from './outbox.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs } from './codec.js'
@@ -47,6 +49,8 @@ export class MemoryStore implements Store {
   readonly exclusive = true
   readonly durable = false
   readonly spend = new MemorySpendLedger()
+  readonly outbox = new MemoryOutbox()
+  private readonly planner: OutboxPlanner | null
   /** By sessionKey(tenant, session id). */
   private readonly sessions = new Map<string, StoredSession>()
   private readonly turns = new Map<string, StoredTurn>()
@@ -56,8 +60,9 @@ export class MemoryStore implements Store {
   private readonly idempotency = new Map<string, IdempotencyRecord & { expiresMs: number }>()
   private leaseExpires = 0
 
-  constructor (options: { instanceId?: string } = {}) {
+  constructor (options: { instanceId?: string, planner?: OutboxPlanner } = {}) {
     this.instanceId = options.instanceId ?? 'local'
+    this.planner = options.planner ?? null
   }
 
   async getSession (tenant: string, sessionId: string): Promise<SessionRecord | null> {
@@ -152,7 +157,9 @@ export class MemoryStore implements Store {
         log = new Map()
         this.events.set(e.turn_id, log)
       }
-      if (!log.has(e.seq)) log.set(e.seq, encodeDoc(e))
+      if (log.has(e.seq)) continue
+      log.set(e.seq, encodeDoc(e))
+      if (this.planner !== null) this.outbox.write(this.planner(e))
     }
   }
 

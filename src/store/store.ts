@@ -8,6 +8,7 @@
  * live owner from a dead one.
  */
 import type { SpendLedger } from './spend-ledger.js'
+import type { Outbox } from './outbox.js'
 import type { ChatMessage } from '../providers/types.js'
 import type { ApprovalGrant } from '../../schemas/session.js'
 import type { Turn } from '../../schemas/turn.js'
@@ -87,6 +88,11 @@ export interface Store {
   readonly durable: boolean
   /** What each budget has spent (src/store/spend-ledger.ts), shared like the store itself. */
   readonly spend: SpendLedger
+  /**
+   * Notification deliveries (src/store/outbox.ts): those an event announces are written in the
+   * same write as the event, as the planner the store was created with maps it.
+   */
+  readonly outbox: Outbox
   /** The session `sessionId` of `tenant`, whoever of that tenant owns it. */
   getSession (tenant: string, sessionId: string): Promise<SessionRecord | null>
   saveSession (session: SessionRecord): Promise<void>
