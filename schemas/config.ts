@@ -642,7 +642,9 @@ export type WebhookConfig = Static<typeof WebhookConfig>
 
 /** Outbound notifications (see docs/guides/unattended.md). */
 export const NotificationsConfig = Type.Object({
-  webhooks: Type.Array(WebhookConfig, { default: [], maxItems: 64 }),
+  webhooks: Type.Array(WebhookConfig, {
+    default: [], maxItems: 64, description: 'Where notifications go, each a Standard Webhooks receiver with its own secret and event types'
+  }),
   allow_private_targets: Type.Boolean({
     default: false, description: 'true: webhooks may point at private, loopback and link-local addresses (refused otherwise, as for HTTP tools)'
   }),

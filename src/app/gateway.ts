@@ -15,6 +15,7 @@ import type { GatewayMetrics } from '../observe/metrics.js'
 import type { ConnectionRegistry } from '../service/connections.js'
 import type { TurnService } from '../service/turn-service.js'
 import type { Store } from '../store/store.js'
+import type { Notifier } from '../notify/notifier.js'
 import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 
 declare module 'fastify' {
@@ -32,6 +33,8 @@ export interface Gateway {
   metrics: GatewayMetrics | null
   bus: EventBus
   store: Store
+  /** Announces what no turn event carries (a failed scheduled run) to the configured webhooks; silent without any. */
+  notifier: Notifier
   /** The tenants' hash-chained audit (GET /v1/audit). */
   audit: AuditRecorder
   /** This process on the store's leases and the bus's control plane. */

@@ -6,10 +6,11 @@
 
 /**
  * Close order. Turns first, so every socket still receives its turns' terminal events; then the
- * HTTP side (WebSockets get 1001 "going away"); then what turns used; the store and the
- * authenticator last, since the lease and the bus write through the store.
+ * HTTP side (WebSockets get 1001 "going away"); then what turns used (the webhook dispatcher among
+ * them: what it has not delivered waits in the store); the store and the authenticator last, since
+ * the lease and the bus write through the store.
  */
-export const CLOSE_ORDER = ['turns', 'observability', 'http', 'mcp', 'files', 'sandbox', 'permissions', 'providers', 'lease', 'slots', 'bus', 'audit', 'store', 'auth'] as const
+export const CLOSE_ORDER = ['turns', 'observability', 'http', 'mcp', 'files', 'sandbox', 'permissions', 'providers', 'notifications', 'lease', 'slots', 'bus', 'audit', 'store', 'auth'] as const
 
 export type Resource = typeof CLOSE_ORDER[number]
 

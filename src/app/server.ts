@@ -75,8 +75,15 @@ import { trackUnusedSockets } from './unused-sockets.js'
 import { RedisTurnSlots } from '../cluster/turn-slots.js'
 import { loadPermissionBook } from '../approval/permission-book.js'
 import { receiptKeyring } from '../receipts/keyring.js'
+import { WebhookDispatcher } from '../notify/dispatcher.js'
+import { outboxNotifier, SILENT_NOTIFIER } from '../notify/notifier.js'
+import { resolveNotifications, sendContext } from '../notify/setup.js'
+import webhookRoutes from '../../routes/webhooks.js'
 
 export type { Gateway } from './gateway.js'
+
+/** Webhook deliveries one instance tries at once. */
+const DELIVERY_BATCH = 16
 
 type AddFormats = (ajv: Ajv) => Ajv
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
@@ -268,7 +275,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   const lifecycle = new Lifecycle()
   lifecycle.opened('auth', async () => { await auth.close() })
   try {
-    const store = options.store ?? await createStore(config, { instanceId, env, log })
+    const notifications = resolveNotifications(config, env)
+    const store = options.store ?? await createStore(config, { instanceId, env, log, planner: notifications.planner })
     lifecycle.opened('store', async () => { await store.close() })
     const audit = new AuditRecorder(await createAuditLedger(config, { env, log }), log)
     lifecycle.opened('audit', async () => { await audit.close() })
@@ -339,6 +347,26 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     })
 
     lifecycle.opened('lease', async () => { await lease.close() })
+    const notifier = notifications.planner === null ? SILENT_NOTIFIER : outboxNotifier(notifications.plan, store.outbox)
+    if (notifications.planner !== null) {
+      const send = sendContext(config)
+      const dispatcher = new WebhookDispatcher({
+        outbox: store.outbox,
+        instanceId,
+        targets: notifications.targets,
+        send,
+        retry: { initialBackoffMs: config.notifications.initial_backoff_ms, maxBackoffMs: config.notifications.max_backoff_ms },
+        pollMs: config.notifications.poll_ms,
+        leaseMs: config.notifications.lease_ms,
+        batch: DELIVERY_BATCH,
+        log
+      })
+      dispatcher.start()
+      lifecycle.opened('notifications', async () => {
+        await dispatcher.close()
+        await send.dispatcher.close()
+      })
+    }
 
     const requestIds = new RequestIds()
     const app = Fastify({
@@ -395,6 +423,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       log,
       mcp,
       workspaces,
+      notifier,
       storeReachable: () => lease.held(),
       busReachable: () => {
         const since = bus.unreachableSince()
@@ -416,6 +445,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(toolResultRoutes)
     await app.register(receiptRoutes)
     await app.register(auditRoutes)
+    await app.register(webhookRoutes)
     await app.register(sessionRoutes)
     await app.register(toolRoutes)
     await app.register(agUiRoutes)

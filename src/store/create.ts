@@ -9,6 +9,7 @@ import { PostgresStore } from './postgres.js'
 import type { SqlProbe } from './sql-probe.js'
 import { SqliteStore } from './sqlite.js'
 import type { Store } from './store.js'
+import type { OutboxPlanner } from './outbox.js'
 
 /** A URL from the environment variable named by `url_env` when set, else the configured one. */
 export function connectionUrl (section: { url: string, url_env?: string }, env: NodeJS.ProcessEnv, where: string): string {
@@ -24,19 +25,23 @@ export interface CreateStoreOptions {
   log: Logger
   /** Instrumentation of the SQLite store (benchmark); none by default. */
   probe?: SqlProbe
+  /** What each stored event announces (notifications, src/notify/plan.ts); none by default. */
+  planner?: OutboxPlanner | null
 }
 
 export async function createStore (config: Config, options: CreateStoreOptions): Promise<Store> {
   const { instanceId } = options
+  const planner = options.planner == null ? {} : { planner: options.planner }
   switch (config.store.kind) {
     case 'memory':
-      return new MemoryStore({ instanceId })
+      return new MemoryStore({ instanceId, ...planner })
     case 'sqlite':
       return new SqliteStore({
         path: config.store.sqlite.path,
         instanceId,
         onCheckpointError: (err) => { options.log.warn({ err }, 'could not checkpoint the SQLite WAL; retrying') },
-        ...(options.probe === undefined ? {} : { probe: options.probe })
+        ...(options.probe === undefined ? {} : { probe: options.probe }),
+        ...planner
       })
     case 'postgres': {
       const pgc = config.store.postgres
@@ -46,7 +51,8 @@ export async function createStore (config: Config, options: CreateStoreOptions):
         instanceId,
         maxConnections: pgc.max_connections,
         connectTimeoutMs: pgc.connect_timeout_ms,
-        onIdleError: (err) => { options.log.warn({ err }, 'an idle PostgreSQL connection failed') }
+        onIdleError: (err) => { options.log.warn({ err }, 'an idle PostgreSQL connection failed') },
+        ...planner
       })
     }
   }

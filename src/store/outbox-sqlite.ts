@@ -94,7 +94,10 @@ export class SqliteOutbox implements Outbox {
 
   async settle (id: string, instanceId: string, outcome: AttemptOutcome): Promise<void> {
     if (outcome.ok) this.settleOk.run(outcome.atMs, outcome.statusCode, id, instanceId)
-    else this.settleFailed.run({ at: outcome.atMs, code: outcome.statusCode, error: outcome.error, retry: outcome.retryAtMs, id, by: instanceId })
+    else {
+      const { atMs: at, statusCode: code, error, retryAtMs: retry } = outcome
+      this.settleFailed.run({ at, code, error, retry, id, by: instanceId })
+    }
   }
 
   async list (filter: DeliveryFilter, limit: number): Promise<DeliveryRecord[]> {

@@ -111,6 +111,7 @@ const RANKS: Record<string, number> = {
   'src/store': 5,
   'src/turn': 5,
   'src/cluster': 6,
+  'src/notify': 6,
   'src/receipts': 6,
   'src/service': 7,
   'src/transport': 8,
