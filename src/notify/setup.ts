@@ -23,6 +23,10 @@ export interface NotificationSetup {
 
 export function resolveNotifications (config: Config, env: NodeJS.ProcessEnv): NotificationSetup {
   const { webhooks } = config.notifications
+  // Deliveries are written with the events they announce: without an event log there is no such write.
+  if (webhooks.length > 0 && (config.store.kind === 'memory' || !config.store.event_log)) {
+    throw new ConfigError('notifications.webhooks need a store that keeps the event log: store.kind "sqlite" or "postgres" with store.event_log = true')
+  }
   const ids = new Set<string>()
   const targets = new Map<string, SendTarget>()
   const planned: PlannedWebhook[] = []

@@ -34,7 +34,7 @@ export async function createStore (config: Config, options: CreateStoreOptions):
   const planner = options.planner == null ? {} : { planner: options.planner }
   switch (config.store.kind) {
     case 'memory':
-      return new MemoryStore({ instanceId, ...planner })
+      return new MemoryStore({ instanceId })
     case 'sqlite':
       return new SqliteStore({
         path: config.store.sqlite.path,

@@ -7,7 +7,6 @@
  */
 import { MemorySpendLedger } from './spend-ledger.js'
 import { MemoryOutbox } from './outbox-memory.js'
-import type { OutboxPlanner } from './outbox.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs } from './codec.js'
@@ -50,7 +49,6 @@ export class MemoryStore implements Store {
   readonly durable = false
   readonly spend = new MemorySpendLedger()
   readonly outbox = new MemoryOutbox()
-  private readonly planner: OutboxPlanner | null
   /** By sessionKey(tenant, session id). */
   private readonly sessions = new Map<string, StoredSession>()
   private readonly turns = new Map<string, StoredTurn>()
@@ -60,9 +58,8 @@ export class MemoryStore implements Store {
   private readonly idempotency = new Map<string, IdempotencyRecord & { expiresMs: number }>()
   private leaseExpires = 0
 
-  constructor (options: { instanceId?: string, planner?: OutboxPlanner } = {}) {
+  constructor (options: { instanceId?: string } = {}) {
     this.instanceId = options.instanceId ?? 'local'
-    this.planner = options.planner ?? null
   }
 
   async getSession (tenant: string, sessionId: string): Promise<SessionRecord | null> {
@@ -157,9 +154,7 @@ export class MemoryStore implements Store {
         log = new Map()
         this.events.set(e.turn_id, log)
       }
-      if (log.has(e.seq)) continue
-      log.set(e.seq, encodeDoc(e))
-      if (this.planner !== null) this.outbox.write(this.planner(e))
+      if (!log.has(e.seq)) log.set(e.seq, encodeDoc(e))
     }
   }
 

@@ -1,4 +1,8 @@
-/** The outbox of the memory store: gone with the process, like everything else it keeps. */
+/**
+ * The outbox of the memory store: gone with the process, like everything else it keeps. The memory
+ * store keeps no event log, so nothing plans deliveries into it (notifications need SQLite or
+ * PostgreSQL); it answers the delivery routes, empty.
+ */
 import {
   applyOutcome, type AttemptOutcome, type DeliveryFilter, type DeliveryRecord, type Outbox, type OutboxWrite
 } from './outbox.js'
@@ -12,8 +16,7 @@ interface Held {
 export class MemoryOutbox implements Outbox {
   private readonly rows = new Map<string, Held>()
 
-  /** Called inside the store's event writes (synchronous, like them). */
-  write (write: OutboxWrite): void {
+  private write (write: OutboxWrite): void {
     for (const d of write.deliveries) {
       if (this.rows.has(d.id)) continue
       this.rows.set(d.id, {
