@@ -95,7 +95,7 @@ test('a detached approval is announced, signed, within 3 s; a 500 first gets a r
   const resolved = await arrival(receiver, 'approval.resolved')
   assert.deepEqual(
     [resolved.payload.data.request_id, resolved.payload.data.decision, resolved.payload.data.decided_by],
-    [pending.request_id, 'yes', 'rest:local']
+    [pending.request_id, 'yes', 'rest:local/local']
   )
   const completed = await arrival(receiver, 'turn.completed')
   assert.deepEqual([completed.payload.data.turn_id, completed.payload.data.final_text], [started.turn_id, 'done'])
@@ -179,7 +179,7 @@ test('a loopback target is refused without allow_private_targets: nothing is sen
   assert.equal(receiver.received.length + receiver.rejected, 0)
 })
 
-test('an approval still unanswered after escalate_after_ms is announced to the escalation webhook; the answer cancels nothing already sent', async (t) => {
+test('an approval still unanswered after escalate_after_ms is announced to the escalation webhook; one answered before then is not', async (t) => {
   const ops = await startWebhookReceiver()
   t.after(async () => { await ops.close() })
   const receiver = await startWebhookReceiver()
