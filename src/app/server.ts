@@ -359,6 +359,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
         pollMs: config.notifications.poll_ms,
         leaseMs: config.notifications.lease_ms,
         batch: DELIVERY_BATCH,
+        exclusive: store.exclusive,
         log
       })
       dispatcher.start()

@@ -21,6 +21,8 @@ export interface DispatcherOptions {
   leaseMs: number
   /** Deliveries tried at once per poll. */
   batch: number
+  /** True when no other process uses the store (SQLite): every lease found at start is a dead process's. */
+  exclusive: boolean
   log: Logger
 }
 
@@ -35,7 +37,16 @@ export class WebhookDispatcher {
   }
 
   start (): void {
-    this.schedule()
+    if (!this.options.exclusive) {
+      this.schedule()
+      return
+    }
+    this.round = this.options.outbox.releaseLeases()
+      .catch((err: unknown) => { this.options.log.warn({ err }, 'could not release the webhook deliveries of a previous process') })
+      .finally(() => {
+        this.round = null
+        this.schedule()
+      })
   }
 
   private schedule (): void {

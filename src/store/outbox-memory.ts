@@ -50,6 +50,13 @@ export class MemoryOutbox implements Outbox {
     return due.map((h) => ({ ...h.record }))
   }
 
+  async releaseLeases (): Promise<void> {
+    for (const held of this.rows.values()) {
+      held.leasedBy = null
+      held.leaseUntil = 0
+    }
+  }
+
   async settle (id: string, instanceId: string, outcome: AttemptOutcome): Promise<void> {
     const held = this.rows.get(id)
     if (held === undefined || held.leasedBy !== instanceId || held.record.status !== 'pending') return

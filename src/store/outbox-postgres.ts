@@ -102,6 +102,10 @@ export class PostgresOutbox implements Outbox {
     return rows.map(record)
   }
 
+  async releaseLeases (): Promise<void> {
+    await this.pool.query(`UPDATE ${this.s}.tollgate_outbox SET leased_by = NULL, lease_until_ms = 0 WHERE leased_by IS NOT NULL`)
+  }
+
   async settle (id: string, instanceId: string, outcome: AttemptOutcome): Promise<void> {
     if (outcome.ok) {
       await this.pool.query(`UPDATE ${this.s}.tollgate_outbox SET status = 'delivered', attempts = attempts + 1, last_attempt_ms = $1,

@@ -46,6 +46,7 @@ export class SqliteOutbox implements Outbox {
   private readonly listStatus: Database.Statement<[string, string, number], DeliveryRecord>
   private readonly getOne: Database.Statement<[string, string], DeliveryRecord>
   private readonly retryOne: Database.Statement
+  private readonly release: Database.Statement
 
   constructor (db: Database.Database) {
     db.exec(TABLE)
@@ -80,6 +81,7 @@ export class SqliteOutbox implements Outbox {
     this.listStatus = db.prepare(`SELECT ${COLUMNS} FROM tollgate_outbox WHERE tenant = ? AND status = ?
       ORDER BY created_ms DESC, id DESC LIMIT ?`)
     this.getOne = db.prepare(`SELECT ${COLUMNS} FROM tollgate_outbox WHERE tenant = ? AND id = ?`)
+    this.release = db.prepare('UPDATE tollgate_outbox SET leased_by = NULL, lease_until_ms = 0 WHERE leased_by IS NOT NULL')
     this.retryOne = db.prepare(`UPDATE tollgate_outbox SET status = 'pending', due_ms = ?, give_up_ms = ?
       WHERE tenant = ? AND id = ? AND status = 'failed'`)
   }
@@ -90,6 +92,10 @@ export class SqliteOutbox implements Outbox {
 
   async claim (instanceId: string, nowMs: number, leaseMs: number, limit: number): Promise<DeliveryRecord[]> {
     return this.claimTx(instanceId, nowMs, leaseMs, limit)
+  }
+
+  async releaseLeases (): Promise<void> {
+    this.release.run()
   }
 
   async settle (id: string, instanceId: string, outcome: AttemptOutcome): Promise<void> {

@@ -73,6 +73,11 @@ export interface Outbox {
    * deliveries no unexpired lease holds, so two instances never claim one at the same time.
    */
   claim (instanceId: string, nowMs: number, leaseMs: number, limit: number): Promise<DeliveryRecord[]>
+  /**
+   * Ends every lease: for an exclusive store at start, whose leases all belong to dead processes
+   * (a delivery that was in flight when the process died is tried again now, not after its lease).
+   */
+  releaseLeases (): Promise<void>
   /** Records an attempt of a claimed delivery and releases its lease; ignored once the lease is someone else's. */
   settle (id: string, instanceId: string, outcome: AttemptOutcome): Promise<void>
   /** The tenant's deliveries, newest first. */

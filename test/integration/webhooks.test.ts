@@ -32,7 +32,9 @@ async function sqliteStore (t: TestContext): Promise<Record<string, unknown>> {
 }
 
 /** A gateway with one webhook `main` (every type) at a fresh receiver; fast polling and backoff. */
-async function withWebhook (t: TestContext, notifications: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<Setup> {
+async function withWebhook (
+  t: TestContext, notifications: Record<string, unknown> = {}, extra: Record<string, unknown> = {}
+): Promise<Setup> {
   const receiver = await startWebhookReceiver()
   t.after(async () => { await receiver.close() })
   const probes = createProbes()
