@@ -623,6 +623,63 @@ export const BudgetsConfig = Type.Object({
 }, { additionalProperties: false, default: {} })
 export type BudgetsConfig = Static<typeof BudgetsConfig>
 
+const WEBHOOK_EVENT_TYPES = [
+  'approval.requested', 'approval.resolved', 'approval.expired', 'turn.completed', 'turn.failed', 'budget.exceeded',
+  'schedule.run_failed'
+] as const
+export const NotificationType = Type.Union(WEBHOOK_EVENT_TYPES.map((t) => Type.Literal(t)), {
+  description: 'What a notification announces (docs/guides/unattended.md)'
+})
+export type NotificationType = Static<typeof NotificationType>
+export const NOTIFICATION_TYPES: readonly NotificationType[] = WEBHOOK_EVENT_TYPES
+
+const WEBHOOK_ID = '^[A-Za-z0-9]+([-_][A-Za-z0-9]+)*$'
+
+/** One receiver of notifications, as Standard Webhooks (docs/decisions/0262-notifications-as-standard-webhooks.md). */
+export const WebhookConfig = Type.Object({
+  id: Type.String({ pattern: WEBHOOK_ID, maxLength: 64, description: 'Names the webhook in deliveries and in escalate_to' }),
+  url: Type.String({ pattern: '^https?://', maxLength: 2048, description: 'Where messages are POSTed' }),
+  secret_env: Type.String({
+    pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 128,
+    description: 'Environment variable holding the signing secret (whsec_<base64>, as Standard Webhooks libraries expect)'
+  }),
+  events: Type.Array(NotificationType, { minItems: 1, uniqueItems: true, description: 'The types this webhook receives' }),
+  tenants: Type.Optional(Type.Array(Type.String({ minLength: 1 }), {
+    minItems: 1, description: 'Only messages of these tenants; absent: every tenant\'s'
+  })),
+  escalate_to: Type.Optional(Type.String({
+    pattern: WEBHOOK_ID, maxLength: 64,
+    description: 'Another webhook\'s id: an approval.requested this webhook received is announced there too once it has waited escalate_after_ms unanswered'
+  })),
+  escalate_after_ms: Type.Optional(Type.Integer({
+    minimum: 1000, maximum: MAX_TIMER_MS, description: 'With escalate_to: how long an approval may wait before it is escalated'
+  }))
+}, { additionalProperties: false })
+export type WebhookConfig = Static<typeof WebhookConfig>
+
+/** Outbound notifications (see docs/guides/unattended.md). */
+export const NotificationsConfig = Type.Object({
+  webhooks: Type.Array(WebhookConfig, {
+    default: [], maxItems: 64, description: 'Where notifications go, each a Standard Webhooks receiver with its own secret and event types'
+  }),
+  allow_private_targets: Type.Boolean({
+    default: false, description: 'true: webhooks may point at private, loopback and link-local addresses (refused otherwise, as for HTTP tools)'
+  }),
+  retry_for_ms: Type.Integer({
+    minimum: 1000, maximum: MAX_TIMER_MS, default: 86_400_000,
+    description: 'A message not delivered within this long of being written is given up and listed as failed'
+  }),
+  initial_backoff_ms: Type.Integer({ minimum: 10, default: 1000, description: 'Wait before the first retry; doubles each attempt (with jitter)' }),
+  max_backoff_ms: Type.Integer({ minimum: 10, maximum: MAX_TIMER_MS, default: 600_000, description: 'Longest wait between two attempts' }),
+  timeout_ms: Type.Integer({ minimum: 100, default: 10_000, description: 'Bound on one attempt (connect to last byte)' }),
+  poll_ms: Type.Integer({ minimum: 10, default: 500, description: 'How often each instance looks for due deliveries' }),
+  lease_ms: Type.Integer({
+    minimum: 1000, default: 30_000,
+    description: 'A claimed delivery is another instance\'s to try again after this long if its claimer never reports back'
+  })
+}, { additionalProperties: false, default: {} })
+export type NotificationsConfig = Static<typeof NotificationsConfig>
+
 export const GatewayConfig = Type.Object({
   server: ServerConfig,
   log: LogConfig,
@@ -643,6 +700,7 @@ export const GatewayConfig = Type.Object({
   receipts: ReceiptsConfig,
   budgets: BudgetsConfig,
   schedules: SchedulesConfig,
+  notifications: NotificationsConfig,
   default_agent: Type.String({ default: 'default', description: 'Agent of a turn that names none' }),
   providers: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Model providers by name; the embedded defaults define demo' }),
   agents: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: 'Agents by name; the embedded defaults define default' }),

@@ -17,6 +17,7 @@ import type { ConnectionRegistry } from '../service/connections.js'
 import type { TurnService } from '../service/turn-service.js'
 import type { Schedules } from '../schedule/schedules.js'
 import type { Store } from '../store/store.js'
+import type { Notifier } from '../notify/notifier.js'
 import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 
 declare module 'fastify' {
@@ -39,6 +40,8 @@ export interface Gateway {
   store: Store
   /** The principals' schedules (/v1/schedules); their ticks fire in the scheduler. */
   schedules: Schedules
+  /** Announces what no turn event carries (a failed scheduled run) to the configured webhooks; silent without any. */
+  notifier: Notifier
   /** The tenants' hash-chained audit (GET /v1/audit). */
   audit: AuditRecorder
   /** This process on the store's leases and the bus's control plane. */

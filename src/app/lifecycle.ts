@@ -7,12 +7,13 @@
 /**
  * Close order. The scheduler first, so no tick starts a turn during shutdown; then turns, so every
  * socket still receives its turns' terminal events; then the HTTP side (WebSockets get 1001
- * "going away"); then what turns used; the journal before the bus it publishes to; the store and
- * the authenticator last, since the lease and the journal write through the store.
+ * "going away"); then what turns used (the webhook dispatcher among them: what it has not
+ * delivered waits in the store); the journal before the bus it publishes to; the store and the
+ * authenticator last, since the lease and the journal write through the store.
  */
 export const CLOSE_ORDER = [
-  'schedules', 'turns', 'observability', 'http', 'mcp', 'files', 'sandbox', 'permissions', 'providers', 'lease', 'slots', 'journal', 'bus', 'audit',
-  'store', 'auth'
+  'schedules', 'turns', 'observability', 'http', 'mcp', 'files', 'sandbox', 'permissions', 'providers', 'notifications', 'lease', 'slots', 'journal',
+  'bus', 'audit', 'store', 'auth'
 ] as const
 
 export type Resource = typeof CLOSE_ORDER[number]

@@ -79,12 +79,19 @@ import { trackUnusedSockets } from './unused-sockets.js'
 import { RedisTurnSlots } from '../cluster/turn-slots.js'
 import { loadPermissionBook } from '../approval/permission-book.js'
 import { receiptKeyring } from '../receipts/keyring.js'
+import { WebhookDispatcher } from '../notify/dispatcher.js'
+import { outboxNotifier, SILENT_NOTIFIER } from '../notify/notifier.js'
+import { resolveNotifications, sendContext } from '../notify/setup.js'
+import webhookRoutes from '../../routes/webhooks.js'
 import { Scheduler } from '../schedule/scheduler.js'
 import { Schedules } from '../schedule/schedules.js'
 import type { ScheduleRunFailedSink } from '../schedule/fire.js'
 import scheduleRoutes from '../../routes/schedules.js'
 
 export type { Gateway } from './gateway.js'
+
+/** Webhook deliveries one instance tries at once. */
+const DELIVERY_BATCH = 16
 
 type AddFormats = (ajv: Ajv) => Ajv
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
@@ -103,7 +110,7 @@ export interface BuildOptions {
   journal?: TurnJournal
   /** Fault injection for crash tests: called after each group of events is stored, before it is published. */
   afterEventWrite?: (group: readonly BusEnvelope[]) => void
-  /** Told of scheduled runs that could not start or whose turn failed; none by default. */
+  /** Told of scheduled runs that could not start or whose turn failed (besides the `schedule.run_failed` webhook). */
   scheduleRunFailed?: ScheduleRunFailedSink
 }
 
@@ -280,7 +287,8 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   const lifecycle = new Lifecycle()
   lifecycle.opened('auth', async () => { await auth.close() })
   try {
-    const store = options.store ?? await createStore(config, { instanceId, env, log })
+    const notifications = resolveNotifications(config, env)
+    const store = options.store ?? await createStore(config, { instanceId, env, log, planner: notifications.planner })
     lifecycle.opened('store', async () => { await store.close() })
     const audit = new AuditRecorder(await createAuditLedger(config, { env, log }), log)
     lifecycle.opened('audit', async () => { await audit.close() })
@@ -358,9 +366,38 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     })
 
     lifecycle.opened('lease', async () => { await lease.close() })
-    const scheduler = new Scheduler({
-      config: config.schedules, store, turns, log, ...(options.scheduleRunFailed === undefined ? {} : { sink: options.scheduleRunFailed })
-    })
+    const notifier = notifications.planner === null ? SILENT_NOTIFIER : outboxNotifier(notifications.plan, store.outbox)
+    if (notifications.planner !== null) {
+      const send = sendContext(config)
+      const dispatcher = new WebhookDispatcher({
+        outbox: store.outbox,
+        instanceId,
+        targets: notifications.targets,
+        send,
+        retry: { initialBackoffMs: config.notifications.initial_backoff_ms, maxBackoffMs: config.notifications.max_backoff_ms },
+        pollMs: config.notifications.poll_ms,
+        leaseMs: config.notifications.lease_ms,
+        batch: DELIVERY_BATCH,
+        exclusive: store.exclusive,
+        log
+      })
+      dispatcher.start()
+      lifecycle.opened('notifications', async () => {
+        await dispatcher.close()
+        await send.dispatcher.close()
+      })
+    }
+    // A failed scheduled run is announced as `schedule.run_failed` to the webhooks that ask for it,
+    // and told to an embedder's own sink as well when it gives one.
+    const sink: ScheduleRunFailedSink = {
+      runFailed: async (info) => {
+        await Promise.all([
+          notifier.announce('schedule.run_failed', info.tenant, { ...info }),
+          options.scheduleRunFailed?.runFailed(info)
+        ])
+      }
+    }
+    const scheduler = new Scheduler({ config: config.schedules, store, turns, log, sink })
     scheduler.start()
     lifecycle.opened('schedules', async () => { await scheduler.close() })
     const schedules = new Schedules({ config, store, log, settled: async (id) => { await scheduler.settled(id) } })
@@ -422,6 +459,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
       log,
       mcp,
       workspaces,
+      notifier,
       storeReachable: () => lease.held(),
       busReachable: () => {
         const since = bus.unreachableSince()
@@ -443,6 +481,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     await app.register(toolResultRoutes)
     await app.register(receiptRoutes)
     await app.register(auditRoutes)
+    await app.register(webhookRoutes)
     await app.register(scheduleRoutes)
     await app.register(sessionRoutes)
     await app.register(toolRoutes)

@@ -10,6 +10,7 @@ import { PostgresStore } from './postgres.js'
 import type { SqlProbe } from './sql-probe.js'
 import { SqliteStore } from './sqlite.js'
 import type { Store } from './store.js'
+import type { OutboxPlanner } from './outbox.js'
 
 export interface CreateStoreOptions {
   instanceId: string
@@ -17,10 +18,13 @@ export interface CreateStoreOptions {
   log: Logger
   /** Instrumentation of the SQLite store (benchmark); none by default. */
   probe?: SqlProbe
+  /** What each stored event announces (notifications, src/notify/plan.ts); none by default. */
+  planner?: OutboxPlanner | null
 }
 
 export async function createStore (config: Config, options: CreateStoreOptions): Promise<Store> {
   const { instanceId } = options
+  const planner = options.planner == null ? {} : { planner: options.planner }
   switch (config.store.kind) {
     case 'memory':
       return new MemoryStore({ instanceId })
@@ -29,7 +33,8 @@ export async function createStore (config: Config, options: CreateStoreOptions):
         path: config.store.sqlite.path,
         instanceId,
         onCheckpointError: (err) => { options.log.warn({ err }, 'could not checkpoint the SQLite WAL; retrying') },
-        ...(options.probe === undefined ? {} : { probe: options.probe })
+        ...(options.probe === undefined ? {} : { probe: options.probe }),
+        ...planner
       })
     case 'postgres': {
       const pgc = config.store.postgres
@@ -39,7 +44,8 @@ export async function createStore (config: Config, options: CreateStoreOptions):
         instanceId,
         maxConnections: pgc.max_connections,
         connectTimeoutMs: pgc.connect_timeout_ms,
-        onIdleError: (err) => { options.log.warn({ err }, 'an idle PostgreSQL connection failed') }
+        onIdleError: (err) => { options.log.warn({ err }, 'an idle PostgreSQL connection failed') },
+        ...planner
       })
     }
   }

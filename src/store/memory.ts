@@ -7,6 +7,7 @@
  */
 import { MemorySpendLedger } from './spend-ledger.js'
 import { MemoryScheduleBook } from './schedule-book.js'
+import { MemoryOutbox } from './outbox-memory.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs } from './codec.js'
@@ -49,6 +50,7 @@ export class MemoryStore implements Store {
   readonly durable = false
   readonly spend = new MemorySpendLedger()
   readonly schedules = new MemoryScheduleBook()
+  readonly outbox = new MemoryOutbox()
   /** By sessionKey(tenant, session id). */
   private readonly sessions = new Map<string, StoredSession>()
   private readonly turns = new Map<string, StoredTurn>()

@@ -11,6 +11,8 @@ import type { SpendLedger } from './spend-ledger.js'
 import { PostgresSpendLedger, spendDdl } from './spend-postgres.js'
 import type { ScheduleBook } from './schedule-book.js'
 import { PostgresScheduleBook, scheduleDdl } from './schedule-postgres.js'
+import { NOTHING, type OutboxPlanner, type OutboxWrite } from './outbox.js'
+import { isEmptyWrite, outboxDdl, PostgresOutbox } from './outbox-postgres.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
@@ -49,6 +51,8 @@ export interface PostgresStoreOptions {
   connectTimeoutMs: number
   /** Errors of idle pooled connections (the pool replaces them). */
   onIdleError: (err: Error) => void
+  /** What each stored event announces (notifications); none by default. */
+  planner?: OutboxPlanner
 }
 
 /**
@@ -192,6 +196,8 @@ export class PostgresStore implements Store {
   readonly durable = true
   readonly spend: SpendLedger
   readonly schedules: ScheduleBook
+  readonly outbox: PostgresOutbox
+  private readonly planner: OutboxPlanner | null
   private readonly pool: pg.Pool
   /** Quoted schema name, validated: safe to splice into SQL. */
   private readonly s: string
@@ -199,13 +205,55 @@ export class PostgresStore implements Store {
   private readonly sql: ReturnType<typeof statements>
   private closed = false
 
-  private constructor (pool: pg.Pool, schema: string, instanceId: string) {
+  private constructor (pool: pg.Pool, schema: string, instanceId: string, planner: OutboxPlanner | null) {
     this.pool = pool
     this.s = `"${schema}"`
     this.instanceId = instanceId
     this.sql = statements(this.s)
     this.spend = new PostgresSpendLedger(pool, this.s)
     this.schedules = new PostgresScheduleBook(pool, this.s)
+    this.outbox = new PostgresOutbox(pool, this.s)
+    this.planner = planner
+  }
+
+  /**
+   * What `events` announce, merged. An event stored before plans the same ids again, which the
+   * outbox's insert ignores: nothing is announced twice.
+   */
+  private plan (events: readonly BusEnvelope[]): OutboxWrite {
+    if (this.planner === null) return NOTHING
+    const merged: OutboxWrite = { deliveries: [], cancelEscalationsOf: [], cancelEscalationsOfTurns: [] }
+    for (const e of events) {
+      const w = this.planner(e)
+      merged.deliveries.push(...w.deliveries)
+      merged.cancelEscalationsOf.push(...w.cancelEscalationsOf)
+      merged.cancelEscalationsOfTurns.push(...w.cancelEscalationsOfTurns)
+    }
+    return merged
+  }
+
+  /**
+   * Runs `save` alone when the events announce nothing (the usual case: one statement, no
+   * transaction), else in one transaction with the outbox rows they announce.
+   */
+  private async saveAnnounced (save: pg.QueryConfig, events: readonly BusEnvelope[]): Promise<void> {
+    const write = this.plan(events)
+    if (isEmptyWrite(write)) {
+      await this.pool.query(save)
+      return
+    }
+    const client = await this.pool.connect()
+    try {
+      await client.query('BEGIN')
+      await client.query(save)
+      await this.outbox.writeWith(client, write)
+      await client.query('COMMIT')
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    } finally {
+      client.release()
+    }
   }
 
   /** Connects and creates the schema and tables if missing (serialised across instances). */
@@ -218,7 +266,7 @@ export class PostgresStore implements Store {
       application_name: 'tollgate'
     })
     pool.on('error', options.onIdleError)
-    const store = new PostgresStore(pool, options.schema, options.instanceId)
+    const store = new PostgresStore(pool, options.schema, options.instanceId, options.planner ?? null)
     try {
       await store.migrate(options.schema)
     } catch (err) {
@@ -237,6 +285,7 @@ export class PostgresStore implements Store {
       await client.query(ddl(this.s))
       await client.query(spendDdl(this.s))
       await client.query(scheduleDdl(this.s))
+      await client.query(outboxDdl(this.s))
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {})
@@ -308,13 +357,13 @@ export class PostgresStore implements Store {
   }
 
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
-    await this.savePair(turn, session, this.pairSave(turn, session, events))
+    await this.savePair(turn, session, this.pairSave(turn, session, events), events)
   }
 
   /** Runs a pair save in the turn's and the session's write order. */
-  private async savePair (turn: TurnRecord, session: SessionRecord, save: pg.QueryConfig): Promise<void> {
+  private async savePair (turn: TurnRecord, session: SessionRecord, save: pg.QueryConfig, events: readonly BusEnvelope[]): Promise<void> {
     await this.serial([`t:${turn.turn_id}`, sessionChain(session)], async () => {
-      await this.pool.query(save)
+      await this.saveAnnounced(save, events)
     })
   }
 
@@ -324,14 +373,14 @@ export class PostgresStore implements Store {
   ): Promise<IdempotencyRecord | null> {
     const save = this.pairSave(turn, session, events, checkpoint)
     if (claim === null) {
-      await this.savePair(turn, session, save)
+      await this.savePair(turn, session, save, events)
       return null
     }
     let held: IdempotencyRecord | null = null
     await this.serial([`t:${turn.turn_id}`, sessionChain(session)], async () => {
       // The key's holder may expire between a lost claim and the read: then claim again.
       for (let attempt = 0; attempt < 3; attempt++) {
-        if (await this.claimAndSave(save, turn.turn_id, claim)) return
+        if (await this.claimAndSave(save, turn.turn_id, claim, events)) return
         held = await this.getIdempotency(claim.owner, claim.key)
         if (held !== null) return
       }
@@ -341,7 +390,9 @@ export class PostgresStore implements Store {
   }
 
   /** One transaction: the claim, then (only if it was won) the turn, its session and its events. */
-  private async claimAndSave (save: pg.QueryConfig, turnId: string, claim: IdempotencyClaim): Promise<boolean> {
+  private async claimAndSave (
+    save: pg.QueryConfig, turnId: string, claim: IdempotencyClaim, events: readonly BusEnvelope[]
+  ): Promise<boolean> {
     const client = await this.pool.connect()
     try {
       await client.query('BEGIN')
@@ -352,6 +403,7 @@ export class PostgresStore implements Store {
         return false
       }
       await client.query(save)
+      await this.outbox.writeWith(client, this.plan(events))
       await client.query('COMMIT')
       return true
     } catch (err) {
@@ -380,11 +432,11 @@ export class PostgresStore implements Store {
   async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
     if (checkpoints.length > 0) {
       const values = [...eventColumns(events), ...checkpointColumns(checkpoints)]
-      await this.pool.query({ ...this.sql.appendEventsAndCheckpoints, values })
+      await this.saveAnnounced({ ...this.sql.appendEventsAndCheckpoints, values }, events)
       return
     }
     if (events.length === 0) return
-    await this.pool.query({ ...this.sql.appendEvents, values: eventColumns(events) })
+    await this.saveAnnounced({ ...this.sql.appendEvents, values: eventColumns(events) }, events)
   }
 
   async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {

@@ -22,6 +22,8 @@ import { tenantOf } from '../core/tenancy.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import type { SqlProbe } from './sql-probe.js'
+import type { OutboxPlanner } from './outbox.js'
+import { SqliteOutbox } from './outbox-sqlite.js'
 import {
   FIRST_PAGE, type FinishedTurn, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord,
   type Store, type TurnFilter, type TurnRecord
@@ -146,6 +148,8 @@ export interface SqliteStoreOptions {
   onCheckpointError?: (err: unknown) => void
   /** Instrumentation (benchmark, tests); none by default. */
   probe?: SqlProbe
+  /** What each stored event announces (notifications); none by default. */
+  planner?: OutboxPlanner
 }
 
 const IN_USE = 'is in use by another gateway process (one process per database file; use PostgreSQL for many instances)'
@@ -205,7 +209,10 @@ interface Creation {
   reject: (err: unknown) => void
 }
 
-function prepare (db: Database.Database) {
+/** What a newly stored event adds to the outbox, written in the event's transaction. */
+type AnnounceEvent = (event: BusEnvelope) => void
+
+function prepare (db: Database.Database, announce: AnnounceEvent | null) {
   const saveTurn = db.prepare(`INSERT INTO tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc, created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
@@ -220,6 +227,12 @@ function prepare (db: Database.Database) {
   const getIdempotency = db.prepare<[string, string, number], { turn_id: string, fingerprint: string }>(
     'SELECT turn_id, fingerprint FROM tollgate_idempotency WHERE owner = ? AND idem_key = ? AND expires_ms > ?')
   const appendEvent = db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, doc) VALUES (?, ?, ?)')
+  // An event already stored announced what it announces when it was first written.
+  const appendAll = (events: readonly BusEnvelope[]): void => {
+    for (const e of events) {
+      if (appendEvent.run(e.turn_id, e.seq, encodeDoc(e)).changes === 1) announce?.(e)
+    }
+  }
   /** A turn's record and its session, written together (in the caller's transaction). */
   const saveBoth = (turn: unknown[], session: unknown[]): void => {
     saveTurn.run(...turn)
@@ -238,7 +251,7 @@ function prepare (db: Database.Database) {
       if (held !== undefined) return { turnId: held.turn_id, fingerprint: held.fingerprint }
     }
     saveBoth(turn, session)
-    for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
+    appendAll(events)
     if (checkpoint !== null) saveCheckpoint.run(checkpoint.turn_id, checkpoint.seq, checkpoint.doc)
     return null
   })
@@ -248,7 +261,7 @@ function prepare (db: Database.Database) {
     // Transaction functions are built once: better-sqlite3 wraps a new one on every call otherwise.
     saveTurnAndSession: db.transaction((turn: unknown[], session: unknown[], events: readonly BusEnvelope[]) => {
       saveBoth(turn, session)
-      for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
+      appendAll(events)
     }),
     getIdempotency,
     pruneIdempotency: db.prepare('DELETE FROM tollgate_idempotency WHERE expires_ms <= ?'),
@@ -267,7 +280,7 @@ function prepare (db: Database.Database) {
       events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: ReadonlyArray<[unknown[], unknown[]]>,
       records: ReadonlyArray<unknown[]>
     ) => {
-      for (const e of events) appendEvent.run(e.turn_id, e.seq, encodeDoc(e))
+      appendAll(events)
       for (const c of checkpoints) saveCheckpoint.run(c.turn_id, c.seq, c.doc)
       for (const turn of records) saveTurn.run(...turn)
       for (const [turn, session] of finished) saveBoth(turn, session)
@@ -310,6 +323,7 @@ export class SqliteStore implements Store {
   readonly durable = true
   readonly spend: SpendLedger
   readonly schedules: ScheduleBook
+  readonly outbox: SqliteOutbox
   private readonly db: Database.Database
   private readonly stmt: Statements
   private readonly probe: SqlProbe | undefined
@@ -328,7 +342,10 @@ export class SqliteStore implements Store {
       this.lock.close()
       throw err
     }
-    this.stmt = prepare(this.db)
+    this.outbox = new SqliteOutbox(this.db)
+    const { planner } = options
+    const outbox = this.outbox
+    this.stmt = prepare(this.db, planner === undefined ? null : (e) => { outbox.write(planner(e)) })
     this.spend = new SqliteSpendLedger(this.db)
     this.schedules = new SqliteScheduleBook(this.db)
     const every = options.checkpointMs ?? CHECKPOINT_MS

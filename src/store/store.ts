@@ -9,6 +9,7 @@
  */
 import type { ScheduleBook } from './schedule-book.js'
 import type { SpendLedger } from './spend-ledger.js'
+import type { Outbox } from './outbox.js'
 import type { ChatMessage } from '../providers/types.js'
 import type { ApprovalGrant } from '../../schemas/session.js'
 import type { Turn } from '../../schemas/turn.js'
@@ -90,6 +91,11 @@ export interface Store {
   readonly spend: SpendLedger
   /** Schedules and their runs (src/store/schedule-book.ts), shared like the store itself. */
   readonly schedules: ScheduleBook
+  /**
+   * Notification deliveries (src/store/outbox.ts): those an event announces are written in the
+   * same write as the event, as the planner the store was created with maps it.
+   */
+  readonly outbox: Outbox
   /** The session `sessionId` of `tenant`, whoever of that tenant owns it. */
   getSession (tenant: string, sessionId: string): Promise<SessionRecord | null>
   saveSession (session: SessionRecord): Promise<void>

@@ -9,6 +9,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
@@ -291,6 +294,32 @@ test('schema violations are 400 as documented, a bad after_seq among them', asyn
   conforms('POST', '/v1/ai-sdk/chat', await call(g, 'POST', '/v1/ai-sdk/chat', { body: { id: 'c', messages: [] }, headers: auth }), 400)
 })
 
+test('the webhook delivery log lists and retries a dead letter as documented; an unknown delivery is 404, a bad status 400', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-conformance-'))
+  t.after(async () => { await rm(dir, { recursive: true, force: true }) })
+  const token = await mintToken()
+  // A loopback target without allow_private_targets: refused at its first attempt, a dead letter at once.
+  const { g } = await startProbeGateway(t, {
+    ...jwtAuth(),
+    store: { kind: 'sqlite', sqlite: { path: join(dir, 'tollgate.db') } },
+    notifications: { webhooks: [{ id: 'main', url: 'http://127.0.0.1:9/hook', secret_env: 'HOOK_SECRET', events: ['turn.completed'] }], poll_ms: 20 }
+  }, { token, env: { HOOK_SECRET: `whsec_${Buffer.alloc(32, 7).toString('base64')}` } })
+  const auth = { authorization: `Bearer ${token}` }
+  g.provider.enqueue({ text: 'hi' })
+  assert.equal((await call(g, 'POST', '/v1/turns?wait=true', { body: { message: 'hi' }, headers: auth })).status, 200)
+  let dead: Json | undefined
+  await eventually(async () => {
+    const listed = await call(g, 'GET', '/v1/webhooks/deliveries?status=failed', { headers: auth })
+    conforms('GET', '/v1/webhooks/deliveries', listed, 200)
+    dead = JSON.parse(listed.body).items[0]
+    return dead !== undefined
+  }, { what: 'the refused delivery' })
+  const retry = `/v1/webhooks/deliveries/${dead?.id as string}/retry`
+  conforms('POST', '/v1/webhooks/deliveries/{delivery_id}/retry', await call(g, 'POST', retry, { headers: auth }), 200)
+  conforms('POST', '/v1/webhooks/deliveries/{delivery_id}/retry', await call(g, 'POST', '/v1/webhooks/deliveries/dlv_missing/retry', { headers: auth }), 404)
+  conforms('GET', '/v1/webhooks/deliveries', await call(g, 'GET', '/v1/webhooks/deliveries?status=lost', { headers: auth }), 400)
+})
+
 test('a request without a token is 401 on every /v1 route, the WebSocket upgrade included', async (t) => {
   const { g } = await setup(t)
   for (const [method, path, template] of [
@@ -300,7 +329,9 @@ test('a request without a token is 401 on every /v1 route, the WebSocket upgrade
     ['POST', '/v1/receipts/verify', '/v1/receipts/verify'], ['POST', '/v1/ag-ui', '/v1/ag-ui'], ['POST', '/v1/ai-sdk/chat', '/v1/ai-sdk/chat'],
     ['POST', '/v1/schedules', '/v1/schedules'], ['GET', '/v1/schedules', '/v1/schedules'], ['GET', '/v1/schedules/s', '/v1/schedules/{id}'],
     ['PATCH', '/v1/schedules/s', '/v1/schedules/{id}'], ['DELETE', '/v1/schedules/s', '/v1/schedules/{id}'],
-    ['GET', '/v1/schedules/s/runs', '/v1/schedules/{id}/runs']
+    ['GET', '/v1/schedules/s/runs', '/v1/schedules/{id}/runs'],
+    ['GET', '/v1/webhooks/deliveries', '/v1/webhooks/deliveries'],
+    ['POST', '/v1/webhooks/deliveries/d/retry', '/v1/webhooks/deliveries/{delivery_id}/retry']
   ] as const) {
     conforms(method, template, await call(g, method, path, method === 'POST' || method === 'PATCH' ? { body: {} } : {}), 401)
   }
@@ -318,8 +349,10 @@ test('a missing scope and a foreign WebSocket Origin are 403 as documented', asy
   conforms('POST', '/v1/ai-sdk/chat', await call(g, 'POST', '/v1/ai-sdk/chat', { body: aiSdkChat('c'), headers: reader }), 403)
   conforms('POST', '/v1/schedules', await call(g, 'POST', '/v1/schedules', { body: { cron: '* * * * *', message: 'm' }, headers: reader }), 403)
   conforms('DELETE', '/v1/schedules/{id}', await call(g, 'DELETE', '/v1/schedules/s', { headers: reader }), 403)
+  conforms('POST', '/v1/webhooks/deliveries/{delivery_id}/retry', await call(g, 'POST', '/v1/webhooks/deliveries/d/retry', { headers: reader }), 403)
   const writer = { authorization: `Bearer ${await mintToken({ scopes: ['turns:write'] })}` }
   conforms('GET', '/v1/audit', await call(g, 'GET', '/v1/audit', { headers: writer }), 403)
+  conforms('GET', '/v1/webhooks/deliveries', await call(g, 'GET', '/v1/webhooks/deliveries', { headers: writer }), 403)
   conforms('GET', '/v1/ws', await upgrade(g, { origin: 'https://evil.example', authorization: `Bearer ${await mintToken()}` }), 403)
 })
 

@@ -112,6 +112,7 @@ const RANKS: Record<string, number> = {
   'src/turn': 5,
   // Over the bus and the store: writes a turn's events to the one, then publishes them on the other.
   'src/journal': 6,
+  'src/notify': 7,
   'src/receipts': 6,
   'src/cluster': 7,
   'src/service': 8,
