@@ -356,10 +356,12 @@ test('sqlite: a turn with two tool calls that answer at once costs at most 4 com
   const g = await startGateway({
     store,
     tools: instantTools(),
-    // The config names the store kind (it decides the stored journal); a long lease: no renewal lands inside the turn.
+    // The config names the store kind (it decides the stored journal); a long lease: no renewal lands
+    // inside the turn; no schedule polling either (its reads would be counted with the turn's).
     overrides: {
       store: { kind: 'sqlite', sqlite: { path } },
       cluster: { lease_ms: 600_000 },
+      schedules: { enabled: false },
       agents: { default: { tools: ['instant_a', 'instant_b'] } },
       risk_profiles: { default: { auto_approve: ['instant_a', 'instant_b'] } }
     }

@@ -39,7 +39,7 @@ test('the terminal client streams a turn, asks about the approval at the prompt 
   assert.match(run.stdout, /you> please check\n/)
   assert.match(run.stdout, /allow\? \[y\]es \/ \[n\]o \/ \[a\]lways \/ \[e\]dit: y\n/)
   assert.doesNotMatch(run.stdout, /disconnected/)
-  assert.match(run.stdout, /→ yes \(ws:ws_/)
+  assert.match(run.stdout, /→ yes \(ws:local\/local\)/)
   assert.match(run.stdout, /▶ risky \{"label":"cli"\}/)
   assert.match(run.stdout, /■ risky ok \(\d+ ms\)\n {2}│ done cli/)
   assert.match(run.stdout, /All done\.\n✓ completed/)

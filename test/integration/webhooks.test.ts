@@ -16,7 +16,7 @@ import { finishedTurn, runTurn, startTurn } from '../helpers/turns.js'
 import { eventually } from '../helpers/eventually.js'
 import { startWebhookReceiver, type ReceivedMessage, type WebhookReceiver } from '../helpers/webhook-receiver.js'
 
-const ALL = ['approval.requested', 'approval.resolved', 'approval.expired', 'turn.completed', 'turn.failed', 'budget.exceeded']
+const ALL = ['approval.requested', 'approval.resolved', 'approval.expired', 'turn.completed', 'turn.failed', 'budget.exceeded', 'schedule.run_failed']
 const PUBLIC_URL = 'http://localhost:8080'
 
 interface Setup {
@@ -248,4 +248,21 @@ test('a webhook that escalates to an unknown webhook stops the start, and so do 
   }), /notifications\.webhooks\[0\]\.escalate_to names b, which is not a webhook/)
   await assert.rejects(startGateway({ provider, env, overrides: { notifications: { webhooks: [webhook] } } }),
     /notifications\.webhooks need a store that keeps the event log/)
+})
+
+test('a scheduled run whose turn fails is announced as schedule.run_failed, signed like every other message', async (t) => {
+  const { g, receiver } = await withWebhook(t, {}, { schedules: { poll_ms: 100 } })
+  g.provider.enqueue({ status: 400, errorBody: '{"error":{"message":"bad request"}}' })
+  const created = await g.http('POST', '/v1/schedules', { cron: '* * * * * *', message: 'nightly report' })
+  assert.equal(created.status, 201, JSON.stringify(created.body))
+  const scheduleId = created.body.schedule_id as string
+  const failed = await arrival(receiver, 'schedule.run_failed')
+  // The first tick's turn is stopped before the next can start: one run, the failed one.
+  assert.equal((await g.http('DELETE', `/v1/schedules/${scheduleId}`)).status, 204)
+  const data = failed.payload.data as { schedule_id: string, turn_id?: string, reason: string }
+  assert.equal(data.schedule_id, scheduleId)
+  assert.match(data.reason, /^PROVIDER_ERROR/)
+  const turn = await g.http('GET', `/v1/turns/${data.turn_id ?? ''}`)
+  assert.equal(turn.body.status, 'failed')
+  assert.equal(receiver.rejected, 0)
 })

@@ -22,7 +22,11 @@ test('bench settings default to the documented run when no BENCH_ variable is se
     streamLoads: [50, 100, 200],
     streamTokens: 200,
     streamIntervalMs: 20,
-    sections: ['throughput', 'tool-calls', 'cancel', 'first-event', 'idle', 'fanout', 'streaming'],
+    parserStreams: 400,
+    parserConcurrency: 8,
+    parserRounds: 3,
+    parserTextDeltas: 200,
+    sections: ['throughput', 'tool-calls', 'cancel', 'first-event', 'idle', 'fanout', 'streaming', 'parsers'],
     resultsPath: 'bench/results.md',
     verbose: false
   })
