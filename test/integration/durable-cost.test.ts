@@ -19,8 +19,9 @@ async function turnCost (t: TestContext, runningTurns: 'resume' | 'cancel'): Pro
   const path = join(dir, 'tollgate.db')
   const counter = new SqlCounter()
   const store = new SqliteStore({ path, instanceId: 'inst-a', checkpointMs: 0, probe: counter })
+  // No lease renewal and no schedule polling inside the turn: their statements would count with its own.
   const { g } = await startProbeGateway(t, {
-    store: { kind: 'sqlite', sqlite: { path } }, cluster: { lease_ms: 600_000 }, shutdown: { running_turns: runningTurns }
+    store: { kind: 'sqlite', sqlite: { path } }, cluster: { lease_ms: 600_000 }, schedules: { enabled: false }, shutdown: { running_turns: runningTurns }
   }, { store })
   g.provider.enqueue(
     { toolCalls: [{ id: 'a', name: 'probe', arguments: { label: 'a' } }] },
