@@ -42,7 +42,7 @@ test('each corpus secret alone, split after every character, never leaks', () =>
 
 test('a key split across two pieces is masked once it is whole', () => {
   assert.deepEqual(stream(['Your key is sk-pro', 'j-abcdefghijklmnop1234 and', ' nothing else.']),
-    ['Your key is ', 'sk-p*[REDACTED] ', 'and nothing ', 'else.'])
+    ['Your key is ', 'sk-p*[REDACTED] and', ' nothing else.'])
 })
 
 test('a credential whose value comes in the piece after its name is masked', () => {
@@ -63,8 +63,28 @@ test('a private key is held from its BEGIN line to its END line and shown masked
   assert.equal(shown.join(''), 'Here:\n-----BEGIN RSA PRIVATE KEY-----\nMIIE*[REDACTED]\n-----END RSA PRIVATE KEY-----\nDone.')
 })
 
-test('prose goes out a word behind, without a lone blank as a piece', () => {
-  assert.deepEqual(stream(['Hello', ' wor', 'ld', ', how', ' are', ' you?']), ['Hello ', 'world, ', 'how ', 'are ', 'you?'])
+test('plain prose goes out as it comes, without a lone blank as a piece', () => {
+  assert.deepEqual(stream(['Hello', ' wor', 'ld', ', how', ' are', ' you?', ' ', 'Fine.']),
+    ['Hello', ' wor', 'ld', ', how', ' are', ' you?', ' Fine.'])
+  assert.deepEqual(stream(['Café', ' (naïve', ' 3', ' don’t', ' stop)']), ['Café', ' (naïve', ' 3', ' don’t', ' stop)'])
+})
+
+test('a word that could still become a secret waits for the blank after it', () => {
+  // A key shape could begin in it: `sk`, `gh`, `AKIA`, `eyJ`, also after a bracket.
+  assert.deepEqual(stream(['Use ', 'sk', '-proj-abcdefghijklmnop1234', ' now']), ['Use ', 'sk-p*[REDACTED] now'])
+  // After an AWS key id every word waits (a bare secret key may follow), as before.
+  assert.deepEqual(stream(['Id ', 'AKIA', 'IOSFODNN7EXAMPLE', ' ok', ' go']), ['Id ', 'AKIA*[REDACTED] ', 'ok ', 'go'])
+  assert.deepEqual(stream(['(gh', 'p_abcdefghijklmnopqrstuvwxyz)', ' ok']), ['(ghp_*[REDACTED]) ok'])
+  assert.deepEqual(stream(['t ', 'eyJ', 'hbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig', ' ok']), ['t ', 'eyJh*[REDACTED] ok'])
+  // Not plain: it waits whatever it is.
+  assert.deepEqual(stream(['a ', 'well-', 'known', ' fact']), ['a ', 'well-known fact'])
+  // A value a rule would mask once it is 8 long: after a credential name or `Bearer`.
+  assert.deepEqual(stream(['password: ', 'hunt', 'er22hunter', ' ok']), ['password: ', 'hunt*[REDACTED] ok'])
+  assert.deepEqual(stream(['Bearer ', 'abc', 'defgh123', ' ok']), ['Bearer ', 'abcd*[REDACTED] ok'])
+  assert.deepEqual(stream(['aws_secret_access_key ', 'wJalrXUtnFEMI', 'K7MDENGbPxRfiCYEXAMPLEKEY12', ' ok']),
+    ['aws_secret_access_key ', 'wJal*[REDACTED]', ' ok'])
+  // Near look-alikes go out at once.
+  assert.deepEqual(stream(['skill', ' shop', ' Alpha']), ['skill', ' shop', ' Alpha'])
 })
 
 test('a bare AWS secret key is masked when the stream named its key id earlier', () => {

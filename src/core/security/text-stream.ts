@@ -4,17 +4,23 @@
  * piece already shown cannot be taken back, so a piece is shown only up to where nothing that
  * follows can change it:
  *
- * - the last word is held (every single-token secret is one word, which may still grow);
+ * - the last word is held while it could still become part of a secret: every single-token secret
+ *   is one word, which may still grow. A word of letters and digits (with ordinary punctuation
+ *   around them) is shown at once when no key shape can begin in it (secret-starts.ts), no
+ *   credential context is in force, and a probe shows that no rule would take it for a value:
+ *   the text so far with a run of token characters appended is scanned, and no secret it finds
+ *   touches the word (`Bearer ab` or `password: hu` are held; `Hello` or ` the` go out at once);
  * - a quoted credential value that has opened and not closed is held from its name's separator;
  * - a private-key block whose END line has not come is held from its BEGIN line.
  *
  * What is released is scrubbed together with the last CONTEXT_CHARS of text already shown, so a
  * rule whose match begins there (`password = ` shown, the value arriving now; `Bearer ` then the
  * token) still finds it. Contexts such as an AWS key id stay for the rest of the stream. The cost
- * is one scrub of a few hundred characters per piece (`npm run bench:scrub`), and text goes out a
- * word later than it came.
+ * is one or two scrubs of a few hundred characters per piece (`npm run bench:scrub`), and a word
+ * that could still be a secret goes out a word later than it came (decisions 0202, 0272).
  */
 import { findSecretSpans, rewriteSecrets, scrubbedForm, type SecretContext } from './redact.js'
+import { mayStartSecret } from './secret-starts.js'
 import { OPEN_QUOTED_CREDENTIAL, PRIVATE_KEY_BEGIN } from './secret-rules.js'
 
 /** Raw text already shown that later pieces are scrubbed with: longer than any rule's look back. */
@@ -26,6 +32,20 @@ const CONTEXT_CHARS = 256
 const MAX_HELD_CHARS = 32 * 1024
 
 const BLANK = /\s/
+/**
+ * A word that may be shown before it ends: letters and digits (any script), apostrophes inside,
+ * an opening bracket before and closing punctuation after. Anything else (`-`, `_`, `=`, `:` inside,
+ * `/`, `@`, quotes) waits for the blank after it, as every word did before.
+ */
+const PLAIN_WORD = /^[([]?[\p{L}\p{N}'’]*[.,!?;:)\]]*$/u
+/**
+ * Appended to the text for the probe: token characters of every class the value rules take, as
+ * many as makes the word's run exactly 40 long (an AWS secret key is exactly 40; the value then
+ * also passes the 8 the assignment and bearer rules want), or 8 past a longer run. No anchor
+ * starts with `q` or `7`.
+ */
+const PROBE = 'q7Q'.repeat(14)
+const TOKEN_RUN = /[A-Za-z0-9/+]*$/
 const NON_BLANK = /\S/
 const OPEN_QUOTED = new RegExp(OPEN_QUOTED_CREDENTIAL)
 const KEY_BEGIN = new RegExp(PRIVATE_KEY_BEGIN, 'g')
@@ -78,10 +98,26 @@ export class StreamedTextScrubber {
 
   /** How much of `pending` nothing that follows can change. */
   private releasable (): number {
+    const text = this.shown + this.pending
     let end = lastWordStart(this.pending)
-    const open = openSecretStart(this.shown + this.pending)
+    if (end < this.pending.length && this.plainWordIsOver(text)) end = this.pending.length
+    const open = openSecretStart(text)
     if (open !== -1) end = Math.min(end, Math.max(0, open - this.shown.length))
     return this.pending.length - end > MAX_HELD_CHARS ? this.pending.length : end
+  }
+
+  /**
+   * Whether the last word of `text` (shown in part already, maybe) can be shown now: it is plain,
+   * no secret can begin in it, and no rule would mask it as the value it might be the start of.
+   */
+  private plainWordIsOver (text: string): boolean {
+    if (this.context.size > 0) return false
+    const start = lastWordStart(text)
+    const word = text.slice(start)
+    if (!PLAIN_WORD.test(word) || mayStartSecret(word)) return false
+    const run = TOKEN_RUN.exec(text)?.[0].length ?? 0
+    const probe = `${text}${PROBE.slice(0, run < 40 ? 40 - run : 8)} `
+    return findSecretSpans(probe, new Set()).every((s) => s.secretEnd <= start || s.secretStart >= text.length)
   }
 
   private release (end: number): string {
