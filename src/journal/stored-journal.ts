@@ -4,15 +4,16 @@
  * can: after a restart (the memory bus starts empty), after Redis lost its streams, or past the
  * bus's per-turn bound.
  *
- * Group commit: events appended in one tick of the event loop (a synchronous run and the
- * promise reactions it sets off, or the I/O callbacks of one poll phase, across turns) are
- * collected and flushed together at the end of the tick (setImmediate) — written to the log in
- * one transaction, then handed to the bus in order. A round of tool calls that answer at
- * once is one group; a call that waits on I/O ends the tick, so its `tool_call` goes out before
- * it runs. With an asynchronous store (PostgreSQL), which subscribers never wait for, the group
- * goes out in a microtask instead, before any promise reaction queued after the append: a
- * write in flight already batches whatever queues behind it, and fan-out is not held back —
- * except behind a group that carries a durable turn's checkpoint, which waits for its write.
+ * Group commit: events appended in one tick of the event loop (a synchronous run and the promise
+ * reactions it sets off, or the I/O callbacks of one poll phase, across turns) are collected and
+ * flushed together at the end of the tick (setImmediate) — written to the log in one transaction,
+ * then handed to the bus in order. A round of tool calls that answer at once is one group; a call
+ * that waits on I/O ends the tick, so its `tool_call` goes out before it runs. Streamed text alone
+ * gathers for DELTA_WINDOW_MS first (decision 0273). With an asynchronous store (PostgreSQL),
+ * which subscribers never wait for, the group goes out in a microtask instead, before any promise
+ * reaction queued after the append: a write in flight already batches whatever queues behind it,
+ * and fan-out is not held back — except behind a group that carries a durable turn's checkpoint,
+ * which waits for its write.
  *
  * A caller that writes a turn's events in its own transaction (the turn's creation with its
  * `turn.started`, and a durable turn's first `iteration`; with an asynchronous store, its final save with its terminal event and whatever
@@ -42,12 +43,28 @@ export interface StoredJournalOptions {
   /** Upper bound of one replay answered from the store. */
   maxEventsPerTurn: number
   maxBuffered: number
+  /** How long streamed text gathers before it is written (DELTA_WINDOW_MS by default; tests widen it). */
+  deltaWindowMs?: number
   /** Runs between a group's write and its fan-out (the crash test's hook); nothing by default. */
   afterGroupWrite?: (group: readonly BusEnvelope[]) => void
 }
 
 // How long a group with a checkpoint is held back from clients while an asynchronous store writes it.
 const CHECKPOINT_HOLD_MS = 5000
+
+/**
+ * How long a group of nothing but streamed text (`text.delta`, `reasoning.delta`) may gather more
+ * before a synchronous store writes it. Under load a token arrives in every I/O callback, so the
+ * end of each tick would commit one or two deltas; a 2 ms window makes it one commit for every
+ * stream's tokens of that window (decision 0273). Any other event ends the window at once, so
+ * the first event, tool calls, approvals and the terminal event go out as before.
+ */
+export const DELTA_WINDOW_MS = 2
+
+function isDelta (envelope: BusEnvelope): boolean {
+  const { kind } = envelope.event
+  return kind === 'text.delta' || kind === 'reasoning.delta'
+}
 
 interface RecordSave {
   turn: TurnRecord
@@ -66,6 +83,9 @@ export class StoredJournal implements TurnJournal {
   /** Published, not yet written nor fanned out. */
   private group: BusEnvelope[] = []
   private flushQueued = false
+  /** A group of deltas only is gathering (DELTA_WINDOW_MS); null when no window is open. */
+  private deltaWindow: NodeJS.Timeout | null = null
+  private readonly deltaWindowMs: number
   /** End of the tick for a store that writes synchronously (SQLite); a microtask otherwise. */
   private readonly queueFlush: (flush: () => void) => void
   /** Checkpoints taken in this tick, written with its group. */
@@ -93,12 +113,24 @@ export class StoredJournal implements TurnJournal {
       settled: async (ms) => { await this.writer.flush(ms) }
     }
     this.afterGroupWrite = options.afterGroupWrite
+    this.deltaWindowMs = options.deltaWindowMs ?? DELTA_WINDOW_MS
     this.writer = new EventLogWriter({ store: options.store, log: options.log, maxBuffered: options.maxBuffered, retryMs: 500 })
   }
 
   append (envelope: BusEnvelope): void {
     this.group.push(envelope)
-    this.queueGroupFlush()
+    if (isDelta(envelope) && this.queueFlush === setImmediate) this.openDeltaWindow()
+    else this.queueGroupFlush()
+  }
+
+  private openDeltaWindow (): void {
+    if (this.flushQueued || this.deltaWindow !== null) return
+    this.deltaWindow = setTimeout(this.windowFlush, this.deltaWindowMs)
+  }
+
+  private readonly windowFlush = (): void => {
+    this.deltaWindow = null
+    if (!this.flushQueued) this.flush()
   }
 
   checkpoint (row: CheckpointRow): void {
@@ -138,8 +170,15 @@ export class StoredJournal implements TurnJournal {
     this.flush()
   }
 
+  private closeDeltaWindow (): void {
+    if (this.deltaWindow === null) return
+    clearTimeout(this.deltaWindow)
+    this.deltaWindow = null
+  }
+
   /** Stored first: with a synchronous store no client can see an event a crash would lose. */
   private readonly flush = (): void => {
+    this.closeDeltaWindow()
     const waiters = this.flushWaiters
     if (waiters.length > 0) this.flushWaiters = []
     if (this.group.length === 0 && this.checkpoints.length === 0 && this.finished.length === 0 && this.records.length === 0) {

@@ -30,15 +30,22 @@ async function openStore (defer: Defer, options: Omit<SqliteStoreOptions, 'path'
 }
 
 /** A stored journal over the memory bus: events are published on `bus` once `journal` stored them. */
-function storedJournal (defer: Defer, store: SqliteStore): { journal: StoredJournal, bus: MemoryEventBus } {
+function storedJournal (defer: Defer, store: SqliteStore, deltaWindowMs?: number): { journal: StoredJournal, bus: MemoryEventBus } {
   const bus = new MemoryEventBus({ maxEventsPerTurn: 1000, onListenerError: (err) => { throw err } })
-  const journal = new StoredJournal({ bus, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000 })
+  const journal = new StoredJournal({
+    bus, store, log: pino({ level: 'silent' }), maxEventsPerTurn: 1000, maxBuffered: 1000, ...(deltaWindowMs === undefined ? {} : { deltaWindowMs })
+  })
   defer(async () => { await journal.close() })
   return { journal, bus }
 }
 
+/** An event that is not streamed text: written at the end of its tick (deltas gather for DELTA_WINDOW_MS, see below). */
 function envelope (seq: number, doc = `piece ${seq}`): BusEnvelope {
-  return { turn_id: 'turn_1', session_id: 'ses_1', tenant: 'local', seq, ts: new Date().toISOString(), event: { kind: 'text.delta', text: doc } }
+  return { turn_id: 'turn_1', session_id: 'ses_1', tenant: 'local', seq, ts: new Date().toISOString(), event: { kind: 'user.message', message: doc, n: seq } }
+}
+
+function delta (seq: number, turnId = 'turn_1'): BusEnvelope {
+  return { turn_id: turnId, session_id: 'ses_1', tenant: 'local', seq, ts: new Date().toISOString(), event: { kind: 'text.delta', text: ` piece${seq}` } }
 }
 
 /** One turn of the event loop: callbacks queued with setImmediate before this one have run. */
@@ -69,6 +76,37 @@ test('events appended in one tick are written in one transaction at its end, bef
   // BEGIN, three INSERTs, COMMIT; then the one SELECT made at the first delivery.
   assert.deepEqual(seen.map((s) => [s.seq, s.commits, s.statements]), [[1, 1, 5], [2, 1, 6], [3, 1, 6]])
   assert.deepEqual((await storedAtFirst[0])?.map((e) => e.seq), [1, 2, 3])
+})
+
+test('streamed text of several ticks gathers into one transaction, and any other event writes it at the end of its own tick', async (t) => {
+  const defer = deferrer(t)
+  const { store, counter } = await openStore(defer)
+  // A window wide enough that the ticks below fall inside it on a loaded machine (the default is 2 ms).
+  const { journal, bus } = storedJournal(defer, store, 500)
+  const before = counter.snapshot()
+  const seen: Array<{ seq: number, commits: number }> = []
+  let reached: { count: number, resolve: () => void } | null = null
+  const deliveries = async (count: number): Promise<void> => {
+    if (seen.length >= count) return
+    await new Promise<void>((resolve) => { reached = { count, resolve } })
+  }
+  bus.subscribeTurn('turn_1', (e) => {
+    seen.push({ seq: e.seq, commits: counter.snapshot().commits - before.commits })
+    if (reached !== null && seen.length >= reached.count) reached.resolve()
+  })
+  // Two streams' tokens arriving in separate I/O callbacks, as a real provider's do.
+  journal.append(delta(1))
+  await nextTick()
+  journal.append(delta(1, 'turn_2'))
+  await nextTick()
+  journal.append(delta(2))
+  await deliveries(2)
+  assert.deepEqual(seen, [{ seq: 1, commits: 1 }, { seq: 2, commits: 1 }], 'three deltas of three ticks, one commit')
+  // Another kind of event does not wait for the window: written at the end of its tick, with the delta before it.
+  journal.append(delta(3))
+  journal.append(envelope(4))
+  await nextTick()
+  assert.deepEqual(seen.slice(2), [{ seq: 3, commits: 2 }, { seq: 4, commits: 2 }])
 })
 
 test('an event appended as stored goes out at once, after the waiting events of its turn, and the journal writes none of them', async (t) => {

@@ -45,7 +45,14 @@ const PLAIN_WORD = /^[([]?[\p{L}\p{N}'’]*[.,!?;:)\]]*$/u
  * starts with `q` or `7`.
  */
 const PROBE = 'q7Q'.repeat(14)
-const TOKEN_RUN = /[A-Za-z0-9/+]*$/
+const TOKEN_CHAR = /[A-Za-z0-9/+]/
+
+/** How many characters of `[A-Za-z0-9/+]` end `text` (scanned from the end, as `lastWordStart`), at most 40. */
+function tokenRun (text: string): number {
+  let n = 0
+  while (n < 40 && n < text.length && TOKEN_CHAR.test(text.charAt(text.length - 1 - n))) n++
+  return n
+}
 const NON_BLANK = /\S/
 const OPEN_QUOTED = new RegExp(OPEN_QUOTED_CREDENTIAL)
 const KEY_BEGIN = new RegExp(PRIVATE_KEY_BEGIN, 'g')
@@ -115,7 +122,7 @@ export class StreamedTextScrubber {
     const start = lastWordStart(text)
     const word = text.slice(start)
     if (!PLAIN_WORD.test(word) || mayStartSecret(word)) return false
-    const run = TOKEN_RUN.exec(text)?.[0].length ?? 0
+    const run = tokenRun(text)
     const probe = `${text}${PROBE.slice(0, run < 40 ? 40 - run : 8)} `
     return findSecretSpans(probe, new Set()).every((s) => s.secretEnd <= start || s.secretStart >= text.length)
   }
