@@ -89,6 +89,11 @@ export class StreamedTextScrubber {
   private shown = ''
   private pending = ''
   private readonly context: SecretContext = new Set()
+  /**
+   * This push's probe found no secret at all in the text, and all of it goes out: the release
+   * need not scan it again (a secret of the text alone would also be one of the probe's).
+   */
+  private probedClean = false
 
   /** The next piece of text; answers what of the text so far may be shown now (maybe nothing). */
   push (text: string): string {
@@ -100,16 +105,21 @@ export class StreamedTextScrubber {
 
   /** The text is over (the model's answer ended, or another event comes between): the rest, scrubbed. */
   end (): string {
+    this.probedClean = false
     return this.release(this.pending.length)
   }
 
   /** How much of `pending` nothing that follows can change. */
   private releasable (): number {
+    this.probedClean = false
     const text = this.shown + this.pending
     let end = lastWordStart(this.pending)
     if (end < this.pending.length && this.plainWordIsOver(text)) end = this.pending.length
     const open = openSecretStart(text)
-    if (open !== -1) end = Math.min(end, Math.max(0, open - this.shown.length))
+    if (open !== -1) {
+      this.probedClean = false
+      end = Math.min(end, Math.max(0, open - this.shown.length))
+    }
     return this.pending.length - end > MAX_HELD_CHARS ? this.pending.length : end
   }
 
@@ -124,13 +134,21 @@ export class StreamedTextScrubber {
     if (!PLAIN_WORD.test(word) || mayStartSecret(word)) return false
     const run = tokenRun(text)
     const probe = `${text}${PROBE.slice(0, run < 40 ? 40 - run : 8)} `
-    return findSecretSpans(probe, new Set()).every((s) => s.secretEnd <= start || s.secretStart >= text.length)
+    const spans = findSecretSpans(probe, new Set())
+    if (spans.length === 0) {
+      // Past a 40-long run the probe's characters could break a secret the text alone holds (an
+      // AWS secret key is exactly 40, `(?![A-Za-z0-9/+=])` after it): then the release scans.
+      this.probedClean = run < 40
+      return true
+    }
+    return spans.every((s) => s.secretEnd <= start || s.secretStart >= text.length)
   }
 
   private release (end: number): string {
     if (end === 0) return ''
     const text = this.shown + this.pending.slice(0, end)
-    const out = rewriteSecrets(text, findSecretSpans(text, this.context), scrubbedForm, { from: this.shown.length })
+    const clean = this.probedClean && end === this.pending.length
+    const out = clean ? this.pending : rewriteSecrets(text, findSecretSpans(text, this.context), scrubbedForm, { from: this.shown.length })
     this.shown = text.slice(-CONTEXT_CHARS)
     this.pending = this.pending.slice(end)
     return out
