@@ -50,7 +50,7 @@ export const LogConfig = Type.Object({
     Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')
   ], { default: 'info', description: 'pino log level (env TOLLGATE_LOG_LEVEL)' }),
   tool_calls: Type.Boolean({ default: true, description: 'One info line per tool call start and end (arguments and results scrubbed and bounded)' }),
-  max_field_chars: Type.Integer({ minimum: 64, default: 2048, description: 'Bound on tool arguments and results in log lines' })
+  max_field_chars: Type.Integer({ minimum: 64, default: 2048, description: 'Bound on tool arguments and results in log lines, in characters (UTF-16 code units)' })
 }, { additionalProperties: false, default: {} })
 
 export const JWT_ALGORITHMS = [
@@ -138,7 +138,9 @@ export const TurnsConfig = Type.Object({
   max_active_turns_per_principal: Type.Integer({
     minimum: 1, default: 16, description: 'Counted across all instances when bus.kind is redis'
   }),
-  max_event_output_chars: Type.Integer({ minimum: 256, default: 16_384, description: 'Bound on tool output carried in streamed events' }),
+  max_event_output_bytes: Type.Integer({
+    minimum: 256, default: 16_384, description: 'Bound on tool output carried in streamed events, in UTF-8 bytes (formerly max_event_output_chars)'
+  }),
   max_steering_messages: Type.Integer({
     minimum: 1, maximum: 1024, default: 8,
     description: 'Steering messages that may wait for a running turn\'s next model call; one more is refused with STEERING_QUEUE_FULL'
@@ -151,7 +153,7 @@ export const TurnsConfig = Type.Object({
     }),
     max_chars: Type.Integer({
       minimum: 1024, default: 4_194_304,
-      description: 'Characters of JSON text a tool call\'s arguments may take (escapes not counted); a longer call gets an error result and is not run'
+      description: 'Characters (UTF-16 code units) of JSON text a tool call\'s arguments may take (escapes not counted); a longer call gets an error result and is not run'
     })
   }, { additionalProperties: false, default: {} }),
   tool_progress: Type.Object({
@@ -499,7 +501,9 @@ export type ToolFilterGroup = Static<typeof ToolFilterGroup>
 export const RuntimeProfileConfig = Type.Object({
   max_tool_iterations: Type.Integer({ minimum: 0, default: 10, description: '0 means 10' }),
   parallel_tools: Type.Boolean({ default: false, description: 'Run a model response\'s calls in parallel when there are several, none needs approval and none is tool_search' }),
-  max_tool_result_chars: Type.Integer({ minimum: 0, default: 50_000, description: 'UTF-8 bytes kept in history; 0 disables' }),
+  max_tool_result_bytes: Type.Integer({
+    minimum: 0, default: 50_000, description: 'UTF-8 bytes of a tool result kept in history; 0 disables (formerly max_tool_result_chars)'
+  }),
   max_history_messages: Type.Integer({ minimum: 2, default: 200, description: 'Session history sent to the model, oldest whole exchanges dropped first' }),
   dedup_enabled: Type.Boolean({ default: true, description: 'A call identical to an earlier one (within dedup_scope) is not run again: it gets a deduplicated result' }),
   dedup_scope: Type.Union([Type.Literal('round'), Type.Literal('turn')], { default: 'round', description: 'round: identical calls within one model response; turn: across the whole turn' }),
@@ -578,7 +582,9 @@ export const McpConfig = Type.Object({
   deferred_loading: Type.Boolean({ default: false, description: 'true: turns see a tool_search stub and a Deferred Tools prompt section instead of every MCP wrapper' }),
   connect_timeout_ms: Type.Integer({ minimum: 100, default: 10_000, description: 'Bound on connecting and listing tools at start (and on each reconnect)' }),
   call_timeout_ms: Type.Integer({ minimum: 100, default: 60_000, description: 'Per-call timeout of MCP tools; a server\'s timeout_ms wins' }),
-  max_output_chars: Type.Integer({ minimum: 1024, default: 262_144, description: 'Bound on the text one MCP call result is converted to' }),
+  max_output_chars: Type.Integer({
+    minimum: 1024, default: 262_144, description: 'Bound on the text one MCP call result is converted to, in characters (UTF-16 code units)'
+  }),
   max_tools_per_server: Type.Integer({ minimum: 1, maximum: 1024, default: 128, description: 'Tools taken from one server; the rest are ignored with a warning' }),
   reconnect_initial_ms: Type.Integer({ minimum: 10, default: 500, description: 'First wait before reconnecting a lost server, doubled per attempt' }),
   reconnect_max_ms: Type.Integer({ minimum: 10, default: 30_000, description: 'Cap of the reconnect wait' }),
@@ -719,3 +725,14 @@ export type Config = Omit<Base, 'providers' | 'agents' | 'runtime_profiles' | 'r
   runtime_profiles: Record<string, RuntimeProfileConfig>
   risk_profiles: Record<string, RiskProfileConfig>
 }
+
+/**
+ * Keys that were renamed, each still accepted under its old name: loading moves the value to the
+ * new key and the gateway logs a deprecation warning at start (src/core/config-renames.ts). A `*`
+ * segment stands for every entry of a named map. Both names in one configuration are an error.
+ */
+export const RENAMED_CONFIG_KEYS: ReadonlyArray<{ readonly old: string, readonly new: string }> = [
+  // They always counted UTF-8 bytes; the `_chars` names said otherwise.
+  { old: 'turns.max_event_output_chars', new: 'turns.max_event_output_bytes' },
+  { old: 'runtime_profiles.*.max_tool_result_chars', new: 'runtime_profiles.*.max_tool_result_bytes' }
+]

@@ -5,7 +5,7 @@
  */
 import { writeFile } from 'node:fs/promises'
 import {
-  GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig
+  GatewayConfig, ProviderConfig, AgentConfig, RuntimeProfileConfig, RiskProfileConfig, McpServerConfig, RENAMED_CONFIG_KEYS
 } from '../schemas/config.js'
 import { ERRORS, TURN_FAILURE_CODES, RETRY_AFTER_S, type ErrorCode, type TurnFailureCode } from '../src/core/errors.js'
 
@@ -158,6 +158,11 @@ export function renderConfigurationReference (): string {
     if (key.type === 'table' && (key.description === undefined || key.path === top)) continue
     lines.push(`| ${code(key.path)} | ${cell(key.type)} | ${key.default} | ${cell(key.range)} | ${cell(key.description ?? '')} |`)
   }
+  lines.push('', '## Renamed keys', '',
+    'Still accepted under the old name: the value is used for the new key and the gateway logs a deprecation warning at start.',
+    'Both names in one configuration are an error.', '', '| old name (deprecated) | new name |', '|---|---|')
+  const named = (path: string): string => code(path.replaceAll('*', '<name>'))
+  for (const rename of RENAMED_CONFIG_KEYS) lines.push(`| ${named(rename.old)} | ${named(rename.new)} |`)
   return lines.join('\n') + '\n'
 }
 

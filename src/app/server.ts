@@ -10,7 +10,8 @@ import websocket from '@fastify/websocket'
 import type { Logger } from 'pino'
 import { Ajv } from 'ajv'
 import addFormatsModule from 'ajv-formats'
-import type { Config } from '../core/config.js'
+import { deprecatedKeys, type Config } from '../core/config.js'
+import { deprecationMessage } from '../core/config-renames.js'
 import { createAuthenticator } from '../auth/authenticate.js'
 import { isLoopbackHost } from '../core/security/loopback.js'
 import { enforceAuthentication, WS_PROTOCOL } from '../auth/http.js'
@@ -266,6 +267,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
   // Agents may name the embedder's tools and the configured HTTP tools beside the built-in ones.
   checkStartup(config, env, [...(options.tools ?? []).map((tool) => tool.name), ...Object.keys(config.http_tools)])
   const log = options.logger ?? createGatewayLogger(config.log.level)
+  for (const key of deprecatedKeys(config)) log.warn({ config_key: key.old, renamed_to: key.new }, deprecationMessage(key))
   const auth = createAuthenticator(config, env)
   if (auth.mode === 'none' && !isLoopbackHost(config.server.host)) {
     throw new Error(`auth.mode "none" is only allowed on a loopback address, not ${config.server.host}`)

@@ -13,6 +13,7 @@ import {
 import { HttpToolConfig, HTTP_TOOL_NAME } from '../../schemas/http-tools.js'
 import { ownEntry } from './json/own.js'
 import { didYouMean, problemsMessage, schemaProblems } from './config-problems.js'
+import { applyRenamedKeys, type DeprecatedKey } from './config-renames.js'
 
 export type { Config } from '../../schemas/config.js'
 
@@ -197,6 +198,9 @@ function crossCheckMcp (config: Config, problems: string[]): void {
   }
 }
 
+/** Where a loaded configuration keeps the old key names it was given. */
+const DEPRECATED_KEYS = Symbol('deprecated configuration keys')
+
 export interface LoadConfigOptions {
   /** Path of a TOML or JSON file; defaults to $TOLLGATE_CONFIG. */
   file?: string
@@ -214,6 +218,7 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
   if (options.overrides !== undefined) merged = deepMerge(merged, options.overrides)
   const config = structuredClone(merged) as Plain
   const problems: string[] = []
+  const deprecated = applyRenamedKeys(config, problems)
   check(VALIDATORS.gateway, config, '', problems)
   validateMap(config.providers, VALIDATORS.provider, 'providers', problems)
   validateMap(config.agents, VALIDATORS.agent, 'agents', problems)
@@ -229,7 +234,16 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
     try { crossCheck(typed, problems) } catch {}
   }
   if (problems.length > 0) throw ConfigError.of(problems)
+  // Not a key of the configuration: a hidden property, so nothing that serialises or copies a
+  // configuration carries it, and the gateway started with this object warns about it.
+  Object.defineProperty(typed, DEPRECATED_KEYS, { value: deprecated, enumerable: false })
   return typed
+}
+
+/** The old key names `loadConfig` accepted for this configuration (none for one built otherwise). */
+export function deprecatedKeys (config: Config): readonly DeprecatedKey[] {
+  const found: unknown = (config as Config & { [DEPRECATED_KEYS]?: unknown })[DEPRECATED_KEYS]
+  return Array.isArray(found) ? found as DeprecatedKey[] : []
 }
 
 /**

@@ -100,8 +100,8 @@ export function resolveKnobs (
   return {
     maxIterations: runtime.max_tool_iterations === 0 ? 10 : runtime.max_tool_iterations,
     parallelTools: runtime.parallel_tools,
-    maxToolResultChars: runtime.max_tool_result_chars,
-    maxEventOutputChars: config.turns.max_event_output_chars,
+    maxToolResultBytes: runtime.max_tool_result_bytes,
+    maxEventOutputBytes: config.turns.max_event_output_bytes,
     dedupEnabled: runtime.dedup_enabled,
     dedupScope: runtime.dedup_scope,
     // Re-entrant agent tools must be able to run twice with the same brief.

@@ -46,8 +46,8 @@ export interface LoopDetectionKnobs {
 export interface RuntimeKnobs {
   maxIterations: number
   parallelTools: boolean
-  maxToolResultChars: number
-  maxEventOutputChars: number
+  maxToolResultBytes: number
+  maxEventOutputBytes: number
   dedupEnabled: boolean
   dedupScope: 'turn' | 'round'
   dedupExempt: ReadonlySet<string>

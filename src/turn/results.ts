@@ -87,7 +87,7 @@ export function announceSlot (state: TurnState, slot: ToolSlot): void {
   state.emit(slot.providerCallId === null ? event : { ...event, provider_call_id: slot.providerCallId })
 }
 
-/** `max_tool_result_chars = 0` disables the history bound; the event bound always applies. */
+/** `max_tool_result_bytes = 0` disables the history bound; the event bound always applies. */
 function eventLimit (historyLimit: number, streamLimit: number): number {
   return historyLimit > 0 ? Math.min(historyLimit, streamLimit) : streamLimit
 }
@@ -106,7 +106,7 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
       turn_id: state.turnId, session_id: state.sessionId, agent: exec.agent, channel: exec.channel
     })
   }
-  const bounded = truncateToolResult(output, exec.knobs.maxToolResultChars)
+  const bounded = truncateToolResult(output, exec.knobs.maxToolResultBytes)
   const modelText = receipt === null ? bounded.text : `${bounded.text}\n\n[receipt: ${receipt}]`
   const outcome: SlotOutcome = { ...raw, output, modelText, receipt, truncated: bounded.truncated }
   slot.outcome = outcome
@@ -116,7 +116,7 @@ export function settleSlot (exec: ResolvedAgentExecution, state: TurnState, slot
   // Bounded once, from the whole output, by the tighter of the two limits: the event shows what the
   // model saw (or less), and its one marker counts what was really dropped from how much.
   const scrubbed = scrubText(output)
-  const streamed = truncateToolResult(scrubbed, eventLimit(exec.knobs.maxToolResultChars, exec.knobs.maxEventOutputChars), CLIENT_MARKER)
+  const streamed = truncateToolResult(scrubbed, eventLimit(exec.knobs.maxToolResultBytes, exec.knobs.maxEventOutputBytes), CLIENT_MARKER)
   const eventOutput = streamed.text
   const error = raw.error === null ? undefined : scrubText(raw.error)
   const truncated = bounded.truncated || streamed.truncated

@@ -1,5 +1,5 @@
 /**
- * Tool-result truncation for history (`max_tool_result_chars`). Limits are UTF-8 bytes, matching
+ * Tool-result truncation for history (`max_tool_result_bytes`). Limits are UTF-8 bytes, matching
  * the reference runtime, and the head/tail split keeps both the start of an output (usually the
  * answer) and its end (usually the error or summary).
  */

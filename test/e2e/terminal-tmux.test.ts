@@ -46,6 +46,7 @@ test('in tmux, an n typed just after the question expired is swallowed with "exp
   await term.waitFor(/✓ completed/)
 
   // After the guard window the first answer-shaped line is still held back, once.
+  // fixed wait: the client's answer guard is a span of time, the behaviour under test.
   await new Promise((resolve) => setTimeout(resolve, GUARD_MS))
   await term.typeLine('a')
   await term.waitFor(/\(not sent: "a" looks like an answer to the question about risky, which was withdrawn because it expired unanswered/)
@@ -92,6 +93,7 @@ test('in tmux, a key typed before a new question was on screen long enough does 
   // Typed while the model is still talking, before the question exists.
   await term.typeLine('y')
   await term.waitFor(/\(ignored "y": it was typed before this question had been on screen for 3000 ms; read it, then answer\)/)
+  // fixed wait: the client's answer guard is a span of time, the behaviour under test.
   await new Promise((resolve) => setTimeout(resolve, GUARD_MS))
   await term.typeLine('n')
   await term.waitFor(/→ no \(ws:/)

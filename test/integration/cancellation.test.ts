@@ -91,7 +91,7 @@ test('after the grace, a resumed socket is the owner: closing it cancels the tur
   first.close()
   const again = await g.socket()
   await again.request({ type: 'subscribe', turn_id: turnId })
-  // Past the 200 ms grace: only an adopted owner keeps the turn running this long.
+  // fixed wait: a negative check past the 200 ms grace: only an adopted owner keeps the turn running this long.
   await new Promise((resolve) => setTimeout(resolve, 400))
   assert.equal(await statusOf(g, turnId), 'running')
   again.close()

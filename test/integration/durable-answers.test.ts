@@ -93,7 +93,7 @@ for (const delayMs of [15, 30]) {
       const status = await post(agent, first.url, `/v1/approvals/${pending.get(turnId)?.request_id ?? ''}`, { decision: decisionOf(turnId) })
       if (status === 200) acknowledged.add(turnId)
     })
-    // The delay is the attack: the process dies while answers are still being taken.
+    // fixed wait: the delay is the attack: the process dies while answers are still being taken.
     await new Promise((resolve) => setTimeout(resolve, delayMs))
     await first.kill()
     await Promise.all(burst)

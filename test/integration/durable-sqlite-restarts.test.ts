@@ -86,7 +86,7 @@ test('after a restart a resumed turn still ends by its original timeout, and a c
   const timed = await turnWaitingForApproval(first, s.provider, false)
   const cancelled = await turnWaitingForApproval(first, s.provider, false)
   await first.kill()
-  // Down for a while, so a timeout counted from the restart would end measurably later.
+  // fixed wait: the downtime is the scenario: a timeout counted from the restart would end measurably later.
   await new Promise((resolve) => setTimeout(resolve, 1500))
 
   const second = await s.start(timeout)

@@ -202,6 +202,7 @@ test('a POST stream owner that reconnects with Last-Event-ID within disconnect_g
   await owner.closed()
   // The scenario: the owner resumes before the grace ends; the turn must outlive the grace.
   const resumed = await openStream(g, 'GET', `/v1/turns/${turnId}/events`, { lastEventId: asked.id as string })
+  // fixed wait: a negative check: no event marks "the grace passed and nothing was cancelled".
   await sleep(1500)
   assert.equal((await g.http('GET', `/v1/turns/${turnId}`)).body.status, 'running', 'kept past the grace')
 

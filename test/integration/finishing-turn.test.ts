@@ -38,13 +38,22 @@ test('reading a turn while its final save is under way answers once it has let g
   const first = await startTurn(g, { message: 'one' })
   await store.entered.promise
 
+  // The read is watched where the route hands it to the turn service: the signal that it arrived.
+  const turns = g.gateway.turns
+  const get = turns.get.bind(turns)
+  const arrived = gate()
   let answered = false
-  const reading = g.http('GET', `/v1/turns/${first.turn_id}`).then((res) => {
-    answered = true
-    return res
-  })
-  // A read that does not wait would answer within a round trip; this one waits for the save.
-  await new Promise((resolve) => setTimeout(resolve, 100))
+  turns.get = async (principal, turnId) => {
+    const answer = get(principal, turnId)
+    answer.then(() => { answered = true }, () => { answered = true })
+    arrived.open()
+    return await answer
+  }
+  const reading = g.http('GET', `/v1/turns/${first.turn_id}`)
+  await arrived.promise
+  // The ending turn is in memory, so a read that did not wait for the save would have its answer
+  // within the microtasks that run before this next turn of the event loop.
+  await new Promise((resolve) => setImmediate(resolve))
   assert.equal(answered, false, 'the read answered while the turn was still saving its outcome')
 
   store.release.open()

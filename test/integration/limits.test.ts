@@ -160,7 +160,7 @@ test('an SSE reader that stops reading loses its stream once its unsent bytes pa
   const g = await startGateway({
     tools: probes.tools,
     overrides: probeOverrides({
-      ws: { max_buffered_bytes: 65_536 }, turns: { max_event_output_chars: 65_536 },
+      ws: { max_buffered_bytes: 65_536 }, turns: { max_event_output_bytes: 65_536 },
       runtime_profiles: { default: { max_tool_iterations: 20, loop_detection: { enabled: false } } }
     })
   })

@@ -152,8 +152,8 @@ test('a completion with neither text nor tool calls fails the turn with EMPTY_CO
   assert.equal(failure(events).code, 'EMPTY_COMPLETION')
 })
 
-test('max_tool_result_chars bounds the model-visible result with a truncation marker and the event says truncated', async (t) => {
-  const g = await gateway(t, runtime({ max_tool_result_chars: 100 }))
+test('max_tool_result_bytes bounds the model-visible result with a truncation marker and the event says truncated', async (t) => {
+  const g = await gateway(t, runtime({ max_tool_result_bytes: 100 }))
   await writeFile(join(g.workspace, 'big.txt'), `${'A'.repeat(500)}${'B'.repeat(500)}`)
   g.provider.enqueue({ toolCalls: [{ id: 'b1', name: 'file_read', arguments: { path: 'big.txt' } }] }, { text: 'Big file.' })
   const { turn, events } = await runTurn(g, { message: 'read big.txt' })
@@ -170,8 +170,8 @@ test('max_tool_result_chars bounds the model-visible result with a truncation ma
 })
 
 test('a result over both bounds reaches the client cut once, from the whole output, under one marker of bytes dropped', async (t) => {
-  const g = await gateway(t, { turns: { max_event_output_chars: 16_384 } })
-  // Larger than max_tool_result_chars (default 50,000) and the event bound: the issue's 200 kB case.
+  const g = await gateway(t, { turns: { max_event_output_bytes: 16_384 } })
+  // Larger than max_tool_result_bytes (default 50,000) and the event bound: the issue's 200 kB case.
   const body = `${'H'.repeat(100_000)}${'T'.repeat(100_000)}`
   await writeFile(join(g.workspace, 'huge.txt'), body)
   g.provider.enqueue({ toolCalls: [{ id: 'h1', name: 'file_read', arguments: { path: 'huge.txt' } }] }, { text: 'Huge file.' })

@@ -42,7 +42,7 @@ async function restartMidTurn (
   await watcher.waitForEvent(accepted.turn_id, (e) => e.kind === 'text.delta', 10_000)
 
   await redis.kill()
-  // The outage itself is the scenario: Redis stays down for a while, not just for a restart.
+  // fixed wait: the outage itself is the scenario: Redis stays down for a while, not just for a restart.
   await new Promise((resolve) => setTimeout(resolve, 300))
   await redis.start()
 

@@ -118,28 +118,45 @@ function openChat (args: string[]): {
 } {
   const child = spawn(process.execPath, ['bin/tollgate.js', 'chat', ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
   let stdout = ''
+  let exited = false
+  // Each waiter looks again whenever something printed or the process ended: no polling.
   const wakers = new Set<() => void>()
+  const wake = (): void => { for (const w of wakers) w() }
   child.stdout?.on('data', (c: Buffer) => {
     stdout += c.toString('utf8')
-    for (const w of wakers) w()
+    wake()
   })
   const timer = setTimeout(() => { child.kill('SIGKILL') }, 30_000)
-  child.on('close', () => { clearTimeout(timer) })
+  child.on('close', () => {
+    clearTimeout(timer)
+    exited = true
+    wake()
+  })
   return {
     child,
     output: () => stdout,
-    waitFor: async (re) => {
-      const deadline = Date.now() + 20_000
-      for (;;) {
-        const m = re.exec(stdout)
-        if (m !== null) return m
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`never printed ${String(re)}; output:\n${stdout}`)
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, 200)
-          wakers.add(() => { clearTimeout(t); resolve() })
-        })
+    waitFor: async (re) => await new Promise<RegExpExecArray>((resolve, reject) => {
+      const done = (): void => {
+        wakers.delete(look)
+        clearTimeout(deadline)
       }
-    }
+      const deadline = setTimeout(() => {
+        done()
+        reject(new Error(`never printed ${String(re)}; output:\n${stdout}`))
+      }, 20_000)
+      function look (): void {
+        const m = re.exec(stdout)
+        if (m !== null) {
+          done()
+          resolve(m)
+        } else if (exited) {
+          done()
+          reject(new Error(`exited without printing ${String(re)}; output:\n${stdout}`))
+        }
+      }
+      wakers.add(look)
+      look()
+    })
   }
 }
 

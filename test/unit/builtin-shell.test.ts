@@ -120,11 +120,14 @@ test('shell timeout kills background children of the command too', async (t) => 
 })
 
 test('shell stops the command when the call is aborted', async (t) => {
-  const { tool } = await shell(t)
+  const { tool, dir } = await shell(t)
   const controller = new AbortController()
-  setTimeout(() => controller.abort(), 100)
   const started = Date.now()
-  const result = await tool.execute({ command: 'echo partial; sleep 30', approved: true }, context(controller.signal))
+  const pending = tool.execute({ command: 'echo partial; touch started; sleep 30', approved: true }, context(controller.signal))
+  // Aborted once the command has written its output and is sleeping, whatever the machine's speed.
+  await untilFileExists(path.join(dir, 'started'))
+  controller.abort()
+  const result = await pending
   assert.equal(result.error, 'cancelled')
   assert.equal(result.output, 'partial\n')
   assert.ok(Date.now() - started < 3000)

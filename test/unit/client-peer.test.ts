@@ -77,8 +77,11 @@ test('a socket that stays silent past two heartbeats is dropped and the client r
 test('closing the client while a connection attempt is still pending throws nothing', async () => {
   // A listening socket that never completes the WebSocket handshake keeps the attempt pending.
   const server = createServer(() => {})
-  const held: Array<{ destroy: () => void }> = []
-  server.on('upgrade', (_req, socket) => { held.push(socket) })
+  const held: Array<Promise<void>> = []
+  // The upgrade socket is left half-open by the server: the client's end of it is the signal.
+  server.on('upgrade', (_req, socket) => {
+    held.push(new Promise((resolve) => socket.once('end', () => { socket.destroy(); resolve() })))
+  })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
   const client = createNodeClient({ url: `http://127.0.0.1:${port}` })
@@ -86,8 +89,8 @@ test('closing the client while a connection attempt is still pending throws noth
   await eventually(() => held.length > 0, { what: 'the connection attempt to reach the server' })
   client.close()
   await assert.rejects(connecting, { code: 'CLOSED' })
-  // No event says "nothing else will be thrown": give a late error the chance to surface.
-  await new Promise((resolve) => setTimeout(resolve, 100))
-  for (const socket of held) socket.destroy()
+  // The client's socket has errored and closed (where a late error would be thrown) by the time
+  // the server reads the end of the connection.
+  await Promise.all(held)
   await new Promise<void>((resolve) => server.close(() => resolve()))
 })
