@@ -81,7 +81,10 @@ test('SIGTERM lets a running tool finish, parks the turn before its next model c
 
 test('after a restart a resumed turn still ends by its original timeout, and a cancel reaches it like any running turn', async (t) => {
   const s = await setup(deferrer(t))
-  const timeout = { turns: { turn_timeout_ms: 8000 } }
+  // Long enough that the restarted gateway (seconds to start on a loaded machine) cancels one
+  // turn before the other's timeout, which counts from the turn's start.
+  const timeoutMs = 20_000
+  const timeout = { turns: { turn_timeout_ms: timeoutMs } }
   const first = await s.start(timeout)
   const timed = await turnWaitingForApproval(first, s.provider, false)
   const cancelled = await turnWaitingForApproval(first, s.provider, false)
@@ -98,7 +101,7 @@ test('after a restart a resumed turn still ends by its original timeout, and a c
   assert.equal(ended.status, 'failed')
   assert.equal(ended.error.code, 'TURN_TIMEOUT')
   // Counted from the turn's start, not from the restart (which came at least 1.5 s later).
-  assert.ok(Date.parse(ended.updated_at) < restartedAt + 8000 - 1000, `${ended.created_at} → ${ended.updated_at}, restarted ${new Date(restartedAt).toISOString()}`)
+  assert.ok(Date.parse(ended.updated_at) < restartedAt + timeoutMs - 1000, `${ended.created_at} → ${ended.updated_at}, restarted ${new Date(restartedAt).toISOString()}`)
   for (const { turnId, pending } of [timed, cancelled]) {
     const log = await events(second, turnId)
     assertSeqContiguous(log)
