@@ -524,7 +524,8 @@ export class PostgresStore implements Store {
   }
 
   async lastEventSeq (turnId: string): Promise<number> {
-    const { rows } = await this.pool.query<{ seq: number | null }>(`SELECT max(coalesce(last_seq, seq)) AS seq FROM ${this.s}.tollgate_events WHERE turn_id = $1`, [turnId])
+    const { rows } = await this.pool.query<{ seq: number | null }>(`SELECT max(coalesce(last_seq, seq)) AS seq FROM ${this.s}.tollgate_events
+      WHERE turn_id = $1 AND seq > (SELECT max(seq) FROM ${this.s}.tollgate_events WHERE turn_id = $1) - ${MAX_RUN}`, [turnId])
     return rows[0]?.seq ?? 0
   }
 

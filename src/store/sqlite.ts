@@ -335,7 +335,9 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
     // seqs before it (the first bound keeps the read on the key).
     readEvents: db.prepare<[string, number, number, number], StoredRow>(`SELECT seq, last_seq, doc FROM tollgate_events
       WHERE turn_id = ? AND seq > ? AND coalesce(last_seq, seq) > ? ORDER BY seq LIMIT ?`),
-    lastEventSeq: db.prepare<[string], { seq: number | null }>('SELECT max(coalesce(last_seq, seq)) AS seq FROM tollgate_events WHERE turn_id = ?'),
+    // The rows that may end last: those starting within a run's length of the last start.
+    lastEventSeq: db.prepare<[string, string], { seq: number | null }>(`SELECT max(coalesce(last_seq, seq)) AS seq FROM tollgate_events
+      WHERE turn_id = ? AND seq > (SELECT max(seq) FROM tollgate_events WHERE turn_id = ?) - ${MAX_RUN}`),
     pruneEvents: db.prepare('DELETE FROM tollgate_events WHERE turn_id IN (SELECT turn_id FROM tollgate_turns WHERE finished_ms IS NOT NULL AND finished_ms < ?)'),
     pruneLeases: db.prepare('DELETE FROM tollgate_instances WHERE expires_ms < ?'),
     renewLease: db.prepare('INSERT INTO tollgate_instances (instance_id, expires_ms) VALUES (?, ?) ON CONFLICT (instance_id) DO UPDATE SET expires_ms = excluded.expires_ms'),
@@ -533,7 +535,7 @@ export class SqliteStore implements Store {
   }
 
   async lastEventSeq (turnId: string): Promise<number> {
-    return this.stmt.lastEventSeq.get(turnId)?.seq ?? 0
+    return this.stmt.lastEventSeq.get(turnId, turnId)?.seq ?? 0
   }
 
   async prune (finishedBeforeMs: number): Promise<void> {
