@@ -142,7 +142,8 @@ function statements (s: string) {
     VALUES ($${a}, $${a + 1}, $${a + 2}, $${a + 3}, $${a + 4})
     ON CONFLICT (tenant, session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc, updated_at = excluded.updated_at`
   // A row already stored is kept, unless this one is a longer run from the same seq (a write
-  // retried, after one that did land, with more of the run): the same events and more.
+  // retried, after one that did land, with what queued since): a seq names one event, so the
+  // longer row holds the stored events and more.
   const insertEvents = (a: number): string => `INSERT INTO ${s}.tollgate_events AS e (turn_id, seq, last_seq, doc)
     SELECT * FROM unnest($${a}::text[], $${a + 1}::integer[], $${a + 2}::integer[], $${a + 3}::text[])
     ON CONFLICT (turn_id, seq) DO UPDATE SET last_seq = excluded.last_seq, doc = excluded.doc

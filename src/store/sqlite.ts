@@ -21,7 +21,7 @@ import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { tenantOf } from '../core/tenancy.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
-import { compact, MAX_RUN, readExpanded, toRows, type StoredRow } from './delta-runs.js'
+import { compact, MAX_RUN, readExpanded, toRows, type RowOfEvents, type StoredRow } from './delta-runs.js'
 import type { SqlProbe } from './sql-probe.js'
 import type { OutboxPlanner } from './outbox.js'
 import { SqliteOutbox } from './outbox-sqlite.js'
@@ -239,15 +239,22 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
   const getIdempotency = db.prepare<[string, string, number], { turn_id: string, fingerprint: string }>(
     'SELECT turn_id, fingerprint FROM tollgate_idempotency WHERE owner = ? AND idem_key = ? AND expires_ms > ?')
   const appendEvent = db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, last_seq, doc) VALUES (?, ?, ?, ?)')
-  // A run of deltas is one row (delta-runs.ts). A row already stored is kept (a transaction lands
-  // whole, so a row retried is the same row); its events announced what they announce when it was
-  // first written.
-  const appendAll = (events: readonly BusEnvelope[]): void => {
-    for (const row of toRows(events)) {
-      if (appendEvent.run(row.turn_id, row.seq, row.last_seq, row.doc).changes === 1 && announce !== null) {
-        for (const e of row.events) announce(e)
-      }
+  const storedLast = db.prepare<[string, number], { last: number }>(
+    'SELECT coalesce(last_seq, seq) AS last FROM tollgate_events WHERE turn_id = ? AND seq = ?')
+  // A run of deltas is one row (delta-runs.ts). An event already stored is kept; it announced what
+  // it announces when it was first written. A run whose first seq is stored (written again with
+  // more pieces than before) keeps that row, and its pieces after it land as a row of their own.
+  const appendRow = (row: RowOfEvents): void => {
+    if (appendEvent.run(row.turn_id, row.seq, row.last_seq, row.doc).changes === 1) {
+      if (announce !== null) for (const e of row.events) announce(e)
+      return
     }
+    if (row.events.length === 1) return
+    const last = storedLast.get(row.turn_id, row.seq)?.last ?? row.seq
+    for (const rest of toRows(row.events.filter((e) => e.seq > last))) appendRow(rest)
+  }
+  const appendAll = (events: readonly BusEnvelope[]): void => {
+    for (const row of toRows(events)) appendRow(row)
   }
   const deltaRows = db.prepare<[string], StoredRow>('SELECT seq, last_seq, doc FROM tollgate_events WHERE turn_id = ? AND last_seq IS NOT NULL ORDER BY seq')
   const removeRow = db.prepare('DELETE FROM tollgate_events WHERE turn_id = ? AND seq = ? AND last_seq = ?')
