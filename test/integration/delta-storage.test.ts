@@ -1,7 +1,8 @@
 /**
  * Delta runs (src/store/delta-runs.ts) change how streamed text is stored, not what replays: over
- * the real server, a replay from any seq of a finished streamed turn (mid-run included) is what a
- * live subscriber saw, on SQLite and on PostgreSQL; a 200-piece answer takes a few KB of the
+ * the real server, a replay from any seq of a finished streamed turn (mid-run included; a JSON
+ * page, an event stream from Last-Event-ID, a WebSocket subscribe) is what a live subscriber saw,
+ * on SQLite and on PostgreSQL; a 200-piece answer takes a few KB of the
  * SQLite file; and after a gateway killed mid-stream, the replay holds every event the
  * subscriber saw before the kill, with the same seq, ts and text.
  */
@@ -31,10 +32,11 @@ interface Followed {
   close: () => void
 }
 
-/** Follows a turn's event stream (`GET …/events`, `Accept: text/event-stream`) from the start. */
-async function follow (baseUrl: string, turnId: string): Promise<Followed> {
+/** Follows a turn's event stream (`GET …/events`, `Accept: text/event-stream`), from the start or from `Last-Event-ID`. */
+async function follow (baseUrl: string, turnId: string, lastEventId?: number): Promise<Followed> {
   const controller = new AbortController()
-  const response = await fetch(`${baseUrl}/v1/turns/${turnId}/events?after_seq=0`, { headers: { accept: 'text/event-stream' }, signal: controller.signal })
+  const headers: Record<string, string> = { accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) }) }
+  const response = await fetch(`${baseUrl}/v1/turns/${turnId}/events?after_seq=0`, { headers, signal: controller.signal })
   assert.equal(response.status, 200)
   const seen: EventEnvelope[] = []
   const reader = (response.body as ReadableStream<Uint8Array>).getReader()
@@ -122,6 +124,19 @@ test('sqlite: a replay from every seq of a finished streamed turn is what the li
   assert.ok(deltas.length >= 150, `${deltas.length} deltas`)
   assert.equal(deltaText(seen), ANSWER)
   await assertEveryReplay(g.http, turnId, seen)
+  // The other ways back in, from inside the run too: an event stream resumed from Last-Event-ID, a
+  // WebSocket subscribe from after_seq.
+  const last = seen.at(-1)?.seq ?? 0
+  for (const after of [0, 2, 3, 50, 101, last - 2, last - 1]) {
+    const resumed = await follow(g.url, turnId, after)
+    await resumed.ended
+    assert.deepEqual(resumed.seen, seen.filter((e) => e.seq > after), `SSE from Last-Event-ID ${after}`)
+    const ws = await g.socket()
+    assert.equal((await ws.request({ type: 'subscribe', turn_id: turnId, after_seq: after })).type, 'subscribed')
+    const received = (await ws.waitForTerminal(turnId)).map(({ type: _type, ...e }) => e as EventEnvelope)
+    assert.deepEqual(received, seen.filter((e) => e.seq > after), `WebSocket subscribe after_seq ${after}`)
+    ws.close()
+  }
   // After a graceful stop (the WAL copied into the file): what the turn takes there.
   await g.close()
   closed = true
