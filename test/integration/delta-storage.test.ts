@@ -22,6 +22,7 @@ import { deferrer, PG_URL, scratchSchema, type Defer } from '../helpers/services
 import { eventually } from '../helpers/eventually.js'
 
 /** 200 pieces of 8 characters (the fake provider streams text so), some of them not ASCII. */
+const REASONING = 'First I think about the question, then about the answer, piece by piece.'
 const ANSWER = Array.from({ length: 200 }, (_, i) => (i % 17 === 0 ? `żółć ${i % 10}🙂` : `tok${String(i).padStart(3, '0')} `).padEnd(8, '.').slice(0, 8)).join('')
 
 interface Followed {
@@ -97,7 +98,7 @@ async function streamedTurn (
   let open!: () => void
   const following = new Promise<void>((resolve) => { open = resolve })
   // A pause between pieces: most reach the log a flush of their own (a row each, until the finish).
-  enqueue({ text: ANSWER, gate: following, chunkDelayMs: 1 })
+  enqueue({ reasoning: REASONING, text: ANSWER, gate: following, chunkDelayMs: 1 })
   const started = await g.http('POST', '/v1/turns', { message: 'stream a long answer', detach: true })
   assert.equal(started.status, 202, JSON.stringify(started.body))
   const turnId = started.body.turn_id as string
@@ -108,8 +109,8 @@ async function streamedTurn (
   return { turnId, seen: followed.seen }
 }
 
-function deltaText (log: readonly EventEnvelope[]): string {
-  return log.map((e) => e.event.kind === 'text.delta' ? e.event.text : '').join('')
+function deltaText (log: readonly EventEnvelope[], kind: 'text.delta' | 'reasoning.delta' = 'text.delta'): string {
+  return log.map((e) => e.event.kind === kind ? (e.event as { text: string }).text : '').join('')
 }
 
 test('sqlite: a replay from every seq of a finished streamed turn is what the live subscriber saw, and the answer takes a few KB', async (t) => {
@@ -120,9 +121,10 @@ test('sqlite: a replay from every seq of a finished streamed turn is what the li
   defer(async () => { if (!closed) await g.close() })
   const { turnId, seen } = await streamedTurn(g, (r) => { g.provider.enqueue(r) })
   assertSeqContiguous(seen)
-  const deltas = seen.filter((e) => e.event.kind === 'text.delta')
+  const deltas = seen.filter((e) => e.event.kind === 'text.delta' || e.event.kind === 'reasoning.delta')
   assert.ok(deltas.length >= 150, `${deltas.length} deltas`)
   assert.equal(deltaText(seen), ANSWER)
+  assert.equal(deltaText(seen, 'reasoning.delta'), REASONING)
   await assertEveryReplay(g.http, turnId, seen)
   // The other ways back in, from inside the run too: an event stream resumed from Last-Event-ID, a
   // WebSocket subscribe from after_seq.
@@ -142,8 +144,8 @@ test('sqlite: a replay from every seq of a finished streamed turn is what the li
   closed = true
   const stored = storedRows(path, turnId)
   t.diagnostic(`${seen.length} events (${deltas.length} deltas): ${stored.rows} rows, ${stored.docBytes} bytes of documents`)
-  assert.equal(stored.deltaRows, 1, 'the answer\'s deltas are one run')
-  assert.equal(stored.rows, seen.length - deltas.length + 1)
+  assert.equal(stored.deltaRows, 2, 'the reasoning\'s deltas are one run, the answer\'s another')
+  assert.equal(stored.rows, seen.length - deltas.length + 2)
   assert.ok(stored.docBytes <= 8192, `${stored.docBytes} bytes stored for a ${deltas.length}-delta answer`)
 
   // The file reopened by a new gateway replays the same, from the store alone.
@@ -161,6 +163,7 @@ test('postgres: a replay from every seq of a finished streamed turn is what the 
   const { turnId, seen } = await streamedTurn(g, (r) => { g.provider.enqueue(r) })
   assertSeqContiguous(seen)
   assert.equal(deltaText(seen), ANSWER)
+  assert.equal(deltaText(seen, 'reasoning.delta'), REASONING)
   await assertEveryReplay(g.http, turnId, seen)
   const client = new pg.Client({ connectionString: PG_URL })
   await client.connect()
