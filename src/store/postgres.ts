@@ -15,17 +15,22 @@ import { NOTHING, type OutboxPlanner, type OutboxWrite } from './outbox.js'
 import { isEmptyWrite, outboxDdl, PostgresOutbox } from './outbox-postgres.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
-import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
+import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
+import { compact, MAX_RUN, readExpanded, toRows, type EventRow, type StoredRow } from './delta-runs.js'
 import {
   FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,
-  type TurnFilter, type TurnRecord
+  TERMINAL_TURN_STATUSES, type TurnFilter, type TurnRecord
 } from './store.js'
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
-/** A batch of events as the three arrays the insert unnests. */
+/** Rows of events (a run of deltas one row: delta-runs.ts) as the four arrays the insert unnests. */
+function rowColumns (rows: readonly EventRow[]): unknown[] {
+  return [rows.map((r) => r.turn_id), rows.map((r) => r.seq), rows.map((r) => r.last_seq), rows.map((r) => r.doc)]
+}
+
 function eventColumns (events: readonly BusEnvelope[]): unknown[] {
-  return [events.map((e) => e.turn_id), events.map((e) => e.seq), events.map((e) => encodeDoc(e))]
+  return rowColumns(toRows(events))
 }
 
 /** Checkpoints as the three arrays their upsert unnests. */
@@ -99,6 +104,9 @@ CREATE TABLE IF NOT EXISTS ${s}.tollgate_events (
   doc text NOT NULL,
   PRIMARY KEY (turn_id, seq)
 );
+-- Delta runs: a row of deltas keeps its last seq here; null on every other row, and on the rows
+-- written before runs (each one event, as it was).
+ALTER TABLE ${s}.tollgate_events ADD COLUMN IF NOT EXISTS last_seq integer;
 CREATE TABLE IF NOT EXISTS ${s}.tollgate_instances (
   instance_id text PRIMARY KEY,
   expires_at timestamptz NOT NULL
@@ -133,8 +141,13 @@ function statements (s: string) {
   const upsertSession = (a: number): string => `INSERT INTO ${s}.tollgate_sessions (tenant, session_id, owner, doc, updated_at)
     VALUES ($${a}, $${a + 1}, $${a + 2}, $${a + 3}, $${a + 4})
     ON CONFLICT (tenant, session_id) DO UPDATE SET owner = excluded.owner, doc = excluded.doc, updated_at = excluded.updated_at`
-  const insertEvents = (a: number): string => `INSERT INTO ${s}.tollgate_events (turn_id, seq, doc)
-    SELECT * FROM unnest($${a}::text[], $${a + 1}::integer[], $${a + 2}::text[]) ON CONFLICT DO NOTHING`
+  // A row already stored is kept, unless this one is a longer run from the same seq (a write
+  // retried, after one that did land, with what queued since): a seq names one event, so the
+  // longer row holds the stored events and more.
+  const insertEvents = (a: number): string => `INSERT INTO ${s}.tollgate_events AS e (turn_id, seq, last_seq, doc)
+    SELECT * FROM unnest($${a}::text[], $${a + 1}::integer[], $${a + 2}::integer[], $${a + 3}::text[])
+    ON CONFLICT (turn_id, seq) DO UPDATE SET last_seq = excluded.last_seq, doc = excluded.doc
+    WHERE e.last_seq IS NOT NULL AND excluded.last_seq > e.last_seq`
   // A later checkpoint replaces an earlier one, never the other way round.
   const upsertCheckpoints = (a: number): string => `INSERT INTO ${s}.tollgate_checkpoints AS c (turn_id, seq, doc)
     SELECT * FROM unnest($${a}::text[], $${a + 1}::integer[], $${a + 2}::text[])
@@ -152,7 +165,7 @@ function statements (s: string) {
     saveTurnSessionEventsAndCheckpoint: {
       name: 'tollgate_save_turn_session_events_and_checkpoint',
       text: `WITH saved_turn AS (${upsertTurn}), saved_events AS (${insertEvents(14)}),
-        saved_checkpoint AS (${upsertCheckpoints(17)}) ${upsertSession(9)}`
+        saved_checkpoint AS (${upsertCheckpoints(18)}) ${upsertSession(9)}`
     },
     // Keyset pages: strictly after the previous page's last (time, id); the first page passes FIRST_PAGE.
     listSessions: {
@@ -185,8 +198,24 @@ function statements (s: string) {
     // One statement, so one commit: the events, then the checkpoints taken after them.
     appendEventsAndCheckpoints: {
       name: 'tollgate_append_events_and_checkpoints',
-      text: `WITH appended AS (${insertEvents(1)}) ${upsertCheckpoints(4)}`
-    }
+      text: `WITH appended AS (${insertEvents(1)}) ${upsertCheckpoints(5)}`
+    },
+    // The rows holding events after $2: a run that does starts at most MAX_RUN seqs before it.
+    readEvents: {
+      name: 'tollgate_read_events',
+      text: `SELECT seq, last_seq, doc FROM ${s}.tollgate_events
+        WHERE turn_id = $1 AND seq > $2::integer - ${MAX_RUN} AND coalesce(last_seq, seq) > $2 ORDER BY seq LIMIT $3`
+    },
+    deltaRows: {
+      name: 'tollgate_delta_rows',
+      text: `SELECT seq, last_seq, doc FROM ${s}.tollgate_events WHERE turn_id = $1 AND last_seq IS NOT NULL ORDER BY seq`
+    },
+    removeRows: {
+      name: 'tollgate_remove_event_rows',
+      text: `DELETE FROM ${s}.tollgate_events e USING unnest($2::integer[], $3::integer[]) AS r (seq, last_seq)
+        WHERE e.turn_id = $1 AND e.seq = r.seq AND e.last_seq = r.last_seq`
+    },
+    insertRows: { name: 'tollgate_insert_event_rows', text: insertEvents(1) }
   }
 }
 
@@ -356,8 +385,41 @@ export class PostgresStore implements Store {
     return { ...this.sql.saveTurnSessionEventsAndCheckpoint, values }
   }
 
+  /**
+   * A finished turn's delta rows are compacted into runs right after its final save, in the
+   * turn's write order, in a transaction of their own.
+   */
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
     await this.savePair(turn, session, this.pairSave(turn, session, events), events)
+    if (TERMINAL_TURN_STATUSES.has(turn.status)) await this.serial([`t:${turn.turn_id}`], async () => { await this.compactTurn(turn.turn_id) })
+  }
+
+  /**
+   * The turn's delta rows, written a batch at a time, become one row per run (delta-runs.ts): the
+   * rows read are deleted (by seq and last seq: a row written since is left alone) and the runs
+   * inserted, in one transaction. Best effort: when it fails the rows stay as they were written,
+   * which read back as the same events.
+   */
+  private async compactTurn (turnId: string): Promise<void> {
+    try {
+      const { rows } = await this.pool.query<StoredRow>({ ...this.sql.deltaRows, values: [turnId] })
+      const { remove, insert } = compact(rows)
+      if (remove.length === 0 && insert.length === 0) return
+      const client = await this.pool.connect()
+      try {
+        await client.query('BEGIN')
+        await client.query({ ...this.sql.removeRows, values: [turnId, remove.map((r) => r.seq), remove.map((r) => r.last_seq)] })
+        await client.query({ ...this.sql.insertRows, values: rowColumns(insert) })
+        await client.query('COMMIT')
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {})
+        throw err
+      } finally {
+        client.release()
+      }
+    } catch {
+      // Nothing lost (see above); the next finish of this turn, if any, tries again.
+    }
   }
 
   /** Runs a pair save in the turn's and the session's write order. */
@@ -456,13 +518,15 @@ export class PostgresStore implements Store {
   }
 
   async readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> {
-    const { rows } = await this.pool.query<{ doc: string }>(
-      `SELECT doc FROM ${this.s}.tollgate_events WHERE turn_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [turnId, afterSeq, limit])
-    return rows.map((r) => decodeEnvelope(r.doc))
+    return await readExpanded(async (after, n) => {
+      const { rows } = await this.pool.query<StoredRow>({ ...this.sql.readEvents, values: [turnId, after, n] })
+      return rows
+    }, afterSeq, limit)
   }
 
   async lastEventSeq (turnId: string): Promise<number> {
-    const { rows } = await this.pool.query<{ seq: number | null }>(`SELECT max(seq) AS seq FROM ${this.s}.tollgate_events WHERE turn_id = $1`, [turnId])
+    const { rows } = await this.pool.query<{ seq: number | null }>(`SELECT max(coalesce(last_seq, seq)) AS seq FROM ${this.s}.tollgate_events
+      WHERE turn_id = $1 AND seq > (SELECT max(seq) FROM ${this.s}.tollgate_events WHERE turn_id = $1) - ${MAX_RUN}`, [turnId])
     return rows[0]?.seq ?? 0
   }
 
@@ -496,6 +560,8 @@ export class PostgresStore implements Store {
     const { rowCount } = await this.pool.query(`UPDATE ${this.s}.tollgate_turns SET status = $1, finished_ms = $2, doc = $3
       WHERE turn_id = $4 AND status = 'running' AND instance_id IS NOT DISTINCT FROM $5`,
     [turn.status, finishedMs(turn), encodeDoc(turn), turn.turn_id, instanceId])
+    // Finished for a dead instance: its deltas are compacted as a finish compacts them.
+    if (rowCount === 1) await this.compactTurn(turn.turn_id)
     return rowCount === 1
   }
 

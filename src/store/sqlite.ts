@@ -20,20 +20,22 @@ import Database from 'better-sqlite3'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { tenantOf } from '../core/tenancy.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
-import { decodeEnvelope, decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
+import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
+import { compact, MAX_RUN, readExpanded, toRows, type RowOfEvents, type StoredRow } from './delta-runs.js'
 import type { SqlProbe } from './sql-probe.js'
 import type { OutboxPlanner } from './outbox.js'
 import { SqliteOutbox } from './outbox-sqlite.js'
 import {
   FIRST_PAGE, type FinishedTurn, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord,
-  type Store, type TurnFilter, type TurnRecord
+  type Store, TERMINAL_TURN_STATUSES, type TurnFilter, type TurnRecord
 } from './store.js'
 
 /**
  * 1: first; 2: listing columns; 3: durable turns' checkpoints (a new table, nothing to convert);
- * 4: sessions keyed by tenant and id.
+ * 4: sessions keyed by tenant and id; 5: delta runs (`tollgate_events.last_seq`, null on the rows
+ * written before: each is one event, as it was).
  */
-const SCHEMA_VERSION = 4
+const SCHEMA_VERSION = 5
 /** Period of the worker's WAL copy. */
 const CHECKPOINT_MS = 1000
 /** Page cache (KiB; SQLite's default is 2 MiB): a busy gateway's hot index pages stay in memory. */
@@ -76,6 +78,7 @@ CREATE TABLE IF NOT EXISTS tollgate_events (
   turn_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
   doc TEXT NOT NULL,
+  last_seq INTEGER,
   PRIMARY KEY (turn_id, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tollgate_instances (
@@ -137,6 +140,14 @@ function upgradeFrom3 (db: Database.Database): void {
   })()
 }
 
+/**
+ * Before schema 5 every row was one event: the column a delta run keeps its last seq in is added,
+ * null on those rows (which is what a row of one event other than a delta holds).
+ */
+function upgradeFrom4 (db: Database.Database): void {
+  if (!hasColumn(db, 'tollgate_events', 'last_seq')) db.exec('ALTER TABLE tollgate_events ADD COLUMN last_seq INTEGER')
+}
+
 export interface SqliteStoreOptions {
   path: string
   instanceId: string
@@ -189,6 +200,7 @@ function open (path: string, probe: SqlProbe | undefined): Database.Database {
     db.exec(SCHEMA)
     upgradeFrom1(db)
     upgradeFrom3(db)
+    upgradeFrom4(db)
     db.exec(LIST_INDEXES)
     db.pragma(`user_version = ${SCHEMA_VERSION}`)
   } catch (err) {
@@ -226,12 +238,34 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
       WHERE tollgate_idempotency.expires_ms <= ?`)
   const getIdempotency = db.prepare<[string, string, number], { turn_id: string, fingerprint: string }>(
     'SELECT turn_id, fingerprint FROM tollgate_idempotency WHERE owner = ? AND idem_key = ? AND expires_ms > ?')
-  const appendEvent = db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, doc) VALUES (?, ?, ?)')
-  // An event already stored announced what it announces when it was first written.
-  const appendAll = (events: readonly BusEnvelope[]): void => {
-    for (const e of events) {
-      if (appendEvent.run(e.turn_id, e.seq, encodeDoc(e)).changes === 1) announce?.(e)
+  const appendEvent = db.prepare('INSERT OR IGNORE INTO tollgate_events (turn_id, seq, last_seq, doc) VALUES (?, ?, ?, ?)')
+  const storedLast = db.prepare<[string, number], { last: number }>(
+    'SELECT coalesce(last_seq, seq) AS last FROM tollgate_events WHERE turn_id = ? AND seq = ?')
+  // A run of deltas is one row (delta-runs.ts). An event already stored is kept; it announced what
+  // it announces when it was first written. A run whose first seq is stored (written again with
+  // more pieces than before) keeps that row, and its pieces after it land as a row of their own.
+  const appendRow = (row: RowOfEvents): void => {
+    if (appendEvent.run(row.turn_id, row.seq, row.last_seq, row.doc).changes === 1) {
+      if (announce !== null) for (const e of row.events) announce(e)
+      return
     }
+    if (row.events.length === 1) return
+    const last = storedLast.get(row.turn_id, row.seq)?.last ?? row.seq
+    for (const rest of toRows(row.events.filter((e) => e.seq > last))) appendRow(rest)
+  }
+  const appendAll = (events: readonly BusEnvelope[]): void => {
+    for (const row of toRows(events)) appendRow(row)
+  }
+  const deltaRows = db.prepare<[string], StoredRow>('SELECT seq, last_seq, doc FROM tollgate_events WHERE turn_id = ? AND last_seq IS NOT NULL ORDER BY seq')
+  const removeRow = db.prepare('DELETE FROM tollgate_events WHERE turn_id = ? AND seq = ? AND last_seq = ?')
+  /**
+   * A finished turn's delta rows, written a flush at a time, become one row per run (in the
+   * caller's transaction). The events are the same: announced already, they announce nothing.
+   */
+  const compactTurn = (turnId: string): void => {
+    const { remove, insert } = compact(deltaRows.all(turnId))
+    for (const r of remove) removeRow.run(turnId, r.seq, r.last_seq)
+    for (const r of insert) appendEvent.run(r.turn_id, r.seq, r.last_seq, r.doc)
   }
   /** A turn's record and its session, written together (in the caller's transaction). */
   const saveBoth = (turn: unknown[], session: unknown[]): void => {
@@ -255,13 +289,15 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
     if (checkpoint !== null) saveCheckpoint.run(checkpoint.turn_id, checkpoint.seq, checkpoint.doc)
     return null
   })
+  const interruptTurn = db.prepare('UPDATE tollgate_turns SET status = ?, finished_ms = ?, doc = ? WHERE turn_id = ? AND status = \'running\' AND instance_id IS ?')
   return {
     saveTurn,
     saveSession,
     // Transaction functions are built once: better-sqlite3 wraps a new one on every call otherwise.
-    saveTurnAndSession: db.transaction((turn: unknown[], session: unknown[], events: readonly BusEnvelope[]) => {
+    saveTurnAndSession: db.transaction((turn: unknown[], session: unknown[], events: readonly BusEnvelope[], finished: boolean) => {
       saveBoth(turn, session)
       appendAll(events)
+      if (finished) compactTurn(turn[0] as string)
     }),
     getIdempotency,
     pruneIdempotency: db.prepare('DELETE FROM tollgate_idempotency WHERE expires_ms <= ?'),
@@ -283,7 +319,10 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
       appendAll(events)
       for (const c of checkpoints) saveCheckpoint.run(c.turn_id, c.seq, c.doc)
       for (const turn of records) saveTurn.run(...turn)
-      for (const [turn, session] of finished) saveBoth(turn, session)
+      for (const [turn, session] of finished) {
+        saveBoth(turn, session)
+        compactTurn(turn[0] as string)
+      }
     }),
     readCheckpoint: db.prepare<[string], CheckpointRow>('SELECT turn_id, seq, doc FROM tollgate_checkpoints WHERE turn_id = ?'),
     pruneCheckpoints: db.prepare(`DELETE FROM tollgate_checkpoints WHERE turn_id NOT IN
@@ -299,15 +338,25 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
       FROM tollgate_turns
       WHERE owner = ? AND session_id = coalesce(?, session_id) AND status = coalesce(?, status)
         AND (created_at < ? OR (created_at = ? AND turn_id < ?)) ORDER BY created_at DESC, turn_id DESC LIMIT ?`),
-    readEvents: db.prepare<[string, number, number], { doc: string }>('SELECT doc FROM tollgate_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
-    lastEventSeq: db.prepare<[string], { seq: number | null }>('SELECT max(seq) AS seq FROM tollgate_events WHERE turn_id = ?'),
+    // The rows holding events after the second argument: a run that does starts at most MAX_RUN
+    // seqs before it (the first bound keeps the read on the key).
+    readEvents: db.prepare<[string, number, number, number], StoredRow>(`SELECT seq, last_seq, doc FROM tollgate_events
+      WHERE turn_id = ? AND seq > ? AND coalesce(last_seq, seq) > ? ORDER BY seq LIMIT ?`),
+    // The rows that may end last: those starting within a run's length of the last start.
+    lastEventSeq: db.prepare<[string, string], { seq: number | null }>(`SELECT max(coalesce(last_seq, seq)) AS seq FROM tollgate_events
+      WHERE turn_id = ? AND seq > (SELECT max(seq) FROM tollgate_events WHERE turn_id = ?) - ${MAX_RUN}`),
     pruneEvents: db.prepare('DELETE FROM tollgate_events WHERE turn_id IN (SELECT turn_id FROM tollgate_turns WHERE finished_ms IS NOT NULL AND finished_ms < ?)'),
     pruneLeases: db.prepare('DELETE FROM tollgate_instances WHERE expires_ms < ?'),
     renewLease: db.prepare('INSERT INTO tollgate_instances (instance_id, expires_ms) VALUES (?, ?) ON CONFLICT (instance_id) DO UPDATE SET expires_ms = excluded.expires_ms'),
     releaseLease: db.prepare('DELETE FROM tollgate_instances WHERE instance_id = ?'),
     liveInstances: db.prepare<[number], { instance_id: string }>('SELECT instance_id FROM tollgate_instances WHERE expires_ms > ?'),
     runningTurns: db.prepare<[], { turn_id: string, instance_id: string | null }>('SELECT turn_id, instance_id FROM tollgate_turns WHERE status = \'running\''),
-    interruptTurn: db.prepare('UPDATE tollgate_turns SET status = ?, finished_ms = ?, doc = ? WHERE turn_id = ? AND status = \'running\' AND instance_id IS ?')
+    // A turn interrupted for a dead instance is finished too: its deltas are compacted with the record.
+    interruptTurn: db.transaction((turn: unknown[], instanceId: string | null): boolean => {
+      const won = interruptTurn.run(...turn, instanceId).changes === 1
+      if (won) compactTurn(turn[3] as string)
+      return won
+    })
   }
 }
 
@@ -401,7 +450,7 @@ export class SqliteStore implements Store {
   }
 
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
-    this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session), events)
+    this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session), events, TERMINAL_TURN_STATUSES.has(turn.status))
   }
 
   /**
@@ -489,11 +538,11 @@ export class SqliteStore implements Store {
   }
 
   async readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> {
-    return this.stmt.readEvents.all(turnId, afterSeq, limit).map((r) => decodeEnvelope(r.doc))
+    return await readExpanded((after, n) => this.stmt.readEvents.all(turnId, after - MAX_RUN, after, n), afterSeq, limit)
   }
 
   async lastEventSeq (turnId: string): Promise<number> {
-    return this.stmt.lastEventSeq.get(turnId)?.seq ?? 0
+    return this.stmt.lastEventSeq.get(turnId, turnId)?.seq ?? 0
   }
 
   async prune (finishedBeforeMs: number): Promise<void> {
@@ -518,7 +567,7 @@ export class SqliteStore implements Store {
   }
 
   async interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean> {
-    return this.stmt.interruptTurn.run(turn.status, finishedMs(turn), encodeDoc(turn), turn.turn_id, instanceId).changes === 1
+    return this.stmt.interruptTurn([turn.status, finishedMs(turn), encodeDoc(turn), turn.turn_id], instanceId)
   }
 
   async close (): Promise<void> {

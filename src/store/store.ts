@@ -154,7 +154,11 @@ export interface Store {
   readCheckpoint (turnId: string): Promise<CheckpointRow | null>
   /** Forgets the checkpoints of turns that are no longer running. */
   pruneCheckpoints (): Promise<void>
-  /** Stored events of a turn after `afterSeq`, ascending, at most `limit`. */
+  /**
+   * Stored events of a turn after `afterSeq`, ascending, at most `limit`: exactly the envelopes
+   * appended, however they are kept (the SQL stores keep runs of deltas as one row, compacted when
+   * the turn finishes: delta-runs.ts), `afterSeq` inside such a run included.
+   */
   readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]>
   lastEventSeq (turnId: string): Promise<number>
   /** Deletes the events of turns that finished before `finishedBeforeMs`, and long-expired leases. */

@@ -73,7 +73,8 @@ test('events appended in one tick are written in one transaction at its end, bef
   await Promise.resolve()
   assert.equal(seen.length, 0, 'fan-out waits for the end of the tick and the group\'s write')
   await nextTick()
-  // BEGIN, three INSERTs, COMMIT; then the one SELECT made at the first delivery.
+  // BEGIN, three INSERTs, COMMIT; then the one SELECT made at the first delivery. (Streamed text
+  // would be one row: a run of consecutive deltas, see delta-storage.test.ts.)
   assert.deepEqual(seen.map((s) => [s.seq, s.commits, s.statements]), [[1, 1, 5], [2, 1, 6], [3, 1, 6]])
   assert.deepEqual((await storedAtFirst[0])?.map((e) => e.seq), [1, 2, 3])
 })
@@ -433,8 +434,9 @@ test('sqlite: a turn with two tool calls that answer at once costs at most 4 com
   assert.ok(commits <= 4, `${commits} commits`)
   // Besides a BEGIN and a COMMIT per commit: the session read; createTurn (turn, session, 2 events,
   // 1 checkpoint), the round's checkpoint, 5 events + 1 checkpoint, the final save (turn, session,
-  // 2 events); and the test's own 9 reads above.
-  assert.equal(statements - 2 * commits, 1 + 5 + 1 + 6 + 4 + 9)
+  // 2 events, and the read of the turn's delta rows that compacts them into runs: here one row of
+  // one piece, nothing to change); and the test's own 9 reads above.
+  assert.equal(statements - 2 * commits, 1 + 5 + 1 + 6 + 5 + 9)
   const inserted = Object.fromEntries(Object.entries(after.inserts).map(([table, n]) => [table, n - (before.inserts[table] ?? 0)]))
   assert.deepEqual(inserted, {
     tollgate_instances: 0, tollgate_turns: 2, tollgate_sessions: 2, tollgate_events: 9, tollgate_checkpoints: 3

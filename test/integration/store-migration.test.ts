@@ -66,7 +66,10 @@ CREATE TABLE ${s}.tollgate_idempotency (
 const AT = new Date(Date.now() - 60_000).toISOString()
 const DONE_AT = new Date(Date.now() - 59_000).toISOString()
 
-/** acme/alice's session chat-1 with one finished turn and its two events, as the old code wrote them (no tenant anywhere). */
+/**
+ * acme/alice's session chat-1 with one finished turn and its events, as the old code wrote them (no
+ * tenant anywhere; each streamed piece a row of its own, before delta runs).
+ */
 const OLD = {
   session: {
     session_id: 'chat-1', owner: 'acme/alice', agent: 'default', created_at: AT, updated_at: DONE_AT, turn_ids: ['turn_old'],
@@ -74,11 +77,13 @@ const OLD = {
   },
   turn: {
     turn_id: 'turn_old', session_id: 'chat-1', agent: 'default', owner: 'acme/alice', status: 'completed', created_at: AT, updated_at: DONE_AT,
-    iterations: 1, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 2, final_text: 'old answer'
+    iterations: 1, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 4, final_text: 'old answer'
   },
   events: [
     { turn_id: 'turn_old', session_id: 'chat-1', seq: 1, ts: AT, event: { kind: 'turn.started', session_id: 'chat-1', agent: 'default' } },
-    { turn_id: 'turn_old', session_id: 'chat-1', seq: 2, ts: DONE_AT, event: { kind: 'turn.completed', final_text: 'old answer' } }
+    { turn_id: 'turn_old', session_id: 'chat-1', seq: 2, ts: DONE_AT, event: { kind: 'text.delta', text: 'old ' } },
+    { turn_id: 'turn_old', session_id: 'chat-1', seq: 3, ts: DONE_AT, event: { kind: 'text.delta', text: 'answer' } },
+    { turn_id: 'turn_old', session_id: 'chat-1', seq: 4, ts: DONE_AT, event: { kind: 'turn.completed', final_text: 'old answer' } }
   ]
 }
 
@@ -138,6 +143,8 @@ async function checkOldStoreKeepsWorking (t: TestContext, store: Record<string, 
     assert.deepEqual(listed.body.items.map((s: { session_id: string, updated_at: string }) => [s.session_id, s.updated_at]), [['chat-1', DONE_AT]])
     const replay = await g.http('GET', '/v1/turns/turn_old/events', undefined, bearer(acme))
     assert.deepEqual(replay.body.events, OLD.events.map(({ session_id: _s, ...wire }) => wire), 'stored events replay, nothing internal on the wire')
+    const fromMiddle = await g.http('GET', '/v1/turns/turn_old/events?after_seq=2', undefined, bearer(acme))
+    assert.deepEqual(fromMiddle.body.events.map((e: { seq: number }) => e.seq), [3, 4], 'the old delta rows read as single events')
     const next = await g.http('POST', '/v1/turns?wait=true', { session_id: 'chat-1', message: 'new question' }, bearer(acme))
     assert.deepEqual([next.status, next.body.final_text], [200, 're: new question'])
     const asked = provider.requests.find((r) => lastUserText(r) === 'new question')
@@ -165,7 +172,9 @@ test('sqlite: a schema-3 file opens with sessions keyed by tenant, and its sessi
   await checkOldStoreKeepsWorking(t, { kind: 'sqlite', sqlite: { path } })
   const db = new Database(path, { readonly: true })
   try {
-    assert.equal(db.pragma('user_version', { simple: true }), 4)
+    assert.equal(db.pragma('user_version', { simple: true }), 5)
+    assert.deepEqual(db.prepare('SELECT seq, last_seq FROM tollgate_events WHERE turn_id = \'turn_old\' ORDER BY seq').all(),
+      [1, 2, 3, 4].map((seq) => ({ seq, last_seq: null })), 'rows written before delta runs stay as they were')
     const keyed = db.prepare('SELECT name, pk FROM pragma_table_info(\'tollgate_sessions\') WHERE pk > 0 ORDER BY pk').all()
     assert.deepEqual(keyed, [{ name: 'tenant', pk: 1 }, { name: 'session_id', pk: 2 }])
   } finally {

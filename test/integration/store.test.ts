@@ -143,6 +143,47 @@ for (const kind of KINDS) {
     assert.equal(await store.lastEventSeq('turn_none'), 0)
   })
 
+  test(`${kind}: deltas written in one append read back from any seq, the middle of their run included, cut to the limit`, async (t) => {
+    const store = await openStore(kind, deferrer(t))
+    const at = Date.now()
+    const delta = (seq: number, text: string): BusEnvelope => ({ ...envelope('turn_1', seq), ts: new Date(at + seq * 3).toISOString(), event: { kind: 'text.delta', text } })
+    const all = [
+      { ...envelope('turn_1', 1), event: { kind: 'iteration', n: 1 } } as BusEnvelope,
+      ...Array.from({ length: 8 }, (_, i) => delta(i + 2, `piece ${i} ✓`)),
+      { ...envelope('turn_1', 10), event: { kind: 'reasoning.delta', text: 'hm' } } as BusEnvelope,
+      delta(11, 'more')
+    ]
+    await store.appendEvents(all.slice(0, 6))
+    await store.appendEvents(all.slice(6))
+    for (let after = 0; after <= 11; after++) {
+      for (const limit of [1, 2, 100]) {
+        assert.deepEqual(await store.readEvents('turn_1', after, limit), all.filter((e) => e.seq > after).slice(0, limit), `after ${after}, limit ${limit}`)
+      }
+    }
+    assert.equal(await store.lastEventSeq('turn_1'), 11)
+    // A run written again with more pieces (a write retried, after one that did land, with what
+    // queued since): the pieces after the stored ones land too.
+    const longer = Array.from({ length: 4 }, (_, i) => delta(12 + i, `again ${i}`))
+    await store.appendEvents(longer.slice(0, 2))
+    await store.appendEvents(longer)
+    assert.deepEqual(await store.readEvents('turn_1', 11, 100), longer)
+    assert.equal(await store.lastEventSeq('turn_1'), 15)
+    // Finished: the deltas compacted into runs read back the same.
+    await store.saveTurnAndSession(turn({ status: 'completed', final_text: 'done', last_seq: 15 }), session())
+    assert.deepEqual(await store.readEvents('turn_1', 0, 100), [...all, ...longer])
+    assert.deepEqual(await store.readEvents('turn_1', 4, 3), all.slice(4, 7))
+  })
+
+  test(`${kind}: a turn interrupted for a dead instance keeps its streamed events as they were written`, async (t) => {
+    const store = await openStore(kind, deferrer(t), 'inst-a')
+    await store.saveTurn(turn())
+    const written = Array.from({ length: 6 }, (_, i) => envelope('turn_1', i + 1))
+    for (const e of written) await store.appendEvents([e])
+    assert.equal(await store.interruptTurn(turn({ status: 'interrupted', last_seq: 6 }), 'inst-a'), true)
+    assert.deepEqual(await store.readEvents('turn_1', 0, 100), written)
+    assert.deepEqual(await store.readEvents('turn_1', 3, 2), written.slice(3, 5))
+  })
+
   test(`${kind}: interrupting a running turn succeeds once, and only under the instance that saved it`, async (t) => {
     const store = await openStore(kind, deferrer(t), 'inst-a')
     await store.saveTurn(turn())

@@ -1,0 +1,130 @@
+/**
+ * Delta runs (src/store/delta-runs.ts): consecutive deltas of one kind become one row, and a row
+ * expands back into exactly the envelopes that were published.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import type { BusEnvelope } from '../../src/core/envelope.js'
+import type { TurnEvent } from '../../schemas/events.js'
+import { bareRow, compact, expandRows, fromRow, MAX_RUN, readExpanded, toRows, type EventRow } from '../../src/store/delta-runs.js'
+
+const T0 = Date.parse('2026-12-05T10:00:00.000Z')
+
+function envelope (seq: number, event: TurnEvent, ms = T0 + seq * 7, turnId = 'turn_1'): BusEnvelope {
+  return { turn_id: turnId, session_id: 'ses_1', tenant: 'acme', seq, ts: new Date(ms).toISOString(), event }
+}
+
+function text (seq: number, t: string, ms?: number): BusEnvelope {
+  return envelope(seq, { kind: 'text.delta', text: t }, ms)
+}
+
+function reasoning (seq: number, t: string): BusEnvelope {
+  return envelope(seq, { kind: 'reasoning.delta', text: t })
+}
+
+/** Rows as a store keeps them (without the envelopes a write carries along). */
+function stored (events: readonly BusEnvelope[]): EventRow[] {
+  return toRows(events).map(bareRow)
+}
+
+function expandAll (rows: readonly EventRow[]): BusEnvelope[] {
+  return rows.flatMap((r) => fromRow(r))
+}
+
+test('a run of text deltas is one row that expands into the same envelopes, byte for byte', () => {
+  const events = Array.from({ length: 200 }, (_, i) => text(i + 1, `tok${i} `))
+  const rows = stored(events)
+  assert.deepEqual(rows.map((r) => [r.seq, r.last_seq]), [[1, 200]])
+  const back = expandAll(rows)
+  assert.deepEqual(back, events)
+  assert.deepEqual(back.map((e) => JSON.stringify(e)), events.map((e) => JSON.stringify(e)))
+  assert.ok((rows[0] as EventRow).doc.length < 3000, `${(rows[0] as EventRow).doc.length} bytes`)
+})
+
+test('mixed kinds: text and reasoning runs are separate rows and other events stay rows of their own', () => {
+  const events = [
+    envelope(1, { kind: 'turn.started', session_id: 'ses_1', agent: 'default' }),
+    reasoning(2, 'think'), reasoning(3, 'ing'),
+    text(4, 'Hel'), text(5, 'lo'),
+    envelope(6, { kind: 'iteration', n: 2 }),
+    text(7, 'again'),
+    reasoning(8, 'more'), text(9, 'x'), text(10, 'y')
+  ]
+  const rows = stored(events)
+  assert.deepEqual(rows.map((r) => [r.seq, r.last_seq]), [[1, null], [2, 3], [4, 5], [6, null], [7, 7], [8, 8], [9, 10]])
+  assert.deepEqual(expandAll(rows), events)
+})
+
+test('a single-piece run is stored as its envelope and reads back the same', () => {
+  const events = [text(3, 'only')]
+  const rows = stored(events)
+  assert.deepEqual(rows, [{ turn_id: 'turn_1', seq: 3, last_seq: 3, doc: JSON.stringify(events[0]) }])
+  assert.deepEqual(expandAll(rows), events)
+})
+
+test('unicode pieces, surrogate pairs split across pieces included, and escapes round-trip', () => {
+  const events = [text(1, 'żółć '), text(2, '\ud83d'), text(3, '\ude00 日本'), text(4, '"quoted"\n\t\\'), text(5, '\u0000'), text(6, '')]
+  const rows = stored(events)
+  assert.equal(rows.length, 1)
+  assert.deepEqual(expandAll(rows), events)
+})
+
+test('each piece keeps its own ts, also when the clock steps back or several share a millisecond', () => {
+  const events = [text(1, 'a', T0), text(2, 'b', T0), text(3, 'c', T0 + 1500), text(4, 'd', T0 - 20), text(5, 'e', T0 + 86_400_000)]
+  const rows = stored(events)
+  assert.equal(rows.length, 1)
+  assert.deepEqual(expandAll(rows).map((e) => e.ts), events.map((e) => e.ts))
+})
+
+test('a piece a run could not restore exactly is stored as it is, ending the run', () => {
+  const odd = { ...text(2, 'b'), ts: '2026-12-05T10:00:00Z' }
+  const extra = { ...text(4, 'd'), note: 'x' } as unknown as BusEnvelope
+  const events = [text(1, 'a'), odd, text(3, 'c'), extra, text(5, 'e'), text(6, 'f')]
+  const rows = stored(events)
+  assert.deepEqual(rows.map((r) => [r.seq, r.last_seq]), [[1, 1], [2, 2], [3, 3], [4, 4], [5, 6]])
+  assert.deepEqual(expandAll(rows), events)
+})
+
+test('turns interleaved in one write each get their own runs', () => {
+  const a = (seq: number): BusEnvelope => envelope(seq, { kind: 'text.delta', text: `a${seq}` }, T0, 'turn_a')
+  const b = (seq: number): BusEnvelope => envelope(seq, { kind: 'text.delta', text: `b${seq}` }, T0, 'turn_b')
+  const rows = stored([a(1), b(1), a(2), b(2), a(3)])
+  assert.deepEqual(rows.map((r) => [r.turn_id, r.seq, r.last_seq]), [['turn_a', 1, 3], ['turn_b', 1, 2]])
+})
+
+test('a run holds at most MAX_RUN pieces', () => {
+  const events = Array.from({ length: MAX_RUN + 5 }, (_, i) => text(i + 1, 'x'))
+  const rows = stored(events)
+  assert.deepEqual(rows.map((r) => [r.seq, r.last_seq]), [[1, MAX_RUN], [MAX_RUN + 1, MAX_RUN + 5]])
+})
+
+test('expanding from the middle of a run returns exactly the events after it, cut to the limit', () => {
+  const events = [envelope(1, { kind: 'iteration', n: 1 }), ...Array.from({ length: 10 }, (_, i) => text(i + 2, `p${i}`)), envelope(12, { kind: 'iteration', n: 2 })]
+  const rows = stored(events)
+  for (let after = 0; after <= 12; after++) {
+    for (const limit of [1, 3, 100]) {
+      assert.deepEqual(expandRows(rows, after, limit), events.filter((e) => e.seq > after).slice(0, limit), `after ${after}, limit ${limit}`)
+    }
+  }
+})
+
+test('overlapping rows (a retried write that did land) give each seq once', async () => {
+  const events = Array.from({ length: 8 }, (_, i) => text(i + 1, `p${i}`))
+  const rows = [...stored(events.slice(0, 6)), ...stored(events.slice(3))].sort((x, y) => x.seq - y.seq)
+  assert.deepEqual(expandRows(rows, 0, 100), events)
+  const fetch = (after: number, limit: number): EventRow[] => rows.filter((r) => (r.last_seq ?? r.seq) > after).slice(0, limit)
+  assert.deepEqual(await readExpanded(fetch, 0, 7), events.slice(0, 7))
+  assert.deepEqual(await readExpanded(fetch, 4, 2), events.slice(4, 6))
+})
+
+test('compaction merges single rows into runs and leaves rows that are already runs alone', () => {
+  const events = [envelope(1, { kind: 'iteration', n: 1 }), ...Array.from({ length: 5 }, (_, i) => text(i + 2, `p${i}`)), envelope(7, { kind: 'iteration', n: 2 }), text(8, 'z')]
+  // As written one flush at a time: a row per piece.
+  const live = events.flatMap((e) => stored([e]))
+  const { remove, insert } = compact(live)
+  assert.deepEqual(remove, [2, 3, 4, 5, 6].map((seq) => ({ seq, last_seq: seq })))
+  assert.deepEqual(insert.map((r) => [r.seq, r.last_seq]), [[2, 6]])
+  const after = [...live.filter((r) => !remove.some((x) => x.seq === r.seq)), ...insert].sort((x, y) => x.seq - y.seq)
+  assert.deepEqual(expandAll(after), events)
+  assert.deepEqual(compact(after), { remove: [], insert: [] })
+})
