@@ -101,8 +101,9 @@ export interface TurnStateDeps {
 /** Whether someone can answer the turn's approvals now: its owner socket, or a watcher on any instance. */
 async function hasBackchannel (deps: TurnStateDeps, running: RunningTurn): Promise<boolean> {
   const { record } = running
-  if (running.ownerConnection !== null) {
-    const owner = deps.connections.get(running.ownerConnection)
+  const ownerConnection = running.ownership.connection
+  if (ownerConnection !== null) {
+    const owner = deps.connections.get(ownerConnection)
     if (owner !== undefined && !owner.closed && owner.kind !== 'http' && owner.canAnswer) return true
   }
   if (deps.connections.watchedBy(record.owner, record.turn_id, record.session_id)) return true
@@ -170,7 +171,7 @@ export function assembleTurnState (
       emit,
       onPending: (requestId, request) => {
         // A parked turn's wait is not over: its request stays listed, as stored, for the restart.
-        if (running.isFrozen) return
+        if (running.parked) return
         // A turn asks its calls one at a time in model order (approval makes a batch sequential): appending keeps it.
         // A request reopened after a restart is listed already.
         const others = record.pending_approvals.filter((p) => p.request_id !== requestId)
@@ -189,7 +190,7 @@ export function assembleTurnState (
     // Slots settle out of order (preparation fills some before others run); the record keeps model
     // order. Not saved: the call's events are in the log, which recovery and remote reads rebuild it from.
     recordToolCall: (r) => {
-      if (running.isFrozen) return
+      if (running.parked) return
       // A call settled before a restart may be recorded already (read back from the log).
       const seen = record.tool_calls.findIndex((c) => c.call_id === r.call_id)
       if (seen !== -1) record.tool_calls.splice(seen, 1)
@@ -203,7 +204,7 @@ export function assembleTurnState (
       answers.delete(e.request_id)
       // Parking ends a wait with `cancelled` in memory only; the restart asks again, so an answer
       // that came too late for it is refused rather than acknowledged and lost.
-      if (running.isFrozen) {
+      if (running.parked) {
         answer?.reject(new TollgateError('SHUTTING_DOWN'))
         return
       }

@@ -28,7 +28,7 @@ export type TurnOutcome =
   | { status: 'cancelled', reason: string }
   | { status: 'failed', code: TurnFailureCode, message: string }
   /** Stopped at a safe point because the gateway is stopping; its checkpoint resumes it. */
-  | { status: 'suspended' }
+  | { status: 'parked' }
 
 /** A durable turn's loop: where it reports safe points, and where a resumed turn comes back in. */
 export interface LoopDurability {
@@ -212,7 +212,7 @@ export async function runToolLoop (exec: ResolvedAgentExecution, state: TurnStat
   }
 }
 
-const SUSPENDED: TurnOutcome = { status: 'suspended' }
+const PARKED: TurnOutcome = { status: 'parked' }
 
 /**
  * The model's response of one iteration made into a round, or the turn's end; `steered`: a final
@@ -292,7 +292,7 @@ async function loop (exec: ResolvedAgentExecution, state: TurnState, durability:
         exec.observer.record({ kind: 'iteration', n: state.iteration, delegate_depth: exec.delegateDepth, ...correlationOf(exec, state) })
         cursor.step = 'model'
         cursor.round = null
-        if (announced ? checkpoints?.stopping() === true : checkpoints?.reached('model') === false) return SUSPENDED
+        if (announced ? checkpoints?.stopping() === true : checkpoints?.reached('model') === false) return PARKED
       } else {
         // Resumed at a model call: its iteration event is in the log, the call is simply made again.
         state.iteration = entry.iteration
@@ -312,7 +312,7 @@ async function loop (exec: ResolvedAgentExecution, state: TurnState, durability:
       await prepareRound(exec, state, round, reopen)
       cursor.step = 'dispatch'
       if (checkpoints !== undefined) {
-        if (!checkpoints.reached('dispatch')) return SUSPENDED
+        if (!checkpoints.reached('dispatch')) return PARKED
         // Before anything runs, the round's checkpoint is stored (one commit per round): a restart
         // then knows every call of the round may have started, and runs none of them again.
         if (round.slots.some((s) => s.prefill === null)) await checkpoints.stored()
