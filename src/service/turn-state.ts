@@ -14,7 +14,6 @@ import type { ApprovalBroker } from '../approval/broker.js'
 import type { SessionGrants } from '../approval/grants.js'
 import type { Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
-import { lazyProperties } from '../core/lazy-properties.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import type { SpendLedger } from '../store/spend-ledger.js'
 import type { CallSpending } from '../turn/spending.js'
@@ -27,7 +26,8 @@ import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import type { ToolCatalog } from '../tools/catalog.js'
 import type { McpToolSource } from '../tools/contract.js'
 import type { ToolHooks } from '../turn/hooks.js'
-import { freshLoopBookkeeping, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
+import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
+import { createTurnState } from '../turn/state.js'
 import { resolveAgent, resolveTurnContext } from './agent-resolution.js'
 import { trimHistory } from '../turn/history.js'
 import { UsageTally } from '../turn/usage.js'
@@ -136,11 +136,6 @@ export interface DurableState {
   history?: ChatMessage[]
 }
 
-/** A turn's logger, made on first use: most turns log nothing, and a child logger serialises its bindings at once. */
-const withTurnLog = lazyProperties<{ log: Logger, record: TurnRecord }, { log: Logger }>({
-  log: ({ log, record }) => log.child({ turn_id: record.turn_id, session_id: record.session_id, agent: record.agent })
-})
-
 export function assembleTurnState (
   deps: TurnStateDeps, running: RunningTurn, session: SessionRecord, request: TurnRequest, durable: DurableState | null = null
 ): TurnState {
@@ -152,13 +147,16 @@ export function assembleTurnState (
   const usage = durable?.checkpointer.usage ?? new UsageTally()
   // Operators' answers whose decision the turn is about to store: each is acknowledged only once it is.
   const answers = new Map<string, { resolve: () => void, reject: (err: unknown) => void }>()
-  const state: TurnState = withTurnLog<Omit<TurnState, 'log'>>({
+  const state: TurnState = createTurnState({
     turnId,
     sessionId,
     history,
     signal: running.controller.signal,
     steering: running.steering,
     interactive: request.interactive !== false,
+    log: deps.log,
+    logBindings: { turn_id: turnId, session_id: sessionId, agent: record.agent },
+    loopDetection: runtime.loop_detection,
     tenant: tenantOf(owner),
     ...spendingOf(deps, record, request),
     ...(durable === null ? {} : { holding: () => durable.checkpointer.holding() }),
@@ -220,9 +218,7 @@ export function assembleTurnState (
       usage.add(u, cost)
       const current = usage.current()
       if (current !== undefined) record.usage = current
-    },
-    promptShellSignatures: new Set(),
-    ...freshLoopBookkeeping(runtime.loop_detection)
-  }, { log: deps.log, record })
+    }
+  })
   return state
 }
