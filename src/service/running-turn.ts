@@ -145,11 +145,13 @@ export class RunningTurn {
   /**
    * The gateway stops with the turn unfinished: it publishes and saves nothing more, its timers
    * and owner binding go. A turn that ended meanwhile is left to write its end (parking it would
-   * cut that short); parking twice is parking once.
+   * cut that short).
    */
   park (): void {
-    if (this.phaseNow === 'parked' || this.phaseNow === 'finishing' || this.phaseNow === 'finished') return
-    this.move(['parking'], 'parked')
+    if (this.phaseNow === 'finishing' || this.phaseNow === 'finished') return
+    if (this.phaseNow !== 'parked') this.move(['parking'], 'parked')
+    // Also when parked already: a start under way when the stop came arms its timeout and owner
+    // binding after that, and they go when its loop comes back parked.
     this.dispose()
   }
 
