@@ -185,7 +185,7 @@ export class TurnCheckpointer {
   private held = false
 
   constructor (
-    private readonly running: { suspending: boolean, stageCheckpoint: (doc: string) => void, written: () => Promise<void> },
+    private readonly running: { readonly parkRequested: boolean, stageCheckpoint: (doc: string) => void, written: () => Promise<void> },
     readonly knobs: TurnKnobs,
     readonly usage: UsageTally
   ) {
@@ -193,9 +193,9 @@ export class TurnCheckpointer {
       cursor: this.cursor,
       reached: (point) => {
         this.write(point)
-        return !this.running.suspending
+        return !this.running.parkRequested
       },
-      stopping: () => this.running.suspending,
+      stopping: () => this.running.parkRequested,
       stored: async () => { await this.running.written() }
     }
   }
@@ -211,7 +211,7 @@ export class TurnCheckpointer {
 
   /** Whether the next tool may start: not once the gateway is stopping. */
   holding (): boolean {
-    this.held = this.running.suspending
+    this.held = this.running.parkRequested
     return this.held
   }
 

@@ -46,7 +46,7 @@ export function checkpointerFor (running: RunningTurn, request: TurnRequest, cha
     ...(request.approval_timeout_ms === undefined ? {} : { approval_timeout_ms: request.approval_timeout_ms }),
     interactive: request.interactive !== false,
     detach: request.detach === true,
-    owned: running.ownerConnection !== null,
+    owned: running.ownership.connection !== null,
     channel,
     tenant,
     history_base: 0
@@ -110,23 +110,26 @@ function continueTurn (scope: ResumeScope, orphan: Orphan): void {
   const grants = new SessionGrants(doc.grants)
   const { channel, tenant } = turn
   const exec = resolveExecution(scope.deps, { request, session, grants, channel, tenant, receipts: orphan.receipts })
-  const running = new RunningTurn(scope.host, record, null, true)
-  running.seq = lastSeq
-  running.steering = resumedSteering(scope.deps.config.turns.max_steering_messages, doc, events)
+  const running = new RunningTurn(scope.host, record, {
+    ownerConnection: null,
+    detach: true,
+    lastSeq,
+    steering: resumedSteering(scope.deps.config.turns.max_steering_messages, doc, events)
+  })
   record.last_seq = lastSeq
   record.iterations = Math.max(record.iterations, doc.iteration)
   // Nothing waits any more but what the loop reopens.
   const reopened = doc.waiting?.request.request_id
   record.pending_approvals = record.pending_approvals.filter((p) => p.request_id === reopened)
   const checkpointer = new TurnCheckpointer(running, { ...turn }, UsageTally.from(doc.usage))
-  running.parkable = () => checkpointer.parked()
+  running.parksWhen(() => checkpointer.parked())
   const start = startingHistory(scope.deps.config, record.agent, session, turn.message)
   const state = assembleTurnState(scope.stateDeps, running, session, request, { checkpointer, history: resumedHistory(start, doc) })
   restoreLoopState(exec, state, doc)
   checkpointer.attach(exec, state)
   const entry = loopEntry(exec, doc, events, record.owner)
   scope.adopt(running)
-  running.ownAfterRestart(turn.owned)
+  running.ownership.ownAfterRestart(turn.owned)
   running.armTimeout()
   state.emit({ kind: 'turn.resumed', from_checkpoint: RESUMED_FROM[doc.step], checkpoint_seq: orphan.checkpointSeq })
   scope.deps.log.warn({ turn_id: record.turn_id, session_id: record.session_id, step: doc.step }, 'resumed a turn from its checkpoint')

@@ -1,7 +1,13 @@
 /**
- * One turn while it runs on this instance: its cancellation token, its event sequence, its owner
- * connection (and the disconnect grace that may hand ownership to a successor), its timeout, its
- * checkpoints, and the finish that persists the outcome before the terminal event goes out.
+ * One turn while it runs on this instance: its phase, its cancellation token, its event sequence,
+ * its ownership (turn-ownership.ts), its timeout, its checkpoints, and the finish that persists
+ * the outcome before the terminal event goes out.
+ *
+ * Phases, each entered by one method:
+ *   starting ─begin()→ running ─requestPark()→ parking ─park()→ parked
+ *   running / parking ─(the loop ends)→ finishing ─→ finished
+ * A turn is `starting` from its registration until its loop starts; `parked` and `finished` are
+ * its ends on this instance (a parked turn is resumed by the next start, or another instance).
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
@@ -20,9 +26,32 @@ import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import { CancelReason, runToolLoop, type LoopDurability, type TurnOutcome } from '../turn/loop.js'
 import { SteeringQueue } from '../turn/steering.js'
 import type { ConnectionRegistry } from './connections.js'
+import { TurnOwnership } from './turn-ownership.js'
 
 /** The cancellation reason of a turn that ran out of `turns.turn_timeout_ms`. */
 export class TurnTimeout extends CancelReason {}
+
+/** Where a running turn is in its life on this instance (see the diagram above). */
+export type TurnPhase = 'starting' | 'running' | 'parking' | 'parked' | 'finishing' | 'finished'
+
+/** A phase change the running turn's own code never asks for: a bug, not a state of the turn. */
+export class IllegalTurnTransition extends Error {
+  constructor (readonly from: TurnPhase, readonly to: TurnPhase) {
+    super(`a running turn cannot go from ${from} to ${to}`)
+    this.name = 'IllegalTurnTransition'
+  }
+}
+
+/** How a running turn begins: a new turn's owner, or a resumed turn's place in its log and its steering queue. */
+export interface RunningTurnOptions {
+  /** Connection whose closing cancels the turn (unless detached). */
+  ownerConnection: string | null
+  detach: boolean
+  /** The seq of the turn's last event (a resumed turn goes on after its log). */
+  lastSeq?: number
+  /** A resumed turn's queue, rebuilt from its log. */
+  steering?: SteeringQueue
+}
 
 /** What a running turn needs from the service around it. */
 export interface TurnHost {
@@ -39,18 +68,14 @@ export interface TurnHost {
 export class RunningTurn {
   readonly controller = new AbortController()
   readonly done: Promise<TurnRecord>
-  seq = 0
-  ownerConnection: string | null
-  /** Survives its owner connection closing; set on start, or when a never-owning stream resumed it. */
-  detach: boolean
-  /** The gateway is stopping: the loop stops at its next safe point (durable turns). */
-  suspending = false
+  /** Who owns the turn; only its own methods change that. */
+  readonly ownership: TurnOwnership
   /** Messages a person adds while the turn runs (a resumed turn's are rebuilt from its log). */
-  steering: SteeringQueue
-  /** At a place a stopping gateway may leave it (durable turns say where their loop is). */
-  parkable: () => boolean = () => true
-  /** Parked for a restart: nothing more is published or saved; the last checkpoint stands. */
-  private frozen = false
+  readonly steering: SteeringQueue
+  private phaseNow: TurnPhase = 'starting'
+  private seqNow: number
+  /** At a place a stopping gateway may leave it (durable turns say where their loop is: `parksWhen`). */
+  private parkProbe: (() => boolean) | null = null
   /** The model's streamed text is scrubbed on its way out; a piece may wait for the next one (text-stream.ts). */
   private readonly text = new StreamedTextScrubber()
   /** The model's streamed reasoning, scrubbed the same way as its own stream. */
@@ -61,13 +86,83 @@ export class RunningTurn {
   constructor (
     private readonly host: TurnHost,
     readonly record: TurnRecord,
-    ownerConnection: string | null,
-    detach: boolean
+    options: RunningTurnOptions
   ) {
-    this.ownerConnection = ownerConnection
-    this.detach = detach
-    this.steering = new SteeringQueue(host.config.turns.max_steering_messages)
+    this.seqNow = options.lastSeq ?? 0
+    this.steering = options.steering ?? new SteeringQueue(host.config.turns.max_steering_messages)
+    this.ownership = new TurnOwnership(host, {
+      record,
+      graceMs: host.config.turns.disconnect_grace_ms,
+      cancel: (reason) => { this.controller.abort(new CancelReason(reason)) }
+    }, options.ownerConnection, options.detach)
     this.done = new Promise((resolve) => { this.resolveDone = resolve })
+  }
+
+  get phase (): TurnPhase {
+    return this.phaseNow
+  }
+
+  /** The seq of the turn's last event. */
+  get seq (): number {
+    return this.seqNow
+  }
+
+  /** Parked: nothing more is published or saved; the last checkpoint stands, and the record as stored. */
+  get parked (): boolean {
+    return this.phaseNow === 'parked'
+  }
+
+  /** The gateway is stopping: the loop stops at its next safe point (durable turns). */
+  get parkRequested (): boolean {
+    return this.phaseNow === 'parking' || this.phaseNow === 'parked'
+  }
+
+  /** A durable turn says, once, when its loop is at a place a stopping gateway may leave it. */
+  parksWhen (probe: () => boolean): void {
+    if (this.parkProbe !== null) throw new Error('a running turn\'s park probe is set once')
+    this.parkProbe = probe
+  }
+
+  /** At a place a stopping gateway may leave it: always, for a turn without checkpoints. */
+  get atSafePoint (): boolean {
+    return this.parkProbe?.() ?? true
+  }
+
+  /** The loop starts. A stop asked before it did stands: the loop parks at its first safe point. */
+  begin (): void {
+    if (this.phaseNow === 'parking' || this.phaseNow === 'parked') return
+    this.move(['starting'], 'running')
+  }
+
+  /**
+   * The gateway is stopping: the loop stops at its next safe point. A turn that is ending already
+   * ends on its own (there is nothing to park), and asking twice is asking once.
+   */
+  requestPark (): void {
+    if (this.phaseNow === 'starting' || this.phaseNow === 'running') this.phaseNow = 'parking'
+  }
+
+  /**
+   * The gateway stops with the turn unfinished: it publishes and saves nothing more, its timers
+   * and owner binding go. A turn that ended meanwhile is left to write its end (parking it would
+   * cut that short).
+   */
+  park (): void {
+    if (this.phaseNow === 'finishing' || this.phaseNow === 'finished') return
+    if (this.phaseNow !== 'parked') this.move(['parking'], 'parked')
+    // Also when parked already: a start under way when the stop came arms its timeout and owner
+    // binding after that, and they go when its loop comes back parked.
+    this.dispose()
+  }
+
+  private move (from: readonly TurnPhase[], to: TurnPhase): void {
+    if (!from.includes(this.phaseNow)) throw new IllegalTurnTransition(this.phaseNow, to)
+    this.phaseNow = to
+  }
+
+  private dispose (): void {
+    for (const dispose of this.disposers) dispose()
+    this.ownership.dispose()
   }
 
   /**
@@ -75,7 +170,7 @@ export class RunningTurn {
    * answered once that event is stored: a turn parked for a restart finds it in its log.
    */
   async steer (message: string, sender: string): Promise<SteerAccepted> {
-    if (this.frozen) throw new TollgateError('SHUTTING_DOWN')
+    if (this.parked) throw new TollgateError('SHUTTING_DOWN')
     if (this.controller.signal.aborted || TERMINAL_TURN_STATUSES.has(this.record.status)) throw new TollgateError('STEERING_CLOSED')
     const { n, queued } = this.steering.offer(message)
     // The history gets the words as written; the event, like all rendered text, is scrubbed.
@@ -87,7 +182,7 @@ export class RunningTurn {
   }
 
   emit (event: TurnEvent): void {
-    if (this.frozen) return
+    if (this.parked) return
     if (event.kind === 'text.delta') {
       this.releaseReasoning()
       const shown = this.text.push(event.text)
@@ -122,12 +217,12 @@ export class RunningTurn {
    * turn, its first `iteration`; the terminal event).
    */
   sequence (event: TurnEvent, ts: string = new Date().toISOString()): BusEnvelope {
-    this.seq += 1
+    this.seqNow += 1
     const { record } = this
-    record.last_seq = this.seq
+    record.last_seq = this.seqNow
     record.updated_at = ts
     if (event.kind === 'iteration') record.iterations = event.n
-    return { turn_id: record.turn_id, session_id: record.session_id, tenant: tenantOf(record.owner), seq: this.seq, ts, event }
+    return { turn_id: record.turn_id, session_id: record.session_id, tenant: tenantOf(record.owner), seq: this.seqNow, ts, event }
   }
 
   /** `stored`: written to the store's event log already, with every earlier event of the turn. */
@@ -143,7 +238,7 @@ export class RunningTurn {
    * (cluster/turn-log.ts). Resolves once stored, or once a failure is logged.
    */
   async saveRecord (log: Logger): Promise<void> {
-    if (this.frozen) return
+    if (this.parked) return
     try {
       await this.host.journal.saveTurn(this.record)
     } catch (err) {
@@ -156,24 +251,13 @@ export class RunningTurn {
    * synchronous run (the same transaction): `doc` is the service's checkpoint document.
    */
   stageCheckpoint (doc: string): void {
-    if (this.frozen) return
-    this.host.journal.checkpoint({ turn_id: this.record.turn_id, seq: this.seq, doc })
+    if (this.parked) return
+    this.host.journal.checkpoint({ turn_id: this.record.turn_id, seq: this.seqNow, doc })
   }
 
   /** Resolves once the turn's events so far are stored. */
   async written (): Promise<void> {
     await this.host.journal.written()
-  }
-
-  /** Parked: the record stays as stored, so a reader (a `?wait=true` answer) sees what a restart resumes from. */
-  get isFrozen (): boolean {
-    return this.frozen
-  }
-
-  /** The gateway stops with the turn unfinished: it publishes and saves nothing more, its timers go. */
-  freeze (): void {
-    this.frozen = true
-    for (const dispose of this.disposers) dispose()
   }
 
   /** The timeout counts from the turn's start, also for a turn resumed after a restart. */
@@ -183,62 +267,6 @@ export class RunningTurn {
     const left = Math.max(0, ms - (Date.now() - Date.parse(this.record.created_at)))
     const timer = this.host.later(left, () => { this.controller.abort(new TurnTimeout('turn timeout')) })
     this.disposers.push(() => { this.host.clear(timer) })
-  }
-
-  /**
-   * A turn resumed after a restart: its owner connection died with the old process, so it runs
-   * detached; if it had an owner, a streaming connection of the owner that follows it within the
-   * disconnect grace becomes its owner again (with the usual cancel-on-close).
-   */
-  ownAfterRestart (hadOwner: boolean): void {
-    this.ownerConnection = null
-    this.detach = true
-    const grace = this.host.config.turns.disconnect_grace_ms
-    if (!hadOwner || grace === 0) return
-    const timer = this.host.later(grace, () => {
-      const successor = this.host.connections.follower(this.record.owner, this.record.turn_id)
-      if (successor === undefined || !successor.canOwn || TERMINAL_TURN_STATUSES.has(this.record.status)) return
-      this.ownerConnection = successor.id
-      this.detach = false
-      this.bindOwner()
-    })
-    this.disposers.push(() => { this.host.clear(timer) })
-  }
-
-  /** Closing the owner connection cancels the turn, after the disconnect grace, unless detached. */
-  bindOwner (): void {
-    const id = this.ownerConnection
-    if (id === null) return
-    const { config, connections } = this.host
-    const dispose = connections.onClose(id, () => {
-      // A connection that handed the turn over (TurnService.setOwner) no longer cancels it.
-      if (this.ownerConnection !== id || this.detach || TERMINAL_TURN_STATUSES.has(this.record.status)) return
-      const cancel = (): void => { this.controller.abort(new CancelReason('owner connection closed')) }
-      if (config.turns.disconnect_grace_ms === 0) {
-        cancel()
-        return
-      }
-      // The grace exists so a client can reconnect and resume: if the owner principal follows the
-      // turn again from a streaming connection by then, that connection becomes the owner.
-      const timer = this.host.later(config.turns.disconnect_grace_ms, () => {
-        if (TERMINAL_TURN_STATUSES.has(this.record.status)) return
-        const successor = connections.follower(this.record.owner, this.record.turn_id)
-        if (successor === undefined) {
-          cancel()
-          return
-        }
-        if (!successor.canOwn) {
-          // Resumed over a GET events stream, which never owns: the turn runs on without an owner.
-          this.ownerConnection = null
-          this.detach = true
-          return
-        }
-        this.ownerConnection = successor.id
-        this.bindOwner()
-      })
-      this.disposers.push(() => { this.host.clear(timer) })
-    })
-    this.disposers.push(dispose)
   }
 
   /**
@@ -256,6 +284,7 @@ export class RunningTurn {
       ...correlation
     })
     const started = performance.now()
+    this.begin()
     let outcome: TurnOutcome
     try {
       outcome = await runToolLoop(exec, state, durability)
@@ -264,16 +293,19 @@ export class RunningTurn {
       outcome = { status: 'failed', code: 'INTERNAL', message: ERRORS.INTERNAL.message }
     }
     this.steering.close()
-    if (outcome.status === 'suspended' || this.frozen) {
+    if (outcome.status === 'parked' || this.parked) {
       // Parked for a restart: no terminal event, the record stays running, the checkpoint resumes it.
-      this.freeze()
+      this.park()
       release()
       state.log.info({ step: durability.checkpoints?.cursor.step }, 'parked the turn for a restart')
       this.resolveDone(this.record)
       return
     }
+    // A stop asked while the loop was ending (parking, not parked yet) lets it finish.
+    this.move(['running', 'parking'], 'finishing')
     outcome = this.settle(outcome)
     await this.finish(session, state, outcome, grants)
+    this.move(['finishing'], 'finished')
     release()
     exec.observer.record({
       kind: 'turn_end', status: record.status, duration_ms: performance.now() - started, iterations: record.iterations,
@@ -283,7 +315,7 @@ export class RunningTurn {
   }
 
   /** The failure a cancelled outcome really was when the turn's own timeout cancelled it. */
-  private settle (outcome: Exclude<TurnOutcome, { status: 'suspended' }>): Exclude<TurnOutcome, { status: 'suspended' }> {
+  private settle (outcome: Exclude<TurnOutcome, { status: 'parked' }>): Exclude<TurnOutcome, { status: 'parked' }> {
     if (outcome.status === 'cancelled' && this.controller.signal.reason instanceof TurnTimeout) {
       return { status: 'failed', code: 'TURN_TIMEOUT', message: `turn exceeded ${this.host.config.turns.turn_timeout_ms} ms` }
     }
@@ -295,7 +327,7 @@ export class RunningTurn {
    * event and releases the turn's timers and owner binding.
    */
   private async finish (
-    session: SessionRecord, state: TurnState, outcome: Exclude<TurnOutcome, { status: 'suspended' }>, grants: SessionGrants
+    session: SessionRecord, state: TurnState, outcome: Exclude<TurnOutcome, { status: 'parked' }>, grants: SessionGrants
   ): Promise<void> {
     const { record } = this
     record.status = outcome.status
@@ -340,7 +372,7 @@ export class RunningTurn {
       }
       this.publish(closing, stored)
     }
-    for (const dispose of this.disposers) dispose()
+    this.dispose()
   }
 }
 
@@ -356,11 +388,11 @@ export async function stopTurns (
   running: RunningTurn[], options: { park: boolean, graceMs: number, ended: (turn: RunningTurn) => boolean }
 ): Promise<void> {
   if (options.park) {
-    for (const a of running) a.suspending = true
-    const parked = (): boolean => running.every((a) => options.ended(a) || a.parkable())
+    for (const a of running) a.requestPark()
+    const parked = (): boolean => running.every((a) => options.ended(a) || a.atSafePoint)
     const deadline = Date.now() + options.graceMs
     while (!parked() && Date.now() < deadline) await sleep(PARK_POLL_MS)
-    for (const a of running) a.freeze()
+    for (const a of running) a.park()
   }
   for (const a of running) a.controller.abort(new CancelReason('server shutting down'))
   await Promise.all(running.map(async (a) => await a.done))

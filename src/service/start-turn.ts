@@ -88,7 +88,7 @@ export async function startTurn (
     turn_id: turnId, session_id: sessionId, agent: agentName, owner, status: 'running', created_at: createdAt, updated_at: createdAt,
     iterations: 0, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0, receipt_key_id: keyring.currentId
   }
-  const running = new RunningTurn(scope.host, record, options.ownerConnection, request.detach === true)
+  const running = new RunningTurn(scope.host, record, { ownerConnection: options.ownerConnection, detach: request.detach === true })
   scope.register(running)
   admission.hold(record)
   // The local count passed; the cluster-wide one (the principal's turns on every instance) decides.
@@ -140,10 +140,10 @@ export async function startTurn (
   // Then, before the rest of the set-up: the owner binding, the timeout and the engine state wait.
   running.publish(started, archived)
   if (first !== null) running.publish(first, true)
-  running.bindOwner()
+  running.ownership.bind()
   running.armTimeout()
 
-  if (checkpointer !== null) running.parkable = () => checkpointer.parked()
+  if (checkpointer !== null) running.parksWhen(() => checkpointer.parked())
   const state = early ?? (checkpointer === null
     ? assembleTurnState(scope.stateDeps, running, session, request)
     : engineState(scope, running, session, request, exec, checkpointer))

@@ -246,8 +246,7 @@ export class TurnService {
     if (connectionId !== null && this.deps.connections.get(connectionId)?.principal !== running.record.owner) {
       throw new TollgateError('CONNECTION_NOT_FOUND', 'the new owner is not a live connection of this principal')
     }
-    running.ownerConnection = connectionId
-    running.bindOwner()
+    running.ownership.handOver(connectionId)
   }
 
   isRunningHere (turnId: string): boolean {

@@ -14,7 +14,6 @@ import type { ApprovalBroker } from '../approval/broker.js'
 import type { SessionGrants } from '../approval/grants.js'
 import type { Config } from '../core/config.js'
 import { TollgateError } from '../core/errors.js'
-import { lazyProperties } from '../core/lazy-properties.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import type { SpendLedger } from '../store/spend-ledger.js'
 import type { CallSpending } from '../turn/spending.js'
@@ -27,7 +26,8 @@ import type { WorkspaceLayout } from '../tools/builtin/workspace-layout.js'
 import type { ToolCatalog } from '../tools/catalog.js'
 import type { McpToolSource } from '../tools/contract.js'
 import type { ToolHooks } from '../turn/hooks.js'
-import { freshLoopBookkeeping, type ResolvedAgentExecution, type TurnState } from '../turn/context.js'
+import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
+import { createTurnState } from '../turn/state.js'
 import { resolveAgent, resolveTurnContext } from './agent-resolution.js'
 import { trimHistory } from '../turn/history.js'
 import { UsageTally } from '../turn/usage.js'
@@ -101,8 +101,9 @@ export interface TurnStateDeps {
 /** Whether someone can answer the turn's approvals now: its owner socket, or a watcher on any instance. */
 async function hasBackchannel (deps: TurnStateDeps, running: RunningTurn): Promise<boolean> {
   const { record } = running
-  if (running.ownerConnection !== null) {
-    const owner = deps.connections.get(running.ownerConnection)
+  const ownerConnection = running.ownership.connection
+  if (ownerConnection !== null) {
+    const owner = deps.connections.get(ownerConnection)
     if (owner !== undefined && !owner.closed && owner.kind !== 'http' && owner.canAnswer) return true
   }
   if (deps.connections.watchedBy(record.owner, record.turn_id, record.session_id)) return true
@@ -135,11 +136,6 @@ export interface DurableState {
   history?: ChatMessage[]
 }
 
-/** A turn's logger, made on first use: most turns log nothing, and a child logger serialises its bindings at once. */
-const withTurnLog = lazyProperties<{ log: Logger, record: TurnRecord }, { log: Logger }>({
-  log: ({ log, record }) => log.child({ turn_id: record.turn_id, session_id: record.session_id, agent: record.agent })
-})
-
 export function assembleTurnState (
   deps: TurnStateDeps, running: RunningTurn, session: SessionRecord, request: TurnRequest, durable: DurableState | null = null
 ): TurnState {
@@ -151,13 +147,16 @@ export function assembleTurnState (
   const usage = durable?.checkpointer.usage ?? new UsageTally()
   // Operators' answers whose decision the turn is about to store: each is acknowledged only once it is.
   const answers = new Map<string, { resolve: () => void, reject: (err: unknown) => void }>()
-  const state: TurnState = withTurnLog<Omit<TurnState, 'log'>>({
+  const state: TurnState = createTurnState({
     turnId,
     sessionId,
     history,
     signal: running.controller.signal,
     steering: running.steering,
     interactive: request.interactive !== false,
+    log: deps.log,
+    logBindings: { turn_id: turnId, session_id: sessionId, agent: record.agent },
+    loopDetection: runtime.loop_detection,
     tenant: tenantOf(owner),
     ...spendingOf(deps, record, request),
     ...(durable === null ? {} : { holding: () => durable.checkpointer.holding() }),
@@ -170,7 +169,7 @@ export function assembleTurnState (
       emit,
       onPending: (requestId, request) => {
         // A parked turn's wait is not over: its request stays listed, as stored, for the restart.
-        if (running.isFrozen) return
+        if (running.parked) return
         // A turn asks its calls one at a time in model order (approval makes a batch sequential): appending keeps it.
         // A request reopened after a restart is listed already.
         const others = record.pending_approvals.filter((p) => p.request_id !== requestId)
@@ -189,7 +188,7 @@ export function assembleTurnState (
     // Slots settle out of order (preparation fills some before others run); the record keeps model
     // order. Not saved: the call's events are in the log, which recovery and remote reads rebuild it from.
     recordToolCall: (r) => {
-      if (running.isFrozen) return
+      if (running.parked) return
       // A call settled before a restart may be recorded already (read back from the log).
       const seen = record.tool_calls.findIndex((c) => c.call_id === r.call_id)
       if (seen !== -1) record.tool_calls.splice(seen, 1)
@@ -203,7 +202,7 @@ export function assembleTurnState (
       answers.delete(e.request_id)
       // Parking ends a wait with `cancelled` in memory only; the restart asks again, so an answer
       // that came too late for it is refused rather than acknowledged and lost.
-      if (running.isFrozen) {
+      if (running.parked) {
         answer?.reject(new TollgateError('SHUTTING_DOWN'))
         return
       }
@@ -219,9 +218,7 @@ export function assembleTurnState (
       usage.add(u, cost)
       const current = usage.current()
       if (current !== undefined) record.usage = current
-    },
-    promptShellSignatures: new Set(),
-    ...freshLoopBookkeeping(runtime.loop_detection)
-  }, { log: deps.log, record })
+    }
+  })
   return state
 }

@@ -16,7 +16,7 @@ import type { FileOwner, TurnHandle } from '../tools/contract.js'
 import type { ActivatedToolSet } from '../tools/scope/activated.js'
 import type { ScopedRegistry } from '../tools/scope/scoped.js'
 import type { ToolHooks } from './hooks.js'
-import { LoopDetector } from './loop-detector.js'
+import type { LoopDetector } from './loop-detector.js'
 import type { ModelPrice } from '../providers/pricing.js'
 import type { CallSpending } from './spending.js'
 import type { ProgressLimits } from './progress.js'
@@ -169,24 +169,4 @@ export interface TurnState {
   lastOutputHash: string | null
   identicalOutputCount: number
   receipts: string[]
-}
-
-export type LoopBookkeeping = Pick<TurnState, 'dedupSignatures' | 'loopDetector' | 'systemNotes' | 'iteration' | 'startedAt' | 'lastOutputHash' | 'identicalOutputCount' | 'receipts'>
-
-/** The loop bookkeeping every turn, and every delegated sub-turn, starts from. */
-export function freshLoopBookkeeping (loopDetection: LoopDetectionKnobs): LoopBookkeeping {
-  return {
-    dedupSignatures: new Set(),
-    loopDetector: new LoopDetector({
-      enabled: loopDetection.enabled,
-      windowSize: loopDetection.window_size,
-      maxRepeats: loopDetection.max_repeats
-    }),
-    systemNotes: [],
-    iteration: 0,
-    startedAt: Date.now(),
-    lastOutputHash: null,
-    identicalOutputCount: 0,
-    receipts: []
-  }
 }

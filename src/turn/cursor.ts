@@ -2,7 +2,7 @@
  * Where a turn's loop stands, for durable turns: the loop keeps a `LoopCursor` current and tells
  * its `LoopCheckpoints` when it reaches a safe point (a model call about to be made, a prepared
  * round about to run); the service writes a checkpoint from it. `LoopEntry` is the way back in
- * after a restart.
+ * after a restart (loop.ts's `resumeLoop`).
  */
 import type { ProviderState } from '../providers/types.js'
 import type { PendingApproval } from '../../schemas/approval.js'

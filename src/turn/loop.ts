@@ -1,6 +1,8 @@
 /**
  * Loop control: the model sees tool results and continues until it returns final text, the turn
- * is cancelled, a guard aborts it, or the iteration cap is reached.
+ * is cancelled, a guard aborts it, or the iteration cap is reached. Two ways in, picked by
+ * `runToolLoop`: `loop()` runs fresh iterations; `resumeLoop()` finishes the iteration a restart
+ * interrupted (a `LoopEntry`, cursor.ts) and then goes on in `loop()` at the next one.
  */
 import { TurnFailure, type TurnFailureCode } from '../core/errors.js'
 import type { ObserverCorrelation } from '../observe/observer.js'
@@ -28,7 +30,7 @@ export type TurnOutcome =
   | { status: 'cancelled', reason: string }
   | { status: 'failed', code: TurnFailureCode, message: string }
   /** Stopped at a safe point because the gateway is stopping; its checkpoint resumes it. */
-  | { status: 'suspended' }
+  | { status: 'parked' }
 
 /** A durable turn's loop: where it reports safe points, and where a resumed turn comes back in. */
 export interface LoopDurability {
@@ -203,16 +205,35 @@ function isSemanticallyEmpty (parsed: ParsedResponse): boolean {
   return parsed.calls.length === 0 && parsed.text.trim() === ''
 }
 
+/**
+ * Runs a turn's loop to its outcome: from its first iteration, or, for a turn resumed after a
+ * restart, from where its checkpoint left it (`durability.entry`).
+ */
 export async function runToolLoop (exec: ResolvedAgentExecution, state: TurnState, durability: LoopDurability = {}): Promise<TurnOutcome> {
   try {
-    return await loop(exec, state, durability)
+    const { entry } = durability
+    if (entry === undefined) return await loop(exec, state, loopRun(durability, 0), 0, durability.announced === true)
+    return await resumeLoop(exec, state, entry, durability)
   } catch (err) {
     if (state.signal.aborted) return cancelled(state)
     return providerFailure(err)
   }
 }
 
-const SUSPENDED: TurnOutcome = { status: 'suspended' }
+const PARKED: TurnOutcome = { status: 'parked' }
+
+/** What every iteration of one run of the loop shares: where it stands, and where it reports safe points. */
+interface LoopRun {
+  cursor: LoopCursor
+  checkpoints: LoopCheckpoints | undefined
+}
+
+function loopRun (durability: LoopDurability, malformed: number): LoopRun {
+  const { checkpoints } = durability
+  const cursor: LoopCursor = checkpoints?.cursor ?? { step: 'model', malformed: 0, round: null }
+  cursor.malformed = malformed
+  return { cursor, checkpoints }
+}
 
 /**
  * The model's response of one iteration made into a round, or the turn's end; `steered`: a final
@@ -265,71 +286,108 @@ async function askModel (exec: ResolvedAgentExecution, state: TurnState, cursor:
   return { kind: 'round', round }
 }
 
-async function loop (exec: ResolvedAgentExecution, state: TurnState, durability: LoopDurability): Promise<TurnOutcome> {
-  const { checkpoints } = durability
-  let entry = durability.entry
-  const cursor: LoopCursor = checkpoints?.cursor ?? { step: 'model', malformed: 0, round: null }
-  cursor.malformed = entry?.malformed ?? 0
-  const first = entry === undefined ? 0 : entry.iteration - 1
-  for (let i = first; i < exec.knobs.maxIterations; i++) {
+/**
+ * Fresh iterations, from iteration `from + 1` to the cap: each drains the steering messages into
+ * the history, announces itself, reports its model call as a safe point, asks the model and runs
+ * the round of its answer. `firstAnnounced`: the first one's event and checkpoint were written
+ * with the turn's creation (`LoopDurability.announced`).
+ */
+async function loop (
+  exec: ResolvedAgentExecution, state: TurnState, run: LoopRun, from: number, firstAnnounced: boolean
+): Promise<TurnOutcome> {
+  const { cursor, checkpoints } = run
+  for (let i = from; i < exec.knobs.maxIterations; i++) {
     if (state.signal.aborted) return cancelled(state)
-    let round: RoundCursor
-    let reopen: ReopenedGate | undefined
-    let recovered: ReadonlyMap<string, RecoveredCall> | undefined
-    if (entry !== undefined && entry.step !== 'model') {
-      // Resumed inside a round: its model response was parsed before the restart.
-      state.iteration = entry.iteration
-      round = entry.round
-      if (entry.step === 'approval') reopen = { request: entry.request, resolved: entry.resolved }
-      else recovered = entry.recovered
-    } else {
-      // Steering messages join the history before the model call (and its checkpoint), in order.
-      state.steering?.drainInto(state.history)
-      if (entry === undefined) {
-        state.iteration = i + 1
-        const announced = i === first && durability.announced === true
-        if (!announced) state.emit({ kind: 'iteration', n: state.iteration })
-        exec.observer.record({ kind: 'iteration', n: state.iteration, delegate_depth: exec.delegateDepth, ...correlationOf(exec, state) })
-        cursor.step = 'model'
-        cursor.round = null
-        if (announced ? checkpoints?.stopping() === true : checkpoints?.reached('model') === false) return SUSPENDED
-      } else {
-        // Resumed at a model call: its iteration event is in the log, the call is simply made again.
-        state.iteration = entry.iteration
-      }
-      const answer = await askModel(exec, state, cursor, i + 1 >= exec.knobs.maxIterations)
-      if (answer.kind === 'end') return answer.outcome
-      if (answer.kind === 'retry' || answer.kind === 'steered') {
-        entry = undefined
-        continue
-      }
-      round = answer.round
-    }
-    entry = undefined
-    cursor.round = round
-    if (recovered === undefined) {
-      cursor.step = 'prepare'
-      await prepareRound(exec, state, round, reopen)
-      cursor.step = 'dispatch'
-      if (checkpoints !== undefined) {
-        if (!checkpoints.reached('dispatch')) return SUSPENDED
-        // Before anything runs, the round's checkpoint is stored (one commit per round): a restart
-        // then knows every call of the round may have started, and runs none of them again.
-        if (round.slots.some((s) => s.prefill === null)) await checkpoints.stored()
-      }
-    }
-    cursor.step = 'dispatch'
-    await dispatchRound(exec, state, round.slots, round.parallel, recovered)
-    cursor.step = 'collect'
-    const verdict = state.signal.aborted ? { kind: 'continue' as const } : collectRound(exec, state, round.slots, round.originalArgs)
-    appendRound(state.history, {
-      text: round.text, native: round.native, calls: round.calls, slots: round.slots,
-      ...(round.providerState === undefined ? {} : { providerState: round.providerState })
-    })
-    if (state.signal.aborted) return cancelled(state)
-    if (verdict.kind === 'abort') return { status: 'failed', code: verdict.code, message: verdict.message }
+    // Steering messages join the history before the model call (and its checkpoint), in order.
+    state.steering?.drainInto(state.history)
+    state.iteration = i + 1
+    const announced = firstAnnounced && i === from
+    if (!announced) state.emit({ kind: 'iteration', n: state.iteration })
+    exec.observer.record({ kind: 'iteration', n: state.iteration, delegate_depth: exec.delegateDepth, ...correlationOf(exec, state) })
+    cursor.step = 'model'
+    cursor.round = null
+    if (announced ? checkpoints?.stopping() === true : checkpoints?.reached('model') === false) return PARKED
+    const ended = await modelCall(exec, state, run, i + 1 >= exec.knobs.maxIterations)
+    if (ended !== null) return ended
   }
   return await maxIterationExit(exec, state)
+}
+
+/**
+ * The way back into a turn resumed after a restart: the interrupted iteration is finished — its
+ * model call made again, its approval gate reopened, or its prepared round dispatched with what
+ * the log says became of its calls — and the loop goes on at the next iteration.
+ */
+async function resumeLoop (
+  exec: ResolvedAgentExecution, state: TurnState, entry: LoopEntry, durability: LoopDurability
+): Promise<TurnOutcome> {
+  const run = loopRun(durability, entry.malformed)
+  // The iteration cap was lowered across the restart below where the turn stood.
+  if (entry.iteration > exec.knobs.maxIterations) return await maxIterationExit(exec, state)
+  if (state.signal.aborted) return cancelled(state)
+  // The interrupted iteration's event is in the log: it is not announced again.
+  state.iteration = entry.iteration
+  let ended: TurnOutcome | null
+  if (entry.step === 'model') {
+    state.steering?.drainInto(state.history)
+    ended = await modelCall(exec, state, run, entry.iteration >= exec.knobs.maxIterations)
+  } else if (entry.step === 'approval') {
+    // Its model response was parsed before the restart: the round is prepared from the waiting call on.
+    ended = await playRound(exec, state, run, entry.round, { request: entry.request, resolved: entry.resolved })
+  } else {
+    ended = await runPrepared(exec, state, run, entry.round, entry.recovered)
+  }
+  return ended ?? await loop(exec, state, run, entry.iteration, false)
+}
+
+/** An iteration from its model call on; null: the loop goes on (a round ran, a retry or a steering message waits). */
+async function modelCall (
+  exec: ResolvedAgentExecution, state: TurnState, run: LoopRun, lastIteration: boolean
+): Promise<TurnOutcome | null> {
+  const answer = await askModel(exec, state, run.cursor, lastIteration)
+  if (answer.kind === 'end') return answer.outcome
+  if (answer.kind !== 'round') return null
+  return await playRound(exec, state, run, answer.round)
+}
+
+/** A round prepared (from `reopen`'s gate when resumed there), its checkpoint stored, then run. */
+async function playRound (
+  exec: ResolvedAgentExecution, state: TurnState, run: LoopRun, round: RoundCursor, reopen?: ReopenedGate
+): Promise<TurnOutcome | null> {
+  const { cursor, checkpoints } = run
+  cursor.round = round
+  cursor.step = 'prepare'
+  await prepareRound(exec, state, round, reopen)
+  cursor.step = 'dispatch'
+  if (checkpoints !== undefined) {
+    if (!checkpoints.reached('dispatch')) return PARKED
+    // Before anything runs, the round's checkpoint is stored (one commit per round): a restart
+    // then knows every call of the round may have started, and runs none of them again.
+    if (round.slots.some((s) => s.prefill === null)) await checkpoints.stored()
+  }
+  return await runPrepared(exec, state, run, round)
+}
+
+/**
+ * A prepared round run and its results collected into the history; `recovered`: what became of
+ * its calls before a restart. Null: the loop goes on.
+ */
+async function runPrepared (
+  exec: ResolvedAgentExecution, state: TurnState, run: LoopRun, round: RoundCursor, recovered?: ReadonlyMap<string, RecoveredCall>
+): Promise<TurnOutcome | null> {
+  const { cursor } = run
+  cursor.round = round
+  cursor.step = 'dispatch'
+  await dispatchRound(exec, state, round.slots, round.parallel, recovered)
+  cursor.step = 'collect'
+  const verdict = state.signal.aborted ? { kind: 'continue' as const } : collectRound(exec, state, round.slots, round.originalArgs)
+  appendRound(state.history, {
+    text: round.text, native: round.native, calls: round.calls, slots: round.slots,
+    ...(round.providerState === undefined ? {} : { providerState: round.providerState })
+  })
+  if (state.signal.aborted) return cancelled(state)
+  if (verdict.kind === 'abort') return { status: 'failed', code: verdict.code, message: verdict.message }
+  return null
 }
 
 async function maxIterationExit (exec: ResolvedAgentExecution, state: TurnState): Promise<TurnOutcome> {

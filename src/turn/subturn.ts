@@ -12,7 +12,8 @@ import { createDeferredTools } from '../tools/scope/deferred.js'
 import { ActivatedToolSet, TOOL_SEARCH } from '../tools/scope/activated.js'
 import { ScopedRegistry } from '../tools/scope/scoped.js'
 import type { Tool, ToolContext } from '../tools/contract.js'
-import { freshLoopBookkeeping, type ModelBinding, type ResolvedAgentExecution, type RuntimeKnobs, type TurnScope, type TurnState } from './context.js'
+import type { ModelBinding, ResolvedAgentExecution, RuntimeKnobs, TurnScope, TurnState } from './context.js'
+import { createTurnState } from './state.js'
 
 export const DELEGATE = 'delegate'
 
@@ -137,14 +138,16 @@ export function deriveSubTurn (
 
   const calls: ToolCallRecord[] = []
   const parentState = scope.state
-  const state: TurnState = {
+  const state = createTurnState({
     // Observer records and approval audit entries carry the parent turn's ids.
     turnId: parentState.turnId,
     sessionId: parentState.sessionId,
     history: [{ role: 'user', content: request.task }],
     signal: ctx.signal,
     interactive: parentState.interactive,
-    log: ctx.log.child({ delegate_agent: targetName, delegate_depth: depth }),
+    log: ctx.log,
+    logBindings: { delegate_agent: targetName, delegate_depth: depth },
+    loopDetection: knobs.loopDetection,
     // Only approval events surface on the parent stream: the sub-turn's tool calls (and their
     // tool.progress) are not calls of the parent model and would break its one-result-per-call pairing.
     emit: (event: TurnEvent) => {
@@ -159,8 +162,7 @@ export function deriveSubTurn (
     ...(parentState.spending === undefined ? {} : { spending: parentState.spending }),
     ...(parentState.tenant === undefined ? {} : { tenant: parentState.tenant }),
     // Shared: repeating a prompt-required shell call through a sub-turn aborts it, as in the parent.
-    promptShellSignatures: parentState.promptShellSignatures,
-    ...freshLoopBookkeeping(knobs.loopDetection)
-  }
+    promptShellSignatures: parentState.promptShellSignatures
+  })
   return { exec, state, calls }
 }

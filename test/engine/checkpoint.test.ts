@@ -18,7 +18,7 @@ test('a checkpoint that cannot be made is counted, and the turn goes on to compl
     hooks: { before: [{ name: 'sizes', run: (call) => ({ action: 'continue', arguments: { ...call.arguments, label: 10n } }) }], after: [] }
   })
   const staged: string[] = []
-  const running = { suspending: false, stageCheckpoint: (doc: string) => { staged.push(doc) }, written: async () => {} }
+  const running = { parkRequested: false, stageCheckpoint: (doc: string) => { staged.push(doc) }, written: async () => {} }
   const checkpointer = new TurnCheckpointer(running, KNOBS, new UsageTally())
   checkpointer.attach(e.exec, e.state)
   e.provider.enqueue({ toolCalls: [{ id: 'a', name: 'probe', arguments: { label: 'a' } }] }, { text: 'done' })

@@ -21,7 +21,8 @@ import type { ApprovalChannel, ApprovalQuestion, ApprovalReply } from '../../src
 import { loadConfig } from '../../src/core/config.js'
 import type { Observer, ObserverEvent } from '../../src/observe/observer.js'
 import type { ChatCallOptions, ChatMessage, ChatRequest, ChatResponse, ModelProvider } from '../../src/providers/types.js'
-import { freshLoopBookkeeping, type ResolvedAgentExecution, type TurnState } from '../../src/turn/context.js'
+import type { ResolvedAgentExecution, TurnState } from '../../src/turn/context.js'
+import { createTurnState } from '../../src/turn/state.js'
 import { resolveTurnContext } from '../../src/service/agent-resolution.js'
 import { NO_HOOKS, type ToolHooks } from '../../src/turn/hooks.js'
 import type { Tool } from '../../src/tools/contract.js'
@@ -162,13 +163,14 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
   const approvalsAudit: ApprovalAuditEntry[] = []
   const engine: Engine = {
     provider, probes, exec, events, toolCalls, approvalsAudit, observed, workspace: workspaceDir,
-    state: {
+    state: createTurnState({
       turnId: 'turn_engine',
       sessionId: 'ses_engine',
       history: [],
       signal: controller.signal,
       interactive: options.interactive !== false,
       log: quiet,
+      loopDetection: exec.knobs.loopDetection,
       emit: (event) => {
         events.push(event)
         options.onEvent?.(event, engine)
@@ -176,10 +178,8 @@ export async function createEngine (t: { after: (fn: () => Promise<void>) => voi
       approvals: options.approvals ?? new ScriptedApprovals(),
       recordToolCall: (r) => { toolCalls.push(r) },
       recordApproval: (e) => { approvalsAudit.push(e) },
-      promptShellSignatures: new Set(),
-      recordCallUsage: () => {},
-      ...freshLoopBookkeeping(exec.knobs.loopDetection)
-    },
+      recordCallUsage: () => {}
+    }),
     cancel: (reason = 'cancelled by test') => { controller.abort(new CancelReason(reason)) },
     run: async (message = 'go') => {
       engine.state.history.push({ role: 'user', content: message })

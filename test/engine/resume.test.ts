@@ -34,7 +34,7 @@ test('a loop stopped before dispatch runs nothing; resumed with the log, it keep
   e.provider.enqueue({ toolCalls: [call('a', 'one'), call('b', 'two'), call('c', 'three')] }, { text: 'all settled' })
   const first = checkpoints('dispatch')
   e.state.history.push({ role: 'user', content: 'go' })
-  assert.deepEqual(await runToolLoop(e.exec, e.state, { checkpoints: first }), { status: 'suspended' })
+  assert.deepEqual(await runToolLoop(e.exec, e.state, { checkpoints: first }), { status: 'parked' })
   assert.deepEqual(first.reachedPoints, ['model', 'dispatch'])
   assert.equal(e.probes.runs.length, 0, 'nothing ran before the stop')
   const round = first.cursor.round
@@ -65,7 +65,7 @@ test('a loop stopped at a model call resumes there without a second iteration ev
   e.provider.enqueue({ text: 'hello' })
   const first = checkpoints('model')
   e.state.history.push({ role: 'user', content: 'hi' })
-  assert.deepEqual(await runToolLoop(e.exec, e.state, { checkpoints: first }), { status: 'suspended' })
+  assert.deepEqual(await runToolLoop(e.exec, e.state, { checkpoints: first }), { status: 'parked' })
   assert.equal(e.provider.requests.length, 0)
   assert.deepEqual(shape(e.events), ['iteration'])
   const outcome = await runToolLoop(e.exec, e.state, { checkpoints: checkpoints(null), entry: { step: 'model', iteration: 1, malformed: 0 } })
@@ -79,7 +79,7 @@ test('a call of a resumed round whose card the stop lost gets its card, then its
   e.provider.enqueue({ toolCalls: [call('a', 'one')] }, { text: 'noted' })
   const first = checkpoints('dispatch')
   e.state.history.push({ role: 'user', content: 'go' })
-  assert.deepEqual(await runToolLoop(e.exec, e.state, { checkpoints: first }), { status: 'suspended' })
+  assert.deepEqual(await runToolLoop(e.exec, e.state, { checkpoints: first }), { status: 'parked' })
   const round = first.cursor.round
   assert.ok(round !== null)
   e.events.length = 0
