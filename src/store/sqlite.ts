@@ -36,6 +36,8 @@ import {
  * written before: each is one event, as it was).
  */
 const SCHEMA_VERSION = 5
+/** Free pages given back per prune or stop, at most: 256 MiB of 4 KiB pages. */
+const RECLAIM_PAGES = 65_536
 /** Period of the worker's WAL copy. */
 const CHECKPOINT_MS = 1000
 /** Page cache (KiB; SQLite's default is 2 MiB): a busy gateway's hot index pages stay in memory. */
@@ -190,6 +192,10 @@ function open (path: string, probe: SqlProbe | undefined): Database.Database {
   const verbose = probe === undefined ? undefined : (sql: unknown) => { probe.statement(String(sql), db?.inTransaction === true) }
   db = new Database(path, { timeout: 1000, ...(verbose === undefined ? {} : { verbose }) })
   try {
+    // Free pages can be given back (`reclaimFreePages`): deleted events (a finished turn's deltas
+    // compacted into runs, retention's pruning) would otherwise keep the file at its largest. It
+    // takes effect only on a new file; an existing one keeps its mode until a VACUUM.
+    db.pragma('auto_vacuum = INCREMENTAL')
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = NORMAL')
     db.pragma('wal_autocheckpoint = 0')
@@ -548,6 +554,17 @@ export class SqliteStore implements Store {
   async prune (finishedBeforeMs: number): Promise<void> {
     this.stmt.pruneEvents.run(finishedBeforeMs)
     this.stmt.pruneLeases.run(Date.now() - LEASE_FORGET_MS)
+    this.reclaimFreePages()
+  }
+
+  /**
+   * Gives free pages back to the file system, at most RECLAIM_PAGES at a time so a stop or a
+   * prune stays short (an incremental vacuum moves pages from the end of the file into the gaps).
+   * A file made before auto_vacuum was set has no free-page map and is left as it is.
+   */
+  private reclaimFreePages (): void {
+    if (!this.db.open) return
+    this.db.pragma(`incremental_vacuum(${RECLAIM_PAGES})`)
   }
 
   async renewLease (ttlMs: number): Promise<void> {
@@ -574,6 +591,7 @@ export class SqliteStore implements Store {
     // Creations asked for before the close are written (or refused), not left unanswered.
     if (this.db.open) this.createQueued()
     await this.checkpointer?.close()
+    this.reclaimFreePages()
     if (this.db.open) this.db.close()
     // Last: the file is not free for another process until this connection is done with it.
     if (this.lock.open) this.lock.close()

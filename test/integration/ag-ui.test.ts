@@ -18,8 +18,18 @@ function agent (
   return { agent: a, events: [] }
 }
 
+/**
+ * The events' types, a run of TEXT_MESSAGE_CONTENT as one: how streamed text is cut into pieces
+ * is the provider's and the scrubber's business, not the adapter's contract.
+ */
 function types (events: readonly BaseEvent[]): string[] {
-  return events.map((e) => e.type === 'CUSTOM' ? `CUSTOM:${(e as unknown as { name: string }).name}` : e.type)
+  const out: string[] = []
+  for (const e of events) {
+    const type = e.type === 'CUSTOM' ? `CUSTOM:${(e as unknown as { name: string }).name}` : e.type
+    if (type === 'TEXT_MESSAGE_CONTENT' && out.at(-1) === type) continue
+    out.push(type)
+  }
+  return out
 }
 
 test('an HttpAgent run in custom approval mode gets the approval as a CUSTOM event, answered over REST while the stream is open', async (t) => {
@@ -44,7 +54,7 @@ test('an HttpAgent run in custom approval mode gets the approval as a CUSTOM eve
   assert.deepEqual(types(events), [
     'RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END',
     'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'CUSTOM:tollgate.approval.requested', 'CUSTOM:tollgate.approval.resolved',
-    'TOOL_CALL_RESULT', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED'
+    'TOOL_CALL_RESULT', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED'
   ])
   const started = events[0] as unknown as { threadId: string, runId: string, metadata: { tollgate: { turn_id: string } } }
   assert.deepEqual([started.threadId, started.runId], ['thread-custom', 'run-1'])
@@ -242,7 +252,7 @@ test('an interrupt that expired is cancelled by the client (as @ag-ui/client dem
   })
   assert.deepEqual(types(events), [
     'RUN_STARTED', 'CUSTOM:tollgate.approval.resolved', 'TOOL_CALL_RESULT',
-    'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED'
+    'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED'
   ])
   assert.equal((events[1] as unknown as { value: { decision: string } }).value.decision, 'expired')
   assert.equal((events[2] as unknown as { metadata: { tollgate: { status: string } } }).metadata.tollgate.status, 'denied')

@@ -7,6 +7,7 @@ import { test } from 'node:test'
 import { ConnectionRegistry } from '../../src/service/connections.js'
 import { TurnOwnership, type OwnershipHost } from '../../src/service/turn-ownership.js'
 import type { TurnRecord } from '../../src/store/store.js'
+import { realTimers } from '../helpers/timers.js'
 
 function record (): TurnRecord {
   const at = new Date().toISOString()
@@ -20,8 +21,7 @@ function owned (detached = false): { connections: ConnectionRegistry, ownership:
   const connections = new ConnectionRegistry()
   const host: OwnershipHost = {
     connections,
-    later: (ms, fn) => setTimeout(fn, ms).unref(),
-    clear: (timer) => { clearTimeout(timer) }
+    ...realTimers
   }
   const cancels: string[] = []
   const owner = connections.open('ws', 'acme/alice', true).id

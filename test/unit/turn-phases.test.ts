@@ -10,6 +10,7 @@ import { TollgateError } from '../../src/core/errors.js'
 import { ConnectionRegistry } from '../../src/service/connections.js'
 import { IllegalTurnTransition, RunningTurn, type TurnHost } from '../../src/service/running-turn.js'
 import type { TurnRecord } from '../../src/store/store.js'
+import { realTimers } from '../helpers/timers.js'
 
 /** Phase changes touch neither the store nor the journal: any use of them fails the test. */
 const untouched = new Proxy({}, { get: () => { throw new Error('not used by phase changes') } }) as never
@@ -20,8 +21,7 @@ function turn (): RunningTurn {
     store: untouched,
     journal: untouched,
     connections: new ConnectionRegistry(),
-    later: (ms, fn) => setTimeout(fn, ms).unref(),
-    clear: (timer) => { clearTimeout(timer) }
+    ...realTimers
   }
   const at = new Date().toISOString()
   const record: TurnRecord = {
