@@ -42,12 +42,12 @@ export async function events (g: GatewayProcess, turnId: string): Promise<EventE
   return page.body.events
 }
 
-export async function finished (g: GatewayProcess, turnId: string): Promise<any> {
+export async function finished (g: GatewayProcess, turnId: string, timeoutMs = 15_000): Promise<any> {
   let turn: any
   await eventually(async () => {
     turn = (await g.http('GET', `/v1/turns/${turnId}`)).body
     return turn.status !== 'running'
-  }, { what: `turn ${turnId} to finish`, timeoutMs: 15_000 })
+  }, { what: `turn ${turnId} to finish`, timeoutMs })
   return turn
 }
 
