@@ -292,7 +292,7 @@ export async function buildServer (options: BuildOptions): Promise<Gateway> {
     const notifications = resolveNotifications(config, env)
     const store = options.store ?? await createStore(config, { instanceId, env, log, planner: notifications.planner })
     lifecycle.opened('store', async () => { await store.close() })
-    const audit = new AuditRecorder(await createAuditLedger(config, { env, log }), log)
+    const audit = new AuditRecorder(await createAuditLedger(config, { env, log, store }), log)
     lifecycle.opened('audit', async () => { await audit.close() })
     if (options.journal !== undefined && options.bus === undefined) throw new Error('a journal is built over a bus: pass the bus it publishes to as well')
     const onListenerError = (err: unknown): void => { log.error({ err }, 'event listener failed') }

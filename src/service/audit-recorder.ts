@@ -1,7 +1,8 @@
 /**
  * Feeds the tenant's audit chain from a turn's observer records: rule decisions, approval
- * decisions, tool executions and their receipts. Appends are queued in order, so a turn's entries are chained in
- * the order they happened; a failed append is logged and never fails the turn.
+ * decisions, tool executions and their receipts. The ledger chains them in the order they are
+ * appended, so a turn's entries are chained in the order they happened; a failed append is
+ * logged and never fails the turn.
  */
 import type { Logger } from 'pino'
 import { canonicalJson, digest } from '../core/json/canonical.js'
@@ -64,9 +65,12 @@ export class AuditRecorder {
   }
 
   private append (tenant: string, draft: AuditDraft): void {
-    this.tail = this.tail.then(async () => { await this.ledger.append(tenant, draft) }).catch((err: unknown) => {
+    // Not chained behind the previous append: the ledger keeps the order, and on SQLite the
+    // entries of one tick share a commit (decision 0277).
+    const appended = this.ledger.append(tenant, draft).then(() => {}, (err: unknown) => {
       this.log.error({ err, audit_kind: draft.kind }, 'could not append to the audit chain')
     })
+    this.tail = this.tail.then(async () => { await appended })
   }
 
   /** Resolves once every entry recorded so far is in the chain (an export reads after this). */

@@ -39,7 +39,9 @@ export function chainEntry (previous: { seq: number, hash: string } | null, tena
 
 /**
  * The per-tenant, append-only chain in the store. `append` is safe with many writers (other
- * instances included): each backend serialises a tenant's appends in one transaction.
+ * instances included): each backend serialises a tenant's appends in one transaction. Entries
+ * are chained in the order `append` was called, so callers need not wait for one append before
+ * the next.
  */
 export interface AuditLedger {
   append: (tenant: string, draft: AuditDraft) => Promise<AuditEntry>

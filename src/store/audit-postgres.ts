@@ -32,6 +32,9 @@ FOR EACH ROW EXECUTE FUNCTION ${s}.tollgate_audit_append_only();
 interface Row { tenant: string, seq: string, ts: string, kind: string, data: string, prev_hash: string, hash: string }
 
 export class PostgresAuditLedger implements AuditLedger {
+  /** Appends go out one after another, so a tenant's entries are chained in the order they were appended. */
+  private tail: Promise<unknown> = Promise.resolve()
+
   private constructor (private readonly pool: pg.Pool, private readonly s: string) {}
 
   static async open (options: {
@@ -63,6 +66,12 @@ export class PostgresAuditLedger implements AuditLedger {
   }
 
   async append (tenant: string, draft: AuditDraft): Promise<AuditEntry> {
+    const appended = this.tail.then(async () => await this.write(tenant, draft))
+    this.tail = appended.catch(() => {})
+    return await appended
+  }
+
+  private async write (tenant: string, draft: AuditDraft): Promise<AuditEntry> {
     const client = await this.pool.connect()
     try {
       await client.query('BEGIN')

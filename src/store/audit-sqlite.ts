@@ -1,10 +1,11 @@
 /**
- * The audit chain in the SQLite database file, on a connection of its own. A tenant's next entry
- * is read and written in one `BEGIN IMMEDIATE` transaction, so two writers never fork the chain;
- * triggers refuse every UPDATE and DELETE (append-only).
+ * The audit chain in the SQLite database file. A tenant's next entry is read and written in one
+ * transaction, so two writers never fork the chain; triggers refuse every UPDATE and DELETE
+ * (append-only).
  */
 import Database from 'better-sqlite3'
 import { chainEntry, type AuditDraft, type AuditEntry, type AuditLedger } from './audit-chain.js'
+import type { SharedCommit } from './sqlite-shared-commit.js'
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS tollgate_audit (
@@ -29,26 +30,73 @@ function entryOf (row: Row): AuditEntry {
   return { ...row, kind: row.kind as AuditEntry['kind'], data: JSON.parse(row.data) as Record<string, unknown> }
 }
 
+interface Draft {
+  tenant: string
+  draft: AuditDraft
+}
+
+interface Pending extends Draft {
+  resolve: (entry: AuditEntry) => void
+  reject: (err: unknown) => void
+}
+
+/**
+ * Over the store's own connection (`SqliteStore.auditLedger()`, what the gateway uses), appends
+ * ride on the store's next event-log commit (decision 0277): the entries a tick records go in
+ * the transaction that writes that tick's events, in the order they were appended. Over a
+ * connection of its own (a path), each append is one `BEGIN IMMEDIATE` transaction.
+ */
 export class SqliteAuditLedger implements AuditLedger {
   private readonly db: Database.Database
-  private readonly appendTx: (tenant: string, draft: AuditDraft) => AuditEntry
+  private readonly owned: boolean
+  private readonly writeChain: (drafts: readonly Draft[]) => AuditEntry[]
+  private readonly appendTx: ((drafts: readonly Draft[]) => AuditEntry[]) | null
+  private readonly commits: SharedCommit | null
+  /** Appends waiting for the commit they joined; null when none is open. */
+  private batch: Pending[] | null = null
 
-  constructor (path: string) {
-    this.db = new Database(path, { timeout: 5000 })
-    this.db.pragma('journal_mode = WAL')
+  constructor (source: string | { db: Database.Database, commits: SharedCommit }) {
+    this.owned = typeof source === 'string'
+    this.db = typeof source === 'string' ? new Database(source, { timeout: 5000 }) : source.db
+    this.commits = typeof source === 'string' ? null : source.commits
+    if (this.owned) this.db.pragma('journal_mode = WAL')
     this.db.exec(SCHEMA)
     const last = this.db.prepare<[string], { seq: number, hash: string }>('SELECT seq, hash FROM tollgate_audit WHERE tenant = ? ORDER BY seq DESC LIMIT 1')
     const insert = this.db.prepare('INSERT INTO tollgate_audit (tenant, seq, ts, kind, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)')
-    const tx = this.db.transaction((tenant: string, draft: AuditDraft) => {
-      const entry = chainEntry(last.get(tenant) ?? null, tenant, draft, new Date().toISOString())
-      insert.run(tenant, entry.seq, entry.ts, entry.kind, JSON.stringify(entry.data), entry.prev_hash, entry.hash)
-      return entry
-    })
-    this.appendTx = (tenant, draft) => tx.immediate(tenant, draft)
+    this.writeChain = (drafts) => {
+      const heads = new Map<string, { seq: number, hash: string } | null>()
+      const ts = new Date().toISOString()
+      return drafts.map(({ tenant, draft }) => {
+        const head = heads.has(tenant) ? heads.get(tenant) ?? null : last.get(tenant) ?? null
+        const entry = chainEntry(head, tenant, draft, ts)
+        insert.run(tenant, entry.seq, entry.ts, entry.kind, JSON.stringify(entry.data), entry.prev_hash, entry.hash)
+        heads.set(tenant, entry)
+        return entry
+      })
+    }
+    const tx = this.db.transaction(this.writeChain)
+    this.appendTx = this.commits === null ? (drafts) => tx.immediate(drafts) : null
   }
 
   async append (tenant: string, draft: AuditDraft): Promise<AuditEntry> {
-    return this.appendTx(tenant, draft)
+    if (this.appendTx !== null) return this.appendTx([{ tenant, draft }])[0] as AuditEntry
+    return await new Promise<AuditEntry>((resolve, reject) => {
+      const open = this.batch
+      if (open !== null) {
+        open.push({ tenant, draft, resolve, reject })
+        return
+      }
+      const batch: Pending[] = [{ tenant, draft, resolve, reject }]
+      this.batch = batch
+      let entries: AuditEntry[] = []
+      ;(this.commits as SharedCommit).join(() => {
+        // Appends from here on open the next batch; a rerun (its transaction failed) writes this one again.
+        if (this.batch === batch) this.batch = null
+        entries = this.writeChain(batch)
+      }).then(
+        () => { batch.forEach((p, i) => { p.resolve(entries[i] as AuditEntry) }) },
+        (err: unknown) => { for (const p of batch) p.reject(err) })
+    })
   }
 
   async read (tenant: string, afterSeq: number, limit: number): Promise<AuditEntry[]> {
@@ -59,6 +107,7 @@ export class SqliteAuditLedger implements AuditLedger {
   }
 
   async close (): Promise<void> {
-    this.db.close()
+    // A shared connection is the store's to close (after the writes that joined its commits).
+    if (this.owned) this.db.close()
   }
 }

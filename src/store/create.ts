@@ -52,12 +52,15 @@ export async function createStore (config: Config, options: CreateStoreOptions):
 }
 
 /** The tenants' audit chains, in the configured store's database (decision 0213). */
-export async function createAuditLedger (config: Config, options: Pick<CreateStoreOptions, 'env' | 'log'>): Promise<AuditLedger> {
+export async function createAuditLedger (
+  config: Config, options: Pick<CreateStoreOptions, 'env' | 'log'> & { store: Store }
+): Promise<AuditLedger> {
   switch (config.store.kind) {
     case 'memory':
       return new MemoryAuditLedger()
     case 'sqlite':
-      return new SqliteAuditLedger(config.store.sqlite.path)
+      // The store's own connection, so the entries share its commits (decision 0277).
+      return options.store instanceof SqliteStore ? options.store.auditLedger() : new SqliteAuditLedger(config.store.sqlite.path)
     case 'postgres': {
       const pgc = config.store.postgres
       return await PostgresAuditLedger.open({

@@ -23,6 +23,9 @@ import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import { compact, MAX_RUN, readExpanded, toRows, type RowOfEvents, type StoredRow } from './delta-runs.js'
 import type { SqlProbe } from './sql-probe.js'
+import { SharedCommit } from './sqlite-shared-commit.js'
+import { SqliteAuditLedger } from './audit-sqlite.js'
+import type { AuditLedger } from './audit-chain.js'
 import type { OutboxPlanner } from './outbox.js'
 import { SqliteOutbox } from './outbox-sqlite.js'
 import {
@@ -320,8 +323,9 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
       })),
     appendEvents: db.transaction((
       events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: ReadonlyArray<[unknown[], unknown[]]>,
-      records: ReadonlyArray<unknown[]>
+      records: ReadonlyArray<unknown[]>, joined: () => void
     ) => {
+      joined()
       appendAll(events)
       for (const c of checkpoints) saveCheckpoint.run(c.turn_id, c.seq, c.doc)
       for (const turn of records) saveTurn.run(...turn)
@@ -384,6 +388,8 @@ export class SqliteStore implements Store {
   private readonly probe: SqlProbe | undefined
   private readonly lock: Database.Database
   private readonly checkpointer: WalCheckpointer | null
+  /** Writes that ride on the next event-log commit (the audit chain's entries). */
+  private readonly commits: SharedCommit
 
   constructor (options: SqliteStoreOptions) {
     this.instanceId = options.instanceId
@@ -398,6 +404,7 @@ export class SqliteStore implements Store {
       throw err
     }
     this.outbox = new SqliteOutbox(this.db)
+    this.commits = new SharedCommit(this.db)
     const { planner } = options
     const outbox = this.outbox
     this.stmt = prepare(this.db, planner === undefined ? null : (e) => { outbox.write(planner(e)) })
@@ -414,6 +421,11 @@ export class SqliteStore implements Store {
         onResult: (result) => { this.probe?.checkpoint(result.walFrames, result.checkpointed) },
         onError: options.onCheckpointError ?? (() => {})
       })
+  }
+
+  /** The tenants' audit chains in this file, their appends sharing the event log's commits (decision 0277). */
+  auditLedger (): AuditLedger {
+    return new SqliteAuditLedger({ db: this.db, commits: this.commits })
   }
 
   /** Copies the WAL's frames into the database file without waiting for anything (PASSIVE). */
@@ -526,9 +538,9 @@ export class SqliteStore implements Store {
     events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = [], finished: readonly FinishedTurn[] = [],
     records: readonly TurnRecord[] = []
   ): void {
-    this.stmt.appendEvents(
-      events, checkpoints, finished.map((f) => [this.turnRow(f.turn), sessionRow(f.session)]), records.map((turn) => this.turnRow(turn))
-    )
+    const finishedRows = finished.map((f): [unknown[], unknown[]] => [this.turnRow(f.turn), sessionRow(f.session)])
+    const recordRows = records.map((turn) => this.turnRow(turn))
+    this.commits.within((joined) => { this.stmt.appendEvents(events, checkpoints, finishedRows, recordRows, joined) })
   }
 
   async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {
@@ -590,6 +602,8 @@ export class SqliteStore implements Store {
   async close (): Promise<void> {
     // Creations asked for before the close are written (or refused), not left unanswered.
     if (this.db.open) this.createQueued()
+    // Writes still waiting for a commit to ride on (audit entries) commit on their own.
+    this.commits.commitQueued()
     await this.checkpointer?.close()
     this.reclaimFreePages()
     if (this.db.open) this.db.close()

@@ -418,6 +418,8 @@ test('sqlite: a turn with two tool calls that answer at once costs at most 4 com
   const before = counter.snapshot()
   const done = await g.http('POST', '/v1/turns?wait=true', { session_id: 'ses_hot', message: 'run both', interactive: false })
   assert.equal(done.body.status, 'completed')
+  // The turn's audit entries (written with its events, decision 0277) are all in.
+  await g.gateway.audit.settled()
   const after = counter.snapshot()
   const stored = await store.readEvents(done.body.turn_id as string, 0, 100)
   assert.deepEqual(stored.map((e) => e.event.kind), ['turn.started', 'iteration', 'tool_call', 'tool_result', 'tool_call', 'tool_result', 'iteration', 'text.delta', 'turn.completed'])
@@ -435,10 +437,82 @@ test('sqlite: a turn with two tool calls that answer at once costs at most 4 com
   // Besides a BEGIN and a COMMIT per commit: the session read; createTurn (turn, session, 2 events,
   // 1 checkpoint), the round's checkpoint, 5 events + 1 checkpoint, the final save (turn, session,
   // 2 events, and the read of the turn's delta rows that compacts them into runs: here one row of
-  // one piece, nothing to change); and the test's own 9 reads above.
-  assert.equal(statements - 2 * commits, 1 + 5 + 1 + 6 + 5 + 9)
+  // one piece, nothing to change); the audit chain's two tool-execution entries, in the round's
+  // transaction (a savepoint, the chain head's read, two inserts, the release); and the test's own
+  // 9 reads above.
+  assert.equal(statements - 2 * commits, 1 + 5 + 1 + 6 + 5 + 5 + 9)
   const inserted = Object.fromEntries(Object.entries(after.inserts).map(([table, n]) => [table, n - (before.inserts[table] ?? 0)]))
   assert.deepEqual(inserted, {
-    tollgate_instances: 0, tollgate_turns: 2, tollgate_sessions: 2, tollgate_events: 9, tollgate_checkpoints: 3
+    tollgate_instances: 0, tollgate_turns: 2, tollgate_sessions: 2, tollgate_events: 9, tollgate_checkpoints: 3, tollgate_audit: 2
   })
+  const audited = await g.gateway.audit.ledger.read('local', 0, 100)
+  const calls = stored.filter((e) => e.event.kind === 'tool_call').map((e) => (e.event as { call_id: string }).call_id)
+  assert.deepEqual(audited.map((e) => [e.kind, e.data.call_id]), calls.map((id) => ['tool_execution', id]))
+})
+
+test('audit entries appended in a tick ride on that tick\'s event commit, in the order appended (decision 0277)', async (t) => {
+  const defer = deferrer(t)
+  const { store, counter } = await openStore(defer)
+  const { journal } = storedJournal(defer, store)
+  const ledger = store.auditLedger()
+  const before = counter.snapshot()
+  const appended = [
+    ledger.append('acme', { kind: 'permission', data: { n: 1 } }),
+    ledger.append('other', { kind: 'permission', data: { n: 2 } }),
+    ledger.append('acme', { kind: 'tool_execution', data: { n: 3 } })
+  ]
+  journal.append(envelope(1))
+  journal.append(envelope(2))
+  const entries = await Promise.all(appended)
+  const after = counter.snapshot()
+  assert.equal(after.commits - before.commits, 1, 'the events and the entries share one commit')
+  assert.equal(after.inserts.tollgate_events, 2)
+  assert.equal(after.inserts.tollgate_audit, 3)
+  assert.deepEqual(entries.map((e) => [e.tenant, e.seq, e.data.n]), [['acme', 1, 1], ['other', 1, 2], ['acme', 2, 3]])
+  assert.equal((entries[2] as { prev_hash: string }).prev_hash, (entries[0] as { hash: string }).hash, 'chained within the batch')
+  assert.deepEqual((await ledger.read('acme', 0, 10)).map((e) => e.data.n), [1, 3])
+})
+
+test('an audit entry with no event to ride on commits on its own by the end of the next tick, with the others of its tick', async (t) => {
+  const defer = deferrer(t)
+  const { store, counter } = await openStore(defer)
+  const ledger = store.auditLedger()
+  const before = counter.snapshot()
+  const entries = await Promise.all([
+    ledger.append('acme', { kind: 'approval', data: { n: 1 } }),
+    ledger.append('acme', { kind: 'approval', data: { n: 2 } })
+  ])
+  assert.equal(counter.snapshot().commits - before.commits, 1)
+  assert.deepEqual(entries.map((e) => e.seq), [1, 2])
+  // A later tick's entry continues the chain.
+  const third = await ledger.append('acme', { kind: 'receipt', data: { n: 3 } })
+  assert.deepEqual([third.seq, third.prev_hash], [3, (entries[1] as { hash: string }).hash])
+})
+
+test('a joined write that fails is undone alone: the events it rode with are written, the next entries chain on', async (t) => {
+  const defer = deferrer(t)
+  const { store } = await openStore(defer)
+  const { journal } = storedJournal(defer, store)
+  const ledger = store.auditLedger()
+  // A cyclic value cannot be serialised: this batch's write throws inside the event transaction.
+  const cyclic: Record<string, unknown> = {}
+  cyclic.self = cyclic
+  const failed = ledger.append('acme', { kind: 'permission', data: cyclic })
+  journal.append(envelope(1))
+  await assert.rejects(failed)
+  assert.deepEqual((await store.readEvents('turn_1', 0, 10)).map((e) => e.seq), [1])
+  const next = await ledger.append('acme', { kind: 'permission', data: { n: 2 } })
+  assert.equal(next.seq, 1, 'nothing of the failed batch was kept')
+})
+
+test('entries still waiting for a commit are written when the store closes', async (t) => {
+  const defer = deferrer(t)
+  const path = await scratchDb(defer)
+  const store = new SqliteStore({ path, instanceId: 'inst-a', checkpointMs: 0 })
+  const pending = store.auditLedger().append('acme', { kind: 'approval', data: { n: 1 } })
+  await store.close()
+  assert.equal((await pending).seq, 1)
+  const reopened = new SqliteStore({ path, instanceId: 'inst-a', checkpointMs: 0 })
+  defer(async () => { await reopened.close() })
+  assert.deepEqual((await reopened.auditLedger().read('acme', 0, 10)).map((e) => e.data.n), [1])
 })
