@@ -4,6 +4,7 @@
  * fork anyway. A trigger refuses every UPDATE and DELETE (append-only).
  */
 import pg from 'pg'
+import { inTransaction } from './pg-transaction.js'
 import { chainEntry, type AuditDraft, type AuditEntry, type AuditLedger } from './audit-chain.js'
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
@@ -45,19 +46,11 @@ export class PostgresAuditLedger implements AuditLedger {
     pool.on('error', options.onIdleError)
     const s = `"${options.schema}"`
     try {
-      const client = await pool.connect()
-      try {
+      await inTransaction(pool, async (client) => {
         // Instances starting together must not race on CREATE: one lock, the same as any other migration would take.
-        await client.query('BEGIN')
         await client.query("SELECT pg_advisory_xact_lock(hashtext('tollgate_audit_schema'))")
         await client.query(schemaSql(s))
-        await client.query('COMMIT')
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {})
-        throw err
-      } finally {
-        client.release()
-      }
+      })
     } catch (err) {
       await pool.end()
       throw err
@@ -72,9 +65,7 @@ export class PostgresAuditLedger implements AuditLedger {
   }
 
   private async write (tenant: string, draft: AuditDraft): Promise<AuditEntry> {
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
+    return await inTransaction(this.pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock(hashtext('tollgate_audit:' || $1))", [tenant])
       const { rows } = await client.query<{ seq: string, hash: string }>(
         `SELECT seq, hash FROM ${this.s}.tollgate_audit WHERE tenant = $1 ORDER BY seq DESC LIMIT 1`, [tenant])
@@ -83,14 +74,8 @@ export class PostgresAuditLedger implements AuditLedger {
       await client.query(
         `INSERT INTO ${this.s}.tollgate_audit (tenant, seq, ts, kind, data, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
         [tenant, entry.seq, entry.ts, entry.kind, JSON.stringify(entry.data), entry.prev_hash, entry.hash])
-      await client.query('COMMIT')
       return entry
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+    })
   }
 
   async read (tenant: string, afterSeq: number, limit: number): Promise<AuditEntry[]> {

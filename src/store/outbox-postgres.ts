@@ -5,6 +5,7 @@
  * each instance's clock (`Date.now()`): leases are long beside any clock skew a cluster tolerates.
  */
 import type pg from 'pg'
+import { inTransaction } from './pg-transaction.js'
 import type { AttemptOutcome, DeliveryFilter, DeliveryRecord, Outbox, OutboxWrite } from './outbox.js'
 
 /** The outbox's table; `s` is the quoted schema name. */
@@ -81,17 +82,7 @@ export class PostgresOutbox implements Outbox {
 
   async add (write: OutboxWrite): Promise<void> {
     if (isEmptyWrite(write)) return
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
-      await this.writeWith(client, write)
-      await client.query('COMMIT')
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+    await inTransaction(this.pool, async (client) => { await this.writeWith(client, write) })
   }
 
   async claim (instanceId: string, nowMs: number, leaseMs: number, limit: number): Promise<DeliveryRecord[]> {

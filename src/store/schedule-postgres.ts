@@ -5,6 +5,7 @@
  * that owner, so two creates cannot both pass the limit.
  */
 import type pg from 'pg'
+import { inTransaction } from './pg-transaction.js'
 import type { ScheduleBook, ScheduleRecord, ScheduleRunRecord } from './schedule-book.js'
 import { runDoc, scheduleDoc, scheduleOfRow } from './schedule-sqlite.js'
 
@@ -36,23 +37,8 @@ const COLS = 'next_run_ms, last_turn_id, doc'
 export class PostgresScheduleBook implements ScheduleBook {
   constructor (private readonly pool: pg.Pool, private readonly s: string) {}
 
-  private async transaction<T> (fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
-      const out = await fn(client)
-      await client.query('COMMIT')
-      return out
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
-  }
-
   async create (sc: ScheduleRecord, maxPerOwner: number): Promise<boolean> {
-    return await this.transaction(async (client) => {
+    return await inTransaction(this.pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tollgate:schedules:${sc.owner}`])
       const { rows } = await client.query<{ n: string }>(`SELECT COUNT(*) AS n FROM ${this.s}.tollgate_schedules WHERE owner = $1`, [sc.owner])
       if (Number(rows[0]?.n ?? 0) >= maxPerOwner) return false
@@ -86,7 +72,7 @@ export class PostgresScheduleBook implements ScheduleBook {
   }
 
   async delete (scheduleId: string): Promise<boolean> {
-    return await this.transaction(async (client) => {
+    return await inTransaction(this.pool, async (client) => {
       await client.query(`DELETE FROM ${this.s}.tollgate_schedule_runs WHERE schedule_id = $1`, [scheduleId])
       const res = await client.query(`DELETE FROM ${this.s}.tollgate_schedules WHERE schedule_id = $1`, [scheduleId])
       return (res.rowCount ?? 0) > 0

@@ -5,6 +5,7 @@
  * waits on the row lock and then reads the committed sum.
  */
 import type pg from 'pg'
+import { inTransaction } from './pg-transaction.js'
 import { judge, type SpendLedger, type SpendLine, type SpendVerdict } from './spend-ledger.js'
 
 /** The ledger's table; `s` is the quoted schema name. */
@@ -23,9 +24,7 @@ export class PostgresSpendLedger implements SpendLedger {
     const sorted = [...lines].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
     const keys = sorted.map((l) => l.key)
     const now = Date.now()
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
+    return await inTransaction(this.pool, async (client) => {
       await client.query(
         `INSERT INTO ${this.s}.tollgate_spend (spend_key, spent_nano, expires_ms)
           SELECT k, 0, e FROM unnest($1::text[], $2::bigint[]) AS t(k, e) ORDER BY k ON CONFLICT (spend_key) DO NOTHING`,
@@ -45,14 +44,8 @@ export class PostgresSpendLedger implements SpendLedger {
           [keys, amountNano, now, sorted.map((l) => l.expiresMs)]
         )
       }
-      await client.query('COMMIT')
       return verdict
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+    })
   }
 
   async adjust (keys: readonly string[], deltaNano: number): Promise<void> {
