@@ -48,8 +48,15 @@ interface RunDoc {
   texts: string[]
 }
 
-const ENVELOPE_KEYS = ['turn_id', 'session_id', 'tenant', 'seq', 'ts', 'event'].join()
-const EVENT_KEYS = ['kind', 'text'].join()
+const ENVELOPE_KEYS = ['turn_id', 'session_id', 'tenant', 'seq', 'ts', 'event']
+const EVENT_KEYS = ['kind', 'text']
+
+/** `o`'s own keys are exactly `keys`, in that order (checked per delta: no array or string built). */
+function keysAre (o: object, keys: readonly string[]): boolean {
+  let i = 0
+  for (const k in o) if (k !== keys[i++]) return false
+  return i === keys.length
+}
 
 function deltaKind (e: BusEnvelope): DeltaKind | null {
   return e.event.kind === 'text.delta' || e.event.kind === 'reasoning.delta' ? e.event.kind : null
@@ -58,7 +65,7 @@ function deltaKind (e: BusEnvelope): DeltaKind | null {
 /** Its ts as epoch ms when a run can restore this envelope exactly; null otherwise. */
 function runnable (e: BusEnvelope): number | null {
   if (deltaKind(e) === null) return null
-  if (Object.keys(e).join() !== ENVELOPE_KEYS || Object.keys(e.event).join() !== EVENT_KEYS) return null
+  if (!keysAre(e, ENVELOPE_KEYS) || !keysAre(e.event, EVENT_KEYS)) return null
   const ms = Date.parse(e.ts)
   return Number.isFinite(ms) && new Date(ms).toISOString() === e.ts ? ms : null
 }
