@@ -126,5 +126,5 @@ test('compaction merges single rows into runs and leaves rows that are already r
   assert.deepEqual(insert.map((r) => [r.seq, r.last_seq]), [[2, 6]])
   const after = [...live.filter((r) => !remove.some((x) => x.seq === r.seq)), ...insert].sort((x, y) => x.seq - y.seq)
   assert.deepEqual(expandAll(after), events)
-  assert.deepEqual(compact(after), { remove: [], insert: [] })
+  assert.deepEqual(compact(after), { remove: [], insert: [], rewrite: [] })
 })
