@@ -10,6 +10,13 @@
  * A piece joins a run only when the run restores it exactly: an envelope with the usual fields
  * and nothing else, and a ts in the form `new Date().toISOString()` writes (which the turn's
  * `sequence` stamps). Anything else is stored as it is.
+ *
+ * A finished turn's answer is kept once (decision 0278): its record's `final_text`. When the turn
+ * is compacted, a run of text pieces whose concatenation is part of that text keeps its pieces'
+ * lengths and where they start in it (`of_turn`) instead of the texts, and a `turn.completed`
+ * whose `final_text` is that text keeps `{"of_turn": true}` in its place. Reading such rows needs
+ * the turn's final_text (`TurnText`), which the stores read from the turn record; rows written
+ * before, or whose text is not the record's, keep their texts and read as they did.
  */
 import type { BusEnvelope } from '../core/envelope.js'
 import { decodeEnvelope, encodeDoc } from './codec.js'
@@ -35,7 +42,7 @@ export interface RowOfEvents extends EventRow {
   events: readonly BusEnvelope[]
 }
 
-/** The document of a run of two pieces or more. */
+/** The document of a run of two pieces or more: its texts, or where they are in the turn's final_text. */
 interface RunDoc {
   run: DeltaKind
   turn_id: string
@@ -45,7 +52,29 @@ interface RunDoc {
   ts: string
   /** Each later piece's ts, in ms after the previous piece's. */
   dt: number[]
-  texts: string[]
+  texts?: string[]
+  /** Where the first piece starts in the turn's final_text (UTF-16 code units, as JavaScript slices). */
+  of_turn?: number
+  /** Each piece's length there. */
+  lens?: number[]
+}
+
+/** What a `turn.completed` keeps as its `final_text` when that is the turn record's. */
+interface TextOfTurn { of_turn: true }
+
+/** The finished turn's final_text (its record's), read when a row refers to it; null if there is none. */
+export type TurnText = () => Promise<string | null> | string | null
+
+/** In a row's document only where it refers to the turn's final_text (a string's quotes are escaped). */
+const REFERS = '"of_turn":'
+
+/** Whether the row's events are rebuilt with the turn's final_text (false positives only cost the read). */
+export function refersToTurnText (row: StoredRow): boolean {
+  return row.doc.includes(REFERS)
+}
+
+function missingText (turnId: string): Error {
+  return new Error(`the stored events of ${turnId} refer to the final_text of a turn record that has none`)
 }
 
 const ENVELOPE_KEYS = ['turn_id', 'session_id', 'tenant', 'seq', 'ts', 'event']
@@ -75,10 +104,8 @@ function continues (last: BusEnvelope, e: BusEnvelope): boolean {
   return e.seq === last.seq + 1 && e.event.kind === last.event.kind && e.session_id === last.session_id && e.tenant === last.tenant
 }
 
-function runRow (pieces: readonly BusEnvelope[]): RowOfEvents {
+function runDoc (pieces: readonly BusEnvelope[]): RunDoc {
   const first = pieces[0] as BusEnvelope
-  const last = pieces[pieces.length - 1] as BusEnvelope
-  if (pieces.length === 1) return { turn_id: first.turn_id, seq: first.seq, last_seq: first.seq, doc: encodeDoc(first), events: pieces }
   const dt: number[] = []
   const texts: string[] = []
   let previous = Date.parse(first.ts)
@@ -88,16 +115,15 @@ function runRow (pieces: readonly BusEnvelope[]): RowOfEvents {
     previous = ms
     texts.push((p.event as { text: string }).text)
   }
-  const doc: RunDoc = {
-    run: first.event.kind as DeltaKind,
-    turn_id: first.turn_id,
-    session_id: first.session_id,
-    tenant: first.tenant,
-    ts: first.ts,
-    dt,
-    texts
-  }
-  return { turn_id: first.turn_id, seq: first.seq, last_seq: last.seq, doc: JSON.stringify(doc), events: pieces }
+  const { turn_id: turnId, session_id: sessionId, tenant, ts } = first
+  return { run: first.event.kind as DeltaKind, turn_id: turnId, session_id: sessionId, tenant, ts, dt, texts }
+}
+
+function runRow (pieces: readonly BusEnvelope[]): RowOfEvents {
+  const first = pieces[0] as BusEnvelope
+  const last = pieces[pieces.length - 1] as BusEnvelope
+  if (pieces.length === 1) return { turn_id: first.turn_id, seq: first.seq, last_seq: first.seq, doc: encodeDoc(first), events: pieces }
+  return { turn_id: first.turn_id, seq: first.seq, last_seq: last.seq, doc: JSON.stringify(runDoc(pieces)), events: pieces }
 }
 
 /**
@@ -133,13 +159,35 @@ export function bareRow (row: EventRow): EventRow {
   return { turn_id: row.turn_id, seq: row.seq, last_seq: row.last_seq, doc: row.doc }
 }
 
-/** The envelopes a stored row holds, in seq order, exactly as they were published. */
-export function fromRow (row: StoredRow): BusEnvelope[] {
-  if (row.last_seq === null || row.last_seq <= row.seq) return [decodeEnvelope(row.doc)]
+function isTextOfTurn (value: unknown): value is TextOfTurn {
+  return typeof value === 'object' && value !== null && (value as TextOfTurn).of_turn === true
+}
+
+/** The texts of a run, its own or cut from the turn's final_text. */
+function textsOf (doc: RunDoc, turnText: string | null): string[] {
+  if (doc.texts !== undefined) return doc.texts
+  if (turnText === null) throw missingText(doc.turn_id)
+  let at = doc.of_turn ?? 0
+  return (doc.lens ?? []).map((n) => turnText.slice(at, (at += n)))
+}
+
+/**
+ * The envelopes a stored row holds, in seq order, exactly as they were published. `turnText`: the
+ * turn's final_text, for a row that refers to it (`refersToTurnText`).
+ */
+export function fromRow (row: StoredRow, turnText: string | null = null): BusEnvelope[] {
+  if (row.last_seq === null || row.last_seq <= row.seq) {
+    const e = decodeEnvelope(row.doc)
+    if (e.event.kind === 'turn.completed' && isTextOfTurn(e.event.final_text)) {
+      if (turnText === null) throw missingText(e.turn_id)
+      e.event.final_text = turnText
+    }
+    return [e]
+  }
   const doc = JSON.parse(row.doc) as RunDoc
   const out: BusEnvelope[] = []
   let ms = Date.parse(doc.ts)
-  for (const [i, text] of doc.texts.entries()) {
+  for (const [i, text] of textsOf(doc, turnText).entries()) {
     if (i > 0) ms += doc.dt[i - 1] as number
     out.push({
       turn_id: doc.turn_id,
@@ -157,12 +205,12 @@ export function fromRow (row: StoredRow): BusEnvelope[] {
  * The envelopes of `rows` (one turn's, ascending by seq) after `afterSeq`, at most `limit`. Rows
  * may overlap (a write retried after one that did land): each seq is taken once, from its first row.
  */
-export function expandRows (rows: readonly StoredRow[], afterSeq: number, limit: number): BusEnvelope[] {
+export function expandRows (rows: readonly StoredRow[], afterSeq: number, limit: number, turnText: string | null = null): BusEnvelope[] {
   const out: BusEnvelope[] = []
   let after = afterSeq
   for (const row of rows) {
     if ((row.last_seq ?? row.seq) <= after) continue
-    for (const e of fromRow(row)) {
+    for (const e of fromRow(row, turnText)) {
       if (e.seq <= after) continue
       if (out.length === limit) return out
       out.push(e)
@@ -175,18 +223,20 @@ export function expandRows (rows: readonly StoredRow[], afterSeq: number, limit:
 /**
  * Reads a turn's events after `afterSeq` through `fetch` (rows whose last seq is past its
  * `after`, ascending, at most `limit`), expanded and cut to `limit`. Reads on when overlapping
- * rows gave fewer events than rows.
+ * rows gave fewer events than rows. `turnText` is asked (once) only when a row refers to it.
  */
 export async function readExpanded (
   fetch: (after: number, limit: number) => Promise<StoredRow[]> | StoredRow[],
-  afterSeq: number, limit: number
+  afterSeq: number, limit: number, turnText: TurnText = () => null
 ): Promise<BusEnvelope[]> {
   const out: BusEnvelope[] = []
   let after = afterSeq
+  let text: string | null | undefined
   while (out.length < limit) {
     const want = limit - out.length
     const rows = await fetch(after, want)
-    const events = expandRows(rows, after, want)
+    if (text === undefined && rows.some(refersToTurnText)) text = await turnText()
+    const events = expandRows(rows, after, want, text ?? null)
     out.push(...events)
     const last = events.at(-1)
     if (rows.length < want || last === undefined) break
@@ -195,25 +245,62 @@ export async function readExpanded (
   return out
 }
 
-/** What finishing a turn changes of its delta rows: rows to delete (by seq and last seq), rows to insert. */
+/**
+ * What compacting a finished turn changes of its rows: rows to delete (by seq and last seq), rows
+ * to insert, and documents to replace (by seq: the terminal event's).
+ */
 export interface Compaction {
   remove: Array<{ seq: number, last_seq: number }>
   insert: EventRow[]
+  rewrite: Array<{ seq: number, doc: string }>
 }
 
 /**
- * Compacts a turn's stored delta rows (those with a last seq, ascending by seq) into maximal
- * runs: the rows that change are removed and the runs that replace them inserted. Nothing when
- * every run is already one row.
+ * The run as a reference into the turn's final_text, when its text is part of it: looked for at
+ * `from` (where the previous run ended) first. Null when it is not (a reasoning run, text the
+ * answer does not hold, such as an answer streamed before a restart).
  */
-export function compact (rows: readonly StoredRow[]): Compaction {
+function referenced (row: RowOfEvents, turnText: string, from: number): { doc: string, end: number } | null {
+  if (row.events.length < 2 || row.events[0]?.event.kind !== 'text.delta') return null
+  const { texts = [], ...rest } = runDoc(row.events)
+  const joined = texts.join('')
+  const at = turnText.startsWith(joined, from) ? from : turnText.indexOf(joined)
+  if (at === -1) return null
+  const doc: RunDoc = { ...rest, of_turn: at, lens: texts.map((t) => t.length) }
+  return { doc: JSON.stringify(doc), end: at + joined.length }
+}
+
+/**
+ * Compacts a finished turn's stored rows (its delta rows, those with a last seq, and its terminal
+ * event's; ascending by seq) into maximal runs: the rows that change are removed and the runs
+ * that replace them inserted. With `turnText`, the turn record's final_text, the runs of its text
+ * and the `turn.completed` that carries it refer to it instead of holding it again. Nothing when
+ * every row is already as it should be.
+ */
+export function compact (rows: readonly StoredRow[], turnText: string | null = null): Compaction {
   const deltas = rows.filter((r): r is Pick<EventRow, 'seq' | 'doc'> & { last_seq: number } => r.last_seq !== null)
-  const target = toRows(expandRows(deltas, 0, Number.MAX_SAFE_INTEGER))
+  let from = 0
+  const target = toRows(expandRows(deltas, 0, Number.MAX_SAFE_INTEGER, turnText)).map((row): EventRow => {
+    const ref = turnText === null ? null : referenced(row, turnText, from)
+    if (ref === null) return bareRow(row)
+    from = ref.end
+    return { ...bareRow(row), doc: ref.doc }
+  })
   const key = (r: { seq: number, last_seq: number | null }): string => `${r.seq}:${r.last_seq ?? r.seq}`
-  const existing = new Set(deltas.map(key))
-  const wanted = new Set(target.map(key))
+  const existing = new Map(deltas.map((r) => [key(r), r.doc]))
+  const wanted = new Map(target.map((r) => [key(r), r.doc]))
+  const rewrite: Compaction['rewrite'] = []
+  for (const row of rows) {
+    if (row.last_seq !== null || turnText === null || turnText === '' || !row.doc.includes('"turn.completed"')) continue
+    const e = decodeEnvelope(row.doc)
+    if (e.event.kind !== 'turn.completed' || e.event.final_text !== turnText) continue
+    const ref: TextOfTurn = { of_turn: true }
+    ;(e.event as { final_text: unknown }).final_text = ref
+    rewrite.push({ seq: row.seq, doc: JSON.stringify(e) })
+  }
   return {
-    remove: deltas.filter((r) => !wanted.has(key(r))).map((r) => ({ seq: r.seq, last_seq: r.last_seq })),
-    insert: target.filter((r) => !existing.has(key(r))).map(bareRow)
+    remove: deltas.filter((r) => wanted.get(key(r)) !== r.doc).map((r) => ({ seq: r.seq, last_seq: r.last_seq })),
+    insert: target.filter((r) => existing.get(key(r)) !== r.doc),
+    rewrite
   }
 }

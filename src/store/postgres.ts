@@ -23,6 +23,8 @@ import {
 } from './store.js'
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
+/** A finished turn waits this long before its rows are compacted: the burst it finished in goes first. */
+const COMPACT_DELAY_MS = 200
 
 /** Rows of events (a run of deltas one row: delta-runs.ts) as the four arrays the insert unnests. */
 function rowColumns (rows: readonly EventRow[]): unknown[] {
@@ -206,10 +208,13 @@ function statements (s: string) {
       text: `SELECT seq, last_seq, doc FROM ${s}.tollgate_events
         WHERE turn_id = $1 AND seq > $2::integer - ${MAX_RUN} AND coalesce(last_seq, seq) > $2 ORDER BY seq LIMIT $3`
     },
-    deltaRows: {
-      name: 'tollgate_delta_rows',
-      text: `SELECT seq, last_seq, doc FROM ${s}.tollgate_events WHERE turn_id = $1 AND last_seq IS NOT NULL ORDER BY seq`
+    // A finished turn's delta rows and its last event (the terminal one).
+    compactable: {
+      name: 'tollgate_compactable_rows',
+      text: `SELECT seq, last_seq, doc FROM ${s}.tollgate_events WHERE turn_id = $1
+        AND (last_seq IS NOT NULL OR seq = (SELECT max(seq) FROM ${s}.tollgate_events WHERE turn_id = $1)) ORDER BY seq`
     },
+    rewriteRow: { name: 'tollgate_rewrite_event_row', text: `UPDATE ${s}.tollgate_events SET doc = $3 WHERE turn_id = $1 AND seq = $2` },
     removeRows: {
       name: 'tollgate_remove_event_rows',
       text: `DELETE FROM ${s}.tollgate_events e USING unnest($2::integer[], $3::integer[]) AS r (seq, last_seq)
@@ -233,6 +238,11 @@ export class PostgresStore implements Store {
   private readonly chains = new Map<string, Promise<void>>()
   private readonly sql: ReturnType<typeof statements>
   private closed = false
+  /** Finished turns whose rows are not compacted yet, oldest first; `compacting` works through them. */
+  private readonly toCompact = new Set<string>()
+  private compacting: Promise<void> | null = null
+  /** Ends the wait before the next compaction pass (close() does not wait out the delay). */
+  private compactNow: (() => void) | null = null
 
   private constructor (pool: pg.Pool, schema: string, instanceId: string, planner: OutboxPlanner | null) {
     this.pool = pool
@@ -385,31 +395,53 @@ export class PostgresStore implements Store {
     return { ...this.sql.saveTurnSessionEventsAndCheckpoint, values }
   }
 
-  /**
-   * A finished turn's delta rows are compacted into runs right after its final save, in the
-   * turn's write order, in a transaction of their own.
-   */
+  /** A finished turn is queued for compaction (`queueCompaction`): its final save does not wait for it. */
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
     await this.savePair(turn, session, this.pairSave(turn, session, events), events)
-    if (TERMINAL_TURN_STATUSES.has(turn.status)) await this.serial([`t:${turn.turn_id}`], async () => { await this.compactTurn(turn.turn_id) })
+    if (TERMINAL_TURN_STATUSES.has(turn.status)) this.queueCompaction(turn.turn_id)
   }
 
   /**
-   * The turn's delta rows, written a batch at a time, become one row per run (delta-runs.ts): the
-   * rows read are deleted (by seq and last seq: a row written since is left alone) and the runs
-   * inserted, in one transaction. Best effort: when it fails the rows stay as they were written,
-   * which read back as the same events.
+   * Compaction happens off the finishing path: COMPACT_DELAY_MS after a turn finishes, one turn at
+   * a time (a batch of streams that end together does not take the pool from the streams still
+   * running), each in the turn's write order; close() waits for what is queued. A crash before it
+   * leaves the turn's rows as written, which read back the same (the retention prune removes them).
+   */
+  private queueCompaction (turnId: string): void {
+    this.toCompact.add(turnId)
+    this.compacting ??= (async () => {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, COMPACT_DELAY_MS)
+        timer.unref()
+        this.compactNow = () => { clearTimeout(timer); resolve() }
+      })
+      this.compactNow = null
+      for (const id of this.toCompact) {
+        this.toCompact.delete(id)
+        await this.serial([`t:${id}`], async () => { await this.compactTurn(id) })
+      }
+      this.compacting = null
+    })()
+  }
+
+  /**
+   * The turn's delta rows, written a batch at a time, become one row per run, its text kept once,
+   * in its record (delta-runs.ts): the rows read are deleted (by seq and last seq: a row written
+   * since is left alone), the runs inserted and the terminal event's document replaced, in one
+   * transaction. Best effort: when it fails the rows stay as they were written, which read back as
+   * the same events.
    */
   private async compactTurn (turnId: string): Promise<void> {
     try {
-      const { rows } = await this.pool.query<StoredRow>({ ...this.sql.deltaRows, values: [turnId] })
-      const { remove, insert } = compact(rows)
-      if (remove.length === 0 && insert.length === 0) return
+      const { rows } = await this.pool.query<StoredRow>({ ...this.sql.compactable, values: [turnId] })
+      const { remove, insert, rewrite } = compact(rows, await this.turnText(turnId))
+      if (remove.length === 0 && insert.length === 0 && rewrite.length === 0) return
       const client = await this.pool.connect()
       try {
         await client.query('BEGIN')
         await client.query({ ...this.sql.removeRows, values: [turnId, remove.map((r) => r.seq), remove.map((r) => r.last_seq)] })
         await client.query({ ...this.sql.insertRows, values: rowColumns(insert) })
+        for (const r of rewrite) await client.query({ ...this.sql.rewriteRow, values: [turnId, r.seq, r.doc] })
         await client.query('COMMIT')
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {})
@@ -420,6 +452,11 @@ export class PostgresStore implements Store {
     } catch {
       // Nothing lost (see above); the next finish of this turn, if any, tries again.
     }
+  }
+
+  /** The turn record's final_text, which a compacted turn's events refer to. */
+  private async turnText (turnId: string): Promise<string | null> {
+    return (await this.getTurn(turnId))?.final_text ?? null
   }
 
   /** Runs a pair save in the turn's and the session's write order. */
@@ -521,7 +558,7 @@ export class PostgresStore implements Store {
     return await readExpanded(async (after, n) => {
       const { rows } = await this.pool.query<StoredRow>({ ...this.sql.readEvents, values: [turnId, after, n] })
       return rows
-    }, afterSeq, limit)
+    }, afterSeq, limit, async () => await this.turnText(turnId))
   }
 
   async lastEventSeq (turnId: string): Promise<number> {
@@ -561,13 +598,16 @@ export class PostgresStore implements Store {
       WHERE turn_id = $4 AND status = 'running' AND instance_id IS NOT DISTINCT FROM $5`,
     [turn.status, finishedMs(turn), encodeDoc(turn), turn.turn_id, instanceId])
     // Finished for a dead instance: its deltas are compacted as a finish compacts them.
-    if (rowCount === 1) await this.compactTurn(turn.turn_id)
+    if (rowCount === 1) this.queueCompaction(turn.turn_id)
     return rowCount === 1
   }
 
   async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
+    // Compactions queued before the stop are done now, not after their delay.
+    this.compactNow?.()
+    await this.compacting
     await Promise.all(this.chains.values())
     await this.pool.end()
   }

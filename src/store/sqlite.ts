@@ -21,7 +21,8 @@ import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { tenantOf } from '../core/tenancy.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
-import { compact, MAX_RUN, readExpanded, toRows, type RowOfEvents, type StoredRow } from './delta-runs.js'
+import { compact, MAX_RUN, readExpanded, toRows, type RowOfEvents } from './delta-runs.js'
+import { PACK_OVER, packDoc, unpackDoc } from './doc-pack.js'
 import type { SqlProbe } from './sql-probe.js'
 import { SharedCommit } from './sqlite-shared-commit.js'
 import { SqliteAuditLedger } from './audit-sqlite.js'
@@ -36,11 +37,20 @@ import {
 /**
  * 1: first; 2: listing columns; 3: durable turns' checkpoints (a new table, nothing to convert);
  * 4: sessions keyed by tenant and id; 5: delta runs (`tollgate_events.last_seq`, null on the rows
- * written before: each is one event, as it was).
+ * written before: each is one event, as it was); 6: compaction off the finishing transaction
+ * (`tollgate_compactions`, a new table), runs and terminal events that refer to the turn record's
+ * final_text, documents deflated as BLOBs (rows written before read as they did; an earlier
+ * Tollgate could not read the new ones, hence the version).
  */
-const SCHEMA_VERSION = 5
+const SCHEMA_VERSION = 6
 /** Free pages given back per prune or stop, at most: 256 MiB of 4 KiB pages. */
 const RECLAIM_PAGES = 65_536
+/** A finished turn waits this long before its rows are compacted: the burst it finished in goes first. */
+const COMPACT_DELAY_MS = 200
+/** Each compaction pass runs at most this long on the event loop (whole turns, one transaction each)... */
+const COMPACT_SLICE_MS = 2
+/** ...and the next starts this long after it, so that streams in flight keep their pace. */
+const COMPACT_GAP_MS = 10
 /** Period of the worker's WAL copy. */
 const CHECKPOINT_MS = 1000
 /** Page cache (KiB; SQLite's default is 2 MiB): a busy gateway's hot index pages stay in memory. */
@@ -85,6 +95,9 @@ CREATE TABLE IF NOT EXISTS tollgate_events (
   doc TEXT NOT NULL,
   last_seq INTEGER,
   PRIMARY KEY (turn_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tollgate_compactions (
+  turn_id TEXT PRIMARY KEY
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tollgate_instances (
   instance_id TEXT PRIMARY KEY,
@@ -162,6 +175,8 @@ export interface SqliteStoreOptions {
   catchUpFrames?: number
   /** Told of a failed checkpoint (the WAL keeps its frames, the next one retries); default: ignored. */
   onCheckpointError?: (err: unknown) => void
+  /** Told of a failed compaction (the turn's rows stay as written and read the same; retried at the next start); default: ignored. */
+  onCompactionError?: (err: unknown) => void
   /** Instrumentation (benchmark, tests); none by default. */
   probe?: SqlProbe
   /** What each stored event announces (notifications); none by default. */
@@ -265,17 +280,50 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
   const appendAll = (events: readonly BusEnvelope[]): void => {
     for (const row of toRows(events)) appendRow(row)
   }
-  const deltaRows = db.prepare<[string], StoredRow>('SELECT seq, last_seq, doc FROM tollgate_events WHERE turn_id = ? AND last_seq IS NOT NULL ORDER BY seq')
+  // A finished turn's delta rows and its last event (the terminal one).
+  const compactable = db.prepare<[string, string], { seq: number, last_seq: number | null, doc: string | Buffer }>(`SELECT seq, last_seq, doc
+      FROM tollgate_events WHERE turn_id = ?
+      AND (last_seq IS NOT NULL OR seq = (SELECT max(seq) FROM tollgate_events WHERE turn_id = ?)) ORDER BY seq`)
+  const turnDoc = db.prepare<[string], { doc: string | Buffer }>('SELECT doc FROM tollgate_turns WHERE turn_id = ?')
   const removeRow = db.prepare('DELETE FROM tollgate_events WHERE turn_id = ? AND seq = ? AND last_seq = ?')
+  const rewriteRow = db.prepare('UPDATE tollgate_events SET doc = ? WHERE turn_id = ? AND seq = ?')
+  const queueCompaction = db.prepare('INSERT OR IGNORE INTO tollgate_compactions (turn_id) VALUES (?)')
+  const compacted = db.prepare('DELETE FROM tollgate_compactions WHERE turn_id = ?')
+  // Documents are deflated here, off the hot path (decision 0278): the turn's events still TEXT,
+  // its record, and its session as the turn left it (a later turn of the session writes it again,
+  // as TEXT, and its own compaction packs it).
+  const unpackedEvents = db.prepare<[string, number], { seq: number, doc: string }>(
+    'SELECT seq, doc FROM tollgate_events WHERE turn_id = ? AND typeof(doc) = \'text\' AND length(doc) > ?')
+  const repackTurn = db.prepare('UPDATE tollgate_turns SET doc = ? WHERE turn_id = ?')
+  const sessionDoc = db.prepare<[string, string], { doc: string | Buffer }>('SELECT doc FROM tollgate_sessions WHERE tenant = ? AND session_id = ?')
+  const repackSession = db.prepare('UPDATE tollgate_sessions SET doc = ? WHERE tenant = ? AND session_id = ?')
+  // A finished turn's checkpoint is never read again (pruneCheckpoints would drop it within the hour).
+  const dropCheckpoint = db.prepare('DELETE FROM tollgate_checkpoints WHERE turn_id = ?')
   /**
-   * A finished turn's delta rows, written a flush at a time, become one row per run (in the
-   * caller's transaction). The events are the same: announced already, they announce nothing.
+   * A finished turn's delta rows, written a flush at a time, become one row per run, its text kept
+   * once, in its record (delta-runs.ts); it leaves the queue of turns to compact. The events are
+   * the same: announced already, they announce nothing. One transaction per turn: a crash leaves
+   * the turn queued with the rows as written, which read back the same.
    */
-  const compactTurn = (turnId: string): void => {
-    const { remove, insert } = compact(deltaRows.all(turnId))
+  const compactTurn = db.transaction((turnId: string): void => {
+    const record = turnDoc.get(turnId)
+    const turn = record === undefined ? null : decodeTurn(unpackDoc(record.doc))
+    const text = turn?.final_text ?? null
+    const rows = compactable.all(turnId, turnId).map((r) => ({ seq: r.seq, last_seq: r.last_seq, doc: unpackDoc(r.doc) }))
+    const { remove, insert, rewrite } = compact(rows, text)
     for (const r of remove) removeRow.run(turnId, r.seq, r.last_seq)
-    for (const r of insert) appendEvent.run(r.turn_id, r.seq, r.last_seq, r.doc)
-  }
+    for (const r of insert) appendEvent.run(r.turn_id, r.seq, r.last_seq, packDoc(r.doc))
+    for (const r of rewrite) rewriteRow.run(packDoc(r.doc), turnId, r.seq)
+    for (const r of unpackedEvents.all(turnId, PACK_OVER)) rewriteRow.run(packDoc(r.doc), turnId, r.seq)
+    if (record !== undefined && typeof record.doc === 'string') repackTurn.run(packDoc(record.doc), turnId)
+    if (turn !== null) {
+      const tenant = tenantOf(turn.owner)
+      const session = sessionDoc.get(tenant, turn.session_id)
+      if (session !== undefined && typeof session.doc === 'string') repackSession.run(packDoc(session.doc), tenant, turn.session_id)
+    }
+    dropCheckpoint.run(turnId)
+    compacted.run(turnId)
+  })
   /** A turn's record and its session, written together (in the caller's transaction). */
   const saveBoth = (turn: unknown[], session: unknown[]): void => {
     saveTurn.run(...turn)
@@ -303,10 +351,11 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
     saveTurn,
     saveSession,
     // Transaction functions are built once: better-sqlite3 wraps a new one on every call otherwise.
+    // A finished turn is queued for compaction (SqliteStore.compactSome), in the transaction that finishes it.
     saveTurnAndSession: db.transaction((turn: unknown[], session: unknown[], events: readonly BusEnvelope[], finished: boolean) => {
       saveBoth(turn, session)
       appendAll(events)
-      if (finished) compactTurn(turn[0] as string)
+      if (finished) queueCompaction.run(turn[0])
     }),
     getIdempotency,
     pruneIdempotency: db.prepare('DELETE FROM tollgate_idempotency WHERE expires_ms <= ?'),
@@ -331,7 +380,7 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
       for (const turn of records) saveTurn.run(...turn)
       for (const [turn, session] of finished) {
         saveBoth(turn, session)
-        compactTurn(turn[0] as string)
+        queueCompaction.run(turn[0])
       }
     }),
     readCheckpoint: db.prepare<[string], CheckpointRow>('SELECT turn_id, seq, doc FROM tollgate_checkpoints WHERE turn_id = ?'),
@@ -339,18 +388,18 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
       (SELECT turn_id FROM tollgate_turns WHERE status = 'running')`),
     adoptTurn: db.prepare('UPDATE tollgate_turns SET instance_id = ? WHERE turn_id = ? AND status = \'running\' AND instance_id IS ?'),
     checkpoint: db.prepare<[], { busy: number, log: number, checkpointed: number }>('PRAGMA wal_checkpoint(PASSIVE)'),
-    getSession: db.prepare<[string, string], { doc: string }>('SELECT doc FROM tollgate_sessions WHERE tenant = ? AND session_id = ?'),
-    getTurn: db.prepare<[string], { doc: string }>('SELECT doc FROM tollgate_turns WHERE turn_id = ?'),
+    getSession: db.prepare<[string, string], { doc: string | Buffer }>('SELECT doc FROM tollgate_sessions WHERE tenant = ? AND session_id = ?'),
+    getTurn: turnDoc,
     // Keyset pages: strictly after the previous page's last (time, id); the first page passes FIRST_PAGE.
-    listSessions: db.prepare<[string, string, string, string, number], { doc: string }>(`SELECT doc FROM tollgate_sessions
+    listSessions: db.prepare<[string, string, string, string, number], { doc: string | Buffer }>(`SELECT doc FROM tollgate_sessions
       WHERE owner = ? AND (updated_at < ? OR (updated_at = ? AND session_id < ?)) ORDER BY updated_at DESC, session_id DESC LIMIT ?`),
-    listTurns: db.prepare<[string, string | null, string | null, string, string, string, number], { doc: string }>(`SELECT doc
+    listTurns: db.prepare<[string, string | null, string | null, string, string, string, number], { doc: string | Buffer }>(`SELECT doc
       FROM tollgate_turns
       WHERE owner = ? AND session_id = coalesce(?, session_id) AND status = coalesce(?, status)
         AND (created_at < ? OR (created_at = ? AND turn_id < ?)) ORDER BY created_at DESC, turn_id DESC LIMIT ?`),
     // The rows holding events after the second argument: a run that does starts at most MAX_RUN
     // seqs before it (the first bound keeps the read on the key).
-    readEvents: db.prepare<[string, number, number, number], StoredRow>(`SELECT seq, last_seq, doc FROM tollgate_events
+    readEvents: db.prepare<[string, number, number, number], { seq: number, last_seq: number | null, doc: string | Buffer }>(`SELECT seq, last_seq, doc FROM tollgate_events
       WHERE turn_id = ? AND seq > ? AND coalesce(last_seq, seq) > ? ORDER BY seq LIMIT ?`),
     // The rows that may end last: those starting within a run's length of the last start.
     lastEventSeq: db.prepare<[string, string], { seq: number | null }>(`SELECT max(coalesce(last_seq, seq)) AS seq FROM tollgate_events
@@ -361,12 +410,14 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
     releaseLease: db.prepare('DELETE FROM tollgate_instances WHERE instance_id = ?'),
     liveInstances: db.prepare<[number], { instance_id: string }>('SELECT instance_id FROM tollgate_instances WHERE expires_ms > ?'),
     runningTurns: db.prepare<[], { turn_id: string, instance_id: string | null }>('SELECT turn_id, instance_id FROM tollgate_turns WHERE status = \'running\''),
-    // A turn interrupted for a dead instance is finished too: its deltas are compacted with the record.
+    // A turn interrupted for a dead instance is finished too: it is queued for compaction with the record.
     interruptTurn: db.transaction((turn: unknown[], instanceId: string | null): boolean => {
       const won = interruptTurn.run(...turn, instanceId).changes === 1
-      if (won) compactTurn(turn[3] as string)
+      if (won) queueCompaction.run(turn[3])
       return won
-    })
+    }),
+    compactTurn,
+    queuedCompactions: db.prepare<[], { turn_id: string }>('SELECT turn_id FROM tollgate_compactions')
   }
 }
 
@@ -390,6 +441,10 @@ export class SqliteStore implements Store {
   private readonly checkpointer: WalCheckpointer | null
   /** Writes that ride on the next event-log commit (the audit chain's entries). */
   private readonly commits: SharedCommit
+  private readonly onCompactionError: (err: unknown) => void
+  /** Finished turns whose rows are not compacted yet, oldest first (also in `tollgate_compactions`). */
+  private readonly toCompact = new Set<string>()
+  private compactTimer: NodeJS.Timeout | null = null
 
   constructor (options: SqliteStoreOptions) {
     this.instanceId = options.instanceId
@@ -421,6 +476,46 @@ export class SqliteStore implements Store {
         onResult: (result) => { this.probe?.checkpoint(result.walFrames, result.checkpointed) },
         onError: options.onCheckpointError ?? (() => {})
       })
+    this.onCompactionError = options.onCompactionError ?? (() => {})
+    // Turns finished before a crash (or a stop that could not compact them) are compacted now.
+    for (const { turn_id: turnId } of this.stmt.queuedCompactions.all()) this.queueCompaction(turnId)
+  }
+
+  /**
+   * Compaction happens off the finishing transaction: a batch of streams that end together would
+   * otherwise compact every turn in the same few ticks, in the way of the streams still running.
+   * A turn is queued (in memory, and in `tollgate_compactions` by the transaction that finished
+   * it); passes start COMPACT_DELAY_MS later and run COMPACT_SLICE_MS at most, COMPACT_GAP_MS
+   * apart, until the queue is empty; close() compacts what is left.
+   */
+  private queueCompaction (turnId: string): void {
+    this.toCompact.add(turnId)
+    this.compactTimer ??= this.compactLater(COMPACT_DELAY_MS)
+  }
+
+  private compactLater (ms: number): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      this.compactTimer = null
+      this.compactSome(COMPACT_SLICE_MS)
+      if (this.toCompact.size > 0) this.compactTimer = this.compactLater(COMPACT_GAP_MS)
+    }, ms)
+    timer.unref()
+    return timer
+  }
+
+  /** Compacts queued turns, oldest first, until `budgetMs` has passed (each turn at least started is finished). */
+  private compactSome (budgetMs: number): void {
+    const start = performance.now()
+    for (const turnId of this.toCompact) {
+      if (!this.db.open) return
+      this.toCompact.delete(turnId)
+      try {
+        this.stmt.compactTurn(turnId)
+      } catch (err) {
+        this.onCompactionError(err)
+      }
+      if (performance.now() - start >= budgetMs) return
+    }
   }
 
   /** The tenants' audit chains in this file, their appends sharing the event log's commits (decision 0277). */
@@ -442,7 +537,7 @@ export class SqliteStore implements Store {
 
   async getSession (tenant: string, sessionId: string): Promise<SessionRecord | null> {
     const row = this.stmt.getSession.get(tenant, sessionId)
-    return row === undefined ? null : decodeSession(row.doc)
+    return row === undefined ? null : decodeSession(unpackDoc(row.doc))
   }
 
   async saveSession (session: SessionRecord): Promise<void> {
@@ -450,17 +545,17 @@ export class SqliteStore implements Store {
   }
 
   async listSessions (owner: string, limit: number, before: PageKey = FIRST_PAGE): Promise<SessionRecord[]> {
-    return this.stmt.listSessions.all(owner, before.at, before.at, before.id, limit).map((r) => decodeSession(r.doc))
+    return this.stmt.listSessions.all(owner, before.at, before.at, before.id, limit).map((r) => decodeSession(unpackDoc(r.doc)))
   }
 
   async listTurns (owner: string, filter: TurnFilter, limit: number, before: PageKey = FIRST_PAGE): Promise<TurnRecord[]> {
     return this.stmt.listTurns.all(owner, filter.sessionId ?? null, filter.status ?? null, before.at, before.at, before.id, limit)
-      .map((r) => decodeTurn(r.doc))
+      .map((r) => decodeTurn(unpackDoc(r.doc)))
   }
 
   async getTurn (turnId: string): Promise<TurnRecord | null> {
     const row = this.stmt.getTurn.get(turnId)
-    return row === undefined ? null : decodeTurn(row.doc)
+    return row === undefined ? null : decodeTurn(unpackDoc(row.doc))
   }
 
   async saveTurn (turn: TurnRecord): Promise<void> {
@@ -468,7 +563,9 @@ export class SqliteStore implements Store {
   }
 
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
-    this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session), events, TERMINAL_TURN_STATUSES.has(turn.status))
+    const finished = TERMINAL_TURN_STATUSES.has(turn.status)
+    this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session), events, finished)
+    if (finished) this.queueCompaction(turn.turn_id)
   }
 
   /**
@@ -541,6 +638,7 @@ export class SqliteStore implements Store {
     const finishedRows = finished.map((f): [unknown[], unknown[]] => [this.turnRow(f.turn), sessionRow(f.session)])
     const recordRows = records.map((turn) => this.turnRow(turn))
     this.commits.within((joined) => { this.stmt.appendEvents(events, checkpoints, finishedRows, recordRows, joined) })
+    for (const f of finished) this.queueCompaction(f.turn.turn_id)
   }
 
   async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {
@@ -556,7 +654,9 @@ export class SqliteStore implements Store {
   }
 
   async readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> {
-    return await readExpanded((after, n) => this.stmt.readEvents.all(turnId, after - MAX_RUN, after, n), afterSeq, limit)
+    return await readExpanded(
+      (after, n) => this.stmt.readEvents.all(turnId, after - MAX_RUN, after, n).map((r) => ({ ...r, doc: unpackDoc(r.doc) })),
+      afterSeq, limit, async () => (await this.getTurn(turnId))?.final_text ?? null)
   }
 
   async lastEventSeq (turnId: string): Promise<number> {
@@ -596,7 +696,9 @@ export class SqliteStore implements Store {
   }
 
   async interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean> {
-    return this.stmt.interruptTurn([turn.status, finishedMs(turn), encodeDoc(turn), turn.turn_id], instanceId)
+    const won = this.stmt.interruptTurn([turn.status, finishedMs(turn), encodeDoc(turn), turn.turn_id], instanceId)
+    if (won) this.queueCompaction(turn.turn_id)
+    return won
   }
 
   async close (): Promise<void> {
@@ -604,6 +706,10 @@ export class SqliteStore implements Store {
     if (this.db.open) this.createQueued()
     // Writes still waiting for a commit to ride on (audit entries) commit on their own.
     this.commits.commitQueued()
+    if (this.compactTimer !== null) clearTimeout(this.compactTimer)
+    this.compactTimer = null
+    // What a graceful stop leaves is compacted: nothing waits for the next start.
+    this.compactSome(Number.POSITIVE_INFINITY)
     await this.checkpointer?.close()
     this.reclaimFreePages()
     if (this.db.open) this.db.close()

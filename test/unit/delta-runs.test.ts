@@ -126,5 +126,87 @@ test('compaction merges single rows into runs and leaves rows that are already r
   assert.deepEqual(insert.map((r) => [r.seq, r.last_seq]), [[2, 6]])
   const after = [...live.filter((r) => !remove.some((x) => x.seq === r.seq)), ...insert].sort((x, y) => x.seq - y.seq)
   assert.deepEqual(expandAll(after), events)
-  assert.deepEqual(compact(after), { remove: [], insert: [] })
+  assert.deepEqual(compact(after), { remove: [], insert: [], rewrite: [] })
+})
+
+/** A finished turn's rows as written one flush at a time: a row per event. */
+function liveRows (events: readonly BusEnvelope[]): EventRow[] {
+  return events.flatMap((e) => stored([e]))
+}
+
+/** The rows after applying a compaction. */
+function applied (rows: readonly EventRow[], c: ReturnType<typeof compact>): EventRow[] {
+  const gone = new Set(c.remove.map((r) => `${r.seq}:${r.last_seq}`))
+  return [...rows.filter((r) => r.last_seq === null || !gone.has(`${r.seq}:${r.last_seq}`)), ...c.insert]
+    .map((r) => ({ ...r, doc: c.rewrite.find((w) => w.seq === r.seq && r.last_seq === null)?.doc ?? r.doc }))
+    .sort((x, y) => x.seq - y.seq)
+}
+
+function completed (seq: number, finalText: string): BusEnvelope {
+  return envelope(seq, { kind: 'turn.completed', final_text: finalText, usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, cost_usd: null } } as TurnEvent)
+}
+
+test('a finished turn whose pieces are its final_text keeps their lengths only, and rebuilds exactly from the text, from any seq', async () => {
+  const pieces = ['Hel', 'lo, ', 'wörld ', '\ud83d', '\ude00', '', ' "done"\n']
+  const answer = pieces.join('')
+  const events = [
+    envelope(1, { kind: 'iteration', n: 1 }),
+    reasoning(2, 'th'), reasoning(3, 'ink'),
+    ...pieces.map((p, i) => text(4 + i, p)),
+    completed(4 + pieces.length, answer)
+  ]
+  const c = compact(liveRows(events), answer)
+  const rows = applied(liveRows(events), c)
+  assert.equal(c.rewrite.length, 1, 'turn.completed refers to the record')
+  for (const r of rows) assert.ok(!r.doc.includes('wörld'), `row ${r.seq} holds the text: ${r.doc}`)
+  assert.ok(rows.some((r) => r.doc.includes('"texts":["th","ink"]')), 'the reasoning keeps its texts')
+  const last = events.length
+  for (let after = 0; after <= last; after++) {
+    for (const limit of [1, 2, 100]) {
+      const want = events.filter((e) => e.seq > after).slice(0, limit)
+      assert.deepEqual(expandRows(rows, after, limit, answer), want, `after ${after}, limit ${limit}`)
+      let asked = 0
+      const fetch = (a: number, n: number): EventRow[] => rows.filter((r) => (r.last_seq ?? r.seq) > a).slice(0, n)
+      assert.deepEqual(await readExpanded(fetch, after, limit, () => { asked++; return answer }), want)
+      assert.ok(asked <= 1)
+    }
+  }
+  assert.deepEqual(expandRows(rows, 0, 100, answer).map((e) => JSON.stringify(e)), events.map((e) => JSON.stringify(e)), 'same key order')
+  // Compacting again changes nothing; without the text the rows cannot be read.
+  assert.deepEqual(compact(rows, answer), { remove: [], insert: [], rewrite: [] })
+  assert.throws(() => expandRows(rows, 0, 100, null), /final_text/)
+})
+
+test('pieces that are not the final_text keep their texts, and a final_text that is not the record\'s stays in turn.completed', () => {
+  // Streamed before a restart, then answered again: the first run is not part of the final text.
+  const before = ['tok1 ', 'tok2 ', 'tok3 ']
+  const after = ['Answered ', 'after.']
+  const events = [
+    ...before.map((p, i) => text(1 + i, p)),
+    envelope(4, { kind: 'iteration', n: 2 }),
+    ...after.map((p, i) => text(5 + i, p)),
+    completed(7, 'Answered after.')
+  ]
+  const c = compact(liveRows(events), 'Answered after.')
+  const rows = applied(liveRows(events), c)
+  assert.ok(rows.some((r) => r.seq === 1 && r.doc.includes('"texts":["tok1 ","tok2 ","tok3 "]')))
+  assert.ok(rows.some((r) => r.seq === 5 && r.doc.includes('"of_turn":0')))
+  assert.deepEqual(expandRows(rows, 0, 100, 'Answered after.'), events)
+  // The record's text differs from the event's (and from the pieces'): everything keeps its text.
+  const other = compact(liveRows(events), 'Something else.')
+  assert.deepEqual(other.rewrite, [])
+  const kept = applied(liveRows(events), other)
+  assert.ok(kept.every((r) => !r.doc.includes('of_turn')))
+  assert.deepEqual(expandRows(kept, 0, 100, null), events)
+})
+
+test('a run stored by the previous format (its texts) reads back the same, with or without the turn\'s text, and compacts to the new one', () => {
+  const events = [...Array.from({ length: 5 }, (_, i) => text(i + 1, `p${i} `)), completed(6, 'p0 p1 p2 p3 p4 ')]
+  const old = stored(events)
+  assert.ok((old[0] as EventRow).doc.includes('"texts":'))
+  assert.deepEqual(expandRows(old, 0, 100), events)
+  assert.deepEqual(expandRows(old, 2, 100, 'p0 p1 p2 p3 p4 '), events.slice(2))
+  const c = compact(old, 'p0 p1 p2 p3 p4 ')
+  assert.deepEqual(c.remove, [{ seq: 1, last_seq: 5 }])
+  assert.deepEqual(expandRows(applied(old, c), 0, 100, 'p0 p1 p2 p3 p4 '), events)
 })
