@@ -7,6 +7,7 @@
  * save pair is one statement too (two data-modifying CTE parts, atomic together).
  */
 import pg from 'pg'
+import { inTransaction } from './pg-transaction.js'
 import type { SpendLedger } from './spend-ledger.js'
 import { PostgresSpendLedger, spendDdl } from './spend-postgres.js'
 import type { ScheduleBook } from './schedule-book.js'
@@ -281,18 +282,10 @@ export class PostgresStore implements Store {
       await this.pool.query(save)
       return
     }
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
+    await inTransaction(this.pool, async (client) => {
       await client.query(save)
       await this.outbox.writeWith(client, write)
-      await client.query('COMMIT')
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+    })
   }
 
   /** Connects and creates the schema and tables if missing (serialised across instances). */
@@ -316,22 +309,14 @@ export class PostgresStore implements Store {
   }
 
   private async migrate (schema: string): Promise<void> {
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
+    await inTransaction(this.pool, async (client) => {
       // Two instances starting together would otherwise race on CREATE TABLE IF NOT EXISTS.
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tollgate:${schema}`])
       await client.query(ddl(this.s))
       await client.query(spendDdl(this.s))
       await client.query(scheduleDdl(this.s))
       await client.query(outboxDdl(this.s))
-      await client.query('COMMIT')
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+    })
   }
 
   /** Runs `fn` after every earlier call sharing one of `keys` has settled. */
@@ -436,19 +421,11 @@ export class PostgresStore implements Store {
       const { rows } = await this.pool.query<StoredRow>({ ...this.sql.compactable, values: [turnId] })
       const { remove, insert, rewrite } = compact(rows, await this.turnText(turnId))
       if (remove.length === 0 && insert.length === 0 && rewrite.length === 0) return
-      const client = await this.pool.connect()
-      try {
-        await client.query('BEGIN')
+      await inTransaction(this.pool, async (client) => {
         await client.query({ ...this.sql.removeRows, values: [turnId, remove.map((r) => r.seq), remove.map((r) => r.last_seq)] })
         await client.query({ ...this.sql.insertRows, values: rowColumns(insert) })
         for (const r of rewrite) await client.query({ ...this.sql.rewriteRow, values: [turnId, r.seq, r.doc] })
-        await client.query('COMMIT')
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {})
-        throw err
-      } finally {
-        client.release()
-      }
+      })
     } catch {
       // Nothing lost (see above); the next finish of this turn, if any, tries again.
     }
@@ -492,25 +469,15 @@ export class PostgresStore implements Store {
   private async claimAndSave (
     save: pg.QueryConfig, turnId: string, claim: IdempotencyClaim, events: readonly BusEnvelope[]
   ): Promise<boolean> {
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
+    return await inTransaction(this.pool, async (client) => {
       const claimValues = [claim.owner, claim.key, turnId, claim.fingerprint, claim.expiresMs, Date.now()]
       const won = await client.query({ ...this.sql.claim, values: claimValues })
-      if (won.rowCount !== 1) {
-        await client.query('ROLLBACK')
-        return false
-      }
+      // A lost claim wrote nothing: the transaction commits empty.
+      if (won.rowCount !== 1) return false
       await client.query(save)
       await this.outbox.writeWith(client, this.plan(events))
-      await client.query('COMMIT')
       return true
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+    })
   }
 
   async getIdempotency (owner: string, key: string): Promise<IdempotencyRecord | null> {
