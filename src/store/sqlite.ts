@@ -22,7 +22,7 @@ import { tenantOf } from '../core/tenancy.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import { compact, MAX_RUN, readExpanded, toRows, type RowOfEvents } from './delta-runs.js'
-import { PACK_OVER, packDoc, unpackDoc } from './doc-pack.js'
+import { packDoc, unpackDoc } from './doc-pack.js'
 import type { SqlProbe } from './sql-probe.js'
 import { SharedCommit } from './sqlite-shared-commit.js'
 import { SqliteAuditLedger } from './audit-sqlite.js'
@@ -269,7 +269,7 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
   // it announces when it was first written. A run whose first seq is stored (written again with
   // more pieces than before) keeps that row, and its pieces after it land as a row of their own.
   const appendRow = (row: RowOfEvents): void => {
-    if (appendEvent.run(row.turn_id, row.seq, row.last_seq, row.doc).changes === 1) {
+    if (appendEvent.run(row.turn_id, row.seq, row.last_seq, packDoc(row.doc)).changes === 1) {
       if (announce !== null) for (const e of row.events) announce(e)
       return
     }
@@ -289,14 +289,6 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
   const rewriteRow = db.prepare('UPDATE tollgate_events SET doc = ? WHERE turn_id = ? AND seq = ?')
   const queueCompaction = db.prepare('INSERT OR IGNORE INTO tollgate_compactions (turn_id) VALUES (?)')
   const compacted = db.prepare('DELETE FROM tollgate_compactions WHERE turn_id = ?')
-  // Documents are deflated here, off the hot path (decision 0278): the turn's events still TEXT,
-  // its record, and its session as the turn left it (a later turn of the session writes it again,
-  // as TEXT, and its own compaction packs it).
-  const unpackedEvents = db.prepare<[string, number], { seq: number, doc: string }>(
-    'SELECT seq, doc FROM tollgate_events WHERE turn_id = ? AND typeof(doc) = \'text\' AND length(doc) > ?')
-  const repackTurn = db.prepare('UPDATE tollgate_turns SET doc = ? WHERE turn_id = ?')
-  const sessionDoc = db.prepare<[string, string], { doc: string | Buffer }>('SELECT doc FROM tollgate_sessions WHERE tenant = ? AND session_id = ?')
-  const repackSession = db.prepare('UPDATE tollgate_sessions SET doc = ? WHERE tenant = ? AND session_id = ?')
   // A finished turn's checkpoint is never read again (pruneCheckpoints would drop it within the hour).
   const dropCheckpoint = db.prepare('DELETE FROM tollgate_checkpoints WHERE turn_id = ?')
   /**
@@ -307,20 +299,12 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
    */
   const compactTurn = db.transaction((turnId: string): void => {
     const record = turnDoc.get(turnId)
-    const turn = record === undefined ? null : decodeTurn(unpackDoc(record.doc))
-    const text = turn?.final_text ?? null
+    const text = record === undefined ? null : decodeTurn(unpackDoc(record.doc)).final_text ?? null
     const rows = compactable.all(turnId, turnId).map((r) => ({ seq: r.seq, last_seq: r.last_seq, doc: unpackDoc(r.doc) }))
     const { remove, insert, rewrite } = compact(rows, text)
     for (const r of remove) removeRow.run(turnId, r.seq, r.last_seq)
     for (const r of insert) appendEvent.run(r.turn_id, r.seq, r.last_seq, packDoc(r.doc))
     for (const r of rewrite) rewriteRow.run(packDoc(r.doc), turnId, r.seq)
-    for (const r of unpackedEvents.all(turnId, PACK_OVER)) rewriteRow.run(packDoc(r.doc), turnId, r.seq)
-    if (record !== undefined && typeof record.doc === 'string') repackTurn.run(packDoc(record.doc), turnId)
-    if (turn !== null) {
-      const tenant = tenantOf(turn.owner)
-      const session = sessionDoc.get(tenant, turn.session_id)
-      if (session !== undefined && typeof session.doc === 'string') repackSession.run(packDoc(session.doc), tenant, turn.session_id)
-    }
     dropCheckpoint.run(turnId)
     compacted.run(turnId)
   })
@@ -424,7 +408,7 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
 type Statements = ReturnType<typeof prepare>
 
 function sessionRow (session: SessionRecord): unknown[] {
-  return [tenantOf(session.owner), session.session_id, session.owner, encodeDoc(session), session.updated_at]
+  return [tenantOf(session.owner), session.session_id, session.owner, packDoc(encodeDoc(session)), session.updated_at]
 }
 
 export class SqliteStore implements Store {
@@ -624,7 +608,8 @@ export class SqliteStore implements Store {
   }
 
   private turnRow (turn: TurnRecord): unknown[] {
-    return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), encodeDoc(turn), turn.created_at]
+    const doc = packDoc(encodeDoc(turn))
+    return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), doc, turn.created_at]
   }
 
   async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
@@ -696,7 +681,7 @@ export class SqliteStore implements Store {
   }
 
   async interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean> {
-    const won = this.stmt.interruptTurn([turn.status, finishedMs(turn), encodeDoc(turn), turn.turn_id], instanceId)
+    const won = this.stmt.interruptTurn([turn.status, finishedMs(turn), packDoc(encodeDoc(turn)), turn.turn_id], instanceId)
     if (won) this.queueCompaction(turn.turn_id)
     return won
   }
