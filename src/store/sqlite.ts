@@ -47,10 +47,16 @@ const SCHEMA_VERSION = 6
 const RECLAIM_PAGES = 65_536
 /** A finished turn waits this long before its rows are compacted: the burst it finished in goes first. */
 const COMPACT_DELAY_MS = 200
-/** Each compaction pass runs at most this long on the event loop (whole turns, one transaction each)... */
+/** Each compaction pass runs at most this long on the event loop (whole turns, one transaction per pass)... */
 const COMPACT_SLICE_MS = 2
 /** ...and the next starts this long after it, so that streams in flight keep their pace. */
 const COMPACT_GAP_MS = 10
+/**
+ * A finished turn is compacted when it streamed at least two deltas, or when its answer is at
+ * least this long (one delta holding it: the run then keeps its length only). Anything less saves
+ * a few bytes for a pass's reads and writes, a cost every short turn would pay.
+ */
+const COMPACT_TEXT_OVER = 512
 /** Period of the worker's WAL copy. */
 const CHECKPOINT_MS = 1000
 /** Page cache (KiB; SQLite's default is 2 MiB): a busy gateway's hot index pages stay in memory. */
@@ -294,8 +300,9 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
   /**
    * A finished turn's delta rows, written a flush at a time, become one row per run, its text kept
    * once, in its record (delta-runs.ts); it leaves the queue of turns to compact. The events are
-   * the same: announced already, they announce nothing. One transaction per turn: a crash leaves
-   * the turn queued with the rows as written, which read back the same.
+   * the same: announced already, they announce nothing. A savepoint per turn, inside the pass's
+   * one transaction: a turn that fails is undone alone; a crash leaves the pass's turns queued
+   * with the rows as written, which read back the same.
    */
   const compactTurn = db.transaction((turnId: string): void => {
     const record = turnDoc.get(turnId)
@@ -336,10 +343,10 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
     saveSession,
     // Transaction functions are built once: better-sqlite3 wraps a new one on every call otherwise.
     // A finished turn is queued for compaction (SqliteStore.compactSome), in the transaction that finishes it.
-    saveTurnAndSession: db.transaction((turn: unknown[], session: unknown[], events: readonly BusEnvelope[], finished: boolean) => {
+    saveTurnAndSession: db.transaction((turn: unknown[], session: unknown[], events: readonly BusEnvelope[], compactLater: boolean) => {
       saveBoth(turn, session)
       appendAll(events)
-      if (finished) queueCompaction.run(turn[0])
+      if (compactLater) queueCompaction.run(turn[0])
     }),
     getIdempotency,
     pruneIdempotency: db.prepare('DELETE FROM tollgate_idempotency WHERE expires_ms <= ?'),
@@ -355,16 +362,16 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
         }
       })),
     appendEvents: db.transaction((
-      events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: ReadonlyArray<[unknown[], unknown[]]>,
+      events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: ReadonlyArray<[unknown[], unknown[], boolean]>,
       records: ReadonlyArray<unknown[]>, joined: () => void
     ) => {
       joined()
       appendAll(events)
       for (const c of checkpoints) saveCheckpoint.run(c.turn_id, c.seq, c.doc)
       for (const turn of records) saveTurn.run(...turn)
-      for (const [turn, session] of finished) {
+      for (const [turn, session, compactLater] of finished) {
         saveBoth(turn, session)
-        queueCompaction.run(turn[0])
+        if (compactLater) queueCompaction.run(turn[0])
       }
     }),
     readCheckpoint: db.prepare<[string], CheckpointRow>('SELECT turn_id, seq, doc FROM tollgate_checkpoints WHERE turn_id = ?'),
@@ -400,7 +407,19 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
       if (won) queueCompaction.run(turn[3])
       return won
     }),
-    compactTurn,
+    // Queued turns, oldest first, until `budgetMs` has passed (a turn started is finished).
+    compactPass: db.transaction((queue: Set<string>, budgetMs: number, onError: (err: unknown) => void): void => {
+      const start = performance.now()
+      for (const turnId of queue) {
+        queue.delete(turnId)
+        try {
+          compactTurn(turnId)
+        } catch (err) {
+          onError(err)
+        }
+        if (performance.now() - start >= budgetMs) return
+      }
+    }),
     queuedCompactions: db.prepare<[], { turn_id: string }>('SELECT turn_id FROM tollgate_compactions')
   }
 }
@@ -428,6 +447,7 @@ export class SqliteStore implements Store {
   private readonly onCompactionError: (err: unknown) => void
   /** Finished turns whose rows are not compacted yet, oldest first (also in `tollgate_compactions`). */
   private readonly toCompact = new Set<string>()
+  private readonly streamed = new Map<string, number>()
   private compactTimer: NodeJS.Timeout | null = null
 
   constructor (options: SqliteStoreOptions) {
@@ -489,17 +509,27 @@ export class SqliteStore implements Store {
 
   /** Compacts queued turns, oldest first, until `budgetMs` has passed (each turn at least started is finished). */
   private compactSome (budgetMs: number): void {
-    const start = performance.now()
-    for (const turnId of this.toCompact) {
-      if (!this.db.open) return
-      this.toCompact.delete(turnId)
-      try {
-        this.stmt.compactTurn(turnId)
-      } catch (err) {
-        this.onCompactionError(err)
-      }
-      if (performance.now() - start >= budgetMs) return
+    if (!this.db.open || this.toCompact.size === 0) return
+    try {
+      this.stmt.compactPass(this.toCompact, budgetMs, this.onCompactionError)
+    } catch (err) {
+      // The pass's commit failed: its turns stay queued in the file, for the next start.
+      this.onCompactionError(err)
     }
+  }
+
+  /** Deltas written per running turn: whether its compaction is worth a pass (COMPACT_TEXT_OVER). */
+  private countDeltas (events: readonly BusEnvelope[]): void {
+    for (const e of events) {
+      if (e.event.kind === 'text.delta' || e.event.kind === 'reasoning.delta') this.streamed.set(e.turn_id, (this.streamed.get(e.turn_id) ?? 0) + 1)
+    }
+  }
+
+  /** Whether the finished `turn` is worth compacting; forgets its count. */
+  private worthCompacting (turn: TurnRecord): boolean {
+    const deltas = this.streamed.get(turn.turn_id) ?? 0
+    this.streamed.delete(turn.turn_id)
+    return deltas >= 2 || (turn.final_text?.length ?? 0) >= COMPACT_TEXT_OVER
   }
 
   /** The tenants' audit chains in this file, their appends sharing the event log's commits (decision 0277). */
@@ -547,9 +577,10 @@ export class SqliteStore implements Store {
   }
 
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
-    const finished = TERMINAL_TURN_STATUSES.has(turn.status)
-    this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session), events, finished)
-    if (finished) this.queueCompaction(turn.turn_id)
+    this.countDeltas(events)
+    const compactLater = TERMINAL_TURN_STATUSES.has(turn.status) && this.worthCompacting(turn)
+    this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session), events, compactLater)
+    if (compactLater) this.queueCompaction(turn.turn_id)
   }
 
   /**
@@ -620,10 +651,12 @@ export class SqliteStore implements Store {
     events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = [], finished: readonly FinishedTurn[] = [],
     records: readonly TurnRecord[] = []
   ): void {
-    const finishedRows = finished.map((f): [unknown[], unknown[]] => [this.turnRow(f.turn), sessionRow(f.session)])
+    this.countDeltas(events)
+    const finishedRows = finished.map((f): [unknown[], unknown[], boolean] =>
+      [this.turnRow(f.turn), sessionRow(f.session), this.worthCompacting(f.turn)])
     const recordRows = records.map((turn) => this.turnRow(turn))
     this.commits.within((joined) => { this.stmt.appendEvents(events, checkpoints, finishedRows, recordRows, joined) })
-    for (const f of finished) this.queueCompaction(f.turn.turn_id)
+    for (const [i, f] of finished.entries()) if (finishedRows[i]?.[2] === true) this.queueCompaction(f.turn.turn_id)
   }
 
   async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {

@@ -436,14 +436,13 @@ test('sqlite: a turn with two tool calls that answer at once costs at most 4 com
   assert.ok(commits <= 4, `${commits} commits`)
   // Besides a BEGIN and a COMMIT per commit: the session read; createTurn (turn, session, 2 events,
   // 1 checkpoint), the round's checkpoint, 5 events + 1 checkpoint, the final save (turn, session,
-  // 2 events, and the turn queued for compaction, which runs later, off this transaction); the
-  // audit chain's two tool-execution entries, in the round's transaction (a savepoint, the chain
-  // head's read, two inserts, the release); and the test's own 9 reads above.
-  assert.equal(statements - 2 * commits, 1 + 5 + 1 + 6 + 5 + 5 + 9)
+  // 2 events; a short answer in one delta is not worth compacting, so the turn is not queued for
+  // it); the audit chain's two tool-execution entries, in the round's transaction (a savepoint,
+  // the chain head's read, two inserts, the release); and the test's own 9 reads above.
+  assert.equal(statements - 2 * commits, 1 + 5 + 1 + 6 + 4 + 5 + 9)
   const inserted = Object.fromEntries(Object.entries(after.inserts).map(([table, n]) => [table, n - (before.inserts[table] ?? 0)]))
   assert.deepEqual(inserted, {
-    tollgate_instances: 0, tollgate_turns: 2, tollgate_sessions: 2, tollgate_events: 9, tollgate_checkpoints: 3, tollgate_audit: 2,
-    tollgate_compactions: 1
+    tollgate_instances: 0, tollgate_turns: 2, tollgate_sessions: 2, tollgate_events: 9, tollgate_checkpoints: 3, tollgate_audit: 2
   })
   const audited = await g.gateway.audit.ledger.read('local', 0, 100)
   const calls = stored.filter((e) => e.event.kind === 'tool_call').map((e) => (e.event as { call_id: string }).call_id)
