@@ -31,6 +31,8 @@ test('a schedule survives a crash and restart on SQLite: the ticks missed while 
   await eventually(async () => (await runs(first, id)).some((r) => r.turn_id !== undefined), { what: 'a run before the crash' })
   await first.kill()
   const killedAt = Date.now()
+  // fixed wait: the downtime is the scenario: at least one tick (1 s apart) must pass while no gateway runs, however fast the restart.
+  await new Promise((resolve) => setTimeout(resolve, 1500))
 
   const second = await s.start()
   let after: any[] = []
