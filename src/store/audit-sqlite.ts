@@ -48,7 +48,6 @@ interface Pending extends Draft {
  */
 export class SqliteAuditLedger implements AuditLedger {
   private readonly db: Database.Database
-  private readonly owned: boolean
   private readonly writeChain: (drafts: readonly Draft[]) => AuditEntry[]
   private readonly appendTx: ((drafts: readonly Draft[]) => AuditEntry[]) | null
   private readonly commits: SharedCommit | null
@@ -56,10 +55,9 @@ export class SqliteAuditLedger implements AuditLedger {
   private batch: Pending[] | null = null
 
   constructor (source: string | { db: Database.Database, commits: SharedCommit }) {
-    this.owned = typeof source === 'string'
     this.db = typeof source === 'string' ? new Database(source, { timeout: 5000 }) : source.db
     this.commits = typeof source === 'string' ? null : source.commits
-    if (this.owned) this.db.pragma('journal_mode = WAL')
+    if (this.commits === null) this.db.pragma('journal_mode = WAL')
     this.db.exec(SCHEMA)
     const last = this.db.prepare<[string], { seq: number, hash: string }>('SELECT seq, hash FROM tollgate_audit WHERE tenant = ? ORDER BY seq DESC LIMIT 1')
     const insert = this.db.prepare('INSERT INTO tollgate_audit (tenant, seq, ts, kind, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)')
@@ -108,6 +106,6 @@ export class SqliteAuditLedger implements AuditLedger {
 
   async close (): Promise<void> {
     // A shared connection is the store's to close (after the writes that joined its commits).
-    if (this.owned) this.db.close()
+    if (this.commits === null) this.db.close()
   }
 }

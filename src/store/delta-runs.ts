@@ -21,6 +21,9 @@
 import type { BusEnvelope } from '../core/envelope.js'
 import { decodeEnvelope, encodeDoc } from './codec.js'
 
+/** A finished turn waits this long before the SQL stores compact its rows: the burst it finished in goes first. */
+export const COMPACT_DELAY_MS = 200
+
 /** Pieces per run at most: a row containing seq `n` starts after `n - MAX_RUN`, so reads stay on the key. */
 export const MAX_RUN = 1024
 
@@ -89,6 +92,11 @@ function keysAre (o: object, keys: readonly string[]): boolean {
 
 function deltaKind (e: BusEnvelope): DeltaKind | null {
   return e.event.kind === 'text.delta' || e.event.kind === 'reasoning.delta' ? e.event.kind : null
+}
+
+/** Whether the envelope is streamed text (a piece a run can hold). */
+export function isDelta (e: BusEnvelope): boolean {
+  return deltaKind(e) !== null
 }
 
 /** Its ts as epoch ms when a run can restore this envelope exactly; null otherwise. */

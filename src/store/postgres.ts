@@ -17,15 +17,13 @@ import { isEmptyWrite, outboxDdl, PostgresOutbox } from './outbox-postgres.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
-import { compact, MAX_RUN, readExpanded, toRows, type EventRow, type StoredRow } from './delta-runs.js'
+import { compact, COMPACT_DELAY_MS, MAX_RUN, readExpanded, toRows, type EventRow, type StoredRow } from './delta-runs.js'
 import {
   FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,
   TERMINAL_TURN_STATUSES, type TurnFilter, type TurnRecord
 } from './store.js'
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
-/** A finished turn waits this long before its rows are compacted: the burst it finished in goes first. */
-const COMPACT_DELAY_MS = 200
 
 /** Rows of events (a run of deltas one row: delta-runs.ts) as the four arrays the insert unnests. */
 function rowColumns (rows: readonly EventRow[]): unknown[] {

@@ -21,7 +21,7 @@ import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { tenantOf } from '../core/tenancy.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
-import { compact, MAX_RUN, readExpanded, toRows, type RowOfEvents } from './delta-runs.js'
+import { compact, COMPACT_DELAY_MS, isDelta, MAX_RUN, readExpanded, toRows, type RowOfEvents } from './delta-runs.js'
 import { packDoc, unpackDoc } from './doc-pack.js'
 import type { SqlProbe } from './sql-probe.js'
 import { SharedCommit } from './sqlite-shared-commit.js'
@@ -45,8 +45,6 @@ import {
 const SCHEMA_VERSION = 6
 /** Free pages given back per prune or stop, at most: 256 MiB of 4 KiB pages. */
 const RECLAIM_PAGES = 65_536
-/** A finished turn waits this long before its rows are compacted: the burst it finished in goes first. */
-const COMPACT_DELAY_MS = 200
 /** Each compaction pass runs at most this long on the event loop (whole turns, one transaction per pass)... */
 const COMPACT_SLICE_MS = 2
 /** ...and the next starts this long after it, so that streams in flight keep their pace. */
@@ -521,7 +519,7 @@ export class SqliteStore implements Store {
   /** Deltas written per running turn: whether its compaction is worth a pass (COMPACT_TEXT_OVER). */
   private countDeltas (events: readonly BusEnvelope[]): void {
     for (const e of events) {
-      if (e.event.kind === 'text.delta' || e.event.kind === 'reasoning.delta') this.streamed.set(e.turn_id, (this.streamed.get(e.turn_id) ?? 0) + 1)
+      if (isDelta(e)) this.streamed.set(e.turn_id, (this.streamed.get(e.turn_id) ?? 0) + 1)
     }
   }
 
