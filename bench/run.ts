@@ -559,6 +559,8 @@ async function streaming (ctx: Ctx): Promise<StreamingFigures> {
       await Promise.race([sleep(answerMs / 2), run.catch(() => {})])
       const rssMid = residentBytes(pid)
       const result = await run
+      // Work the streams left behind (SQLite compacts finished turns after their finish) is theirs.
+      if (runner.key === 'tollgate') await runner.server.request({ type: 'settled' }, 60_000)
       const cpu = cpuSince(cpu0, cpuSample(pid))
       const [providerCpu, clientCpu] = [ctx.provider.proc.pid as number, clients.child.proc.pid as number]
         .map((p, k) => cpuSince(others0[k] ?? null, cpuSample(p))?.process ?? null)

@@ -283,12 +283,14 @@ function referenced (row: RowOfEvents, turnText: string, from: number): { doc: s
  * event's; ascending by seq) into maximal runs: the rows that change are removed and the runs
  * that replace them inserted. With `turnText`, the turn record's final_text, the runs of its text
  * and the `turn.completed` that carries it refer to it instead of holding it again. Nothing when
- * every row is already as it should be.
+ * every row is already as it should be. `moved`: delta rows of the turn kept elsewhere (the SQLite
+ * delta log), which join its runs and are never kept in place: every run they hold is inserted.
  */
-export function compact (rows: readonly StoredRow[], turnText: string | null = null): Compaction {
+export function compact (rows: readonly StoredRow[], turnText: string | null = null, moved: readonly StoredRow[] = []): Compaction {
   const deltas = rows.filter((r): r is Pick<EventRow, 'seq' | 'doc'> & { last_seq: number } => r.last_seq !== null)
+  const all = moved.length === 0 ? deltas : [...deltas, ...moved].sort((a, b) => a.seq - b.seq)
   let from = 0
-  const target = toRows(expandRows(deltas, 0, Number.MAX_SAFE_INTEGER, turnText)).map((row): EventRow => {
+  const target = toRows(expandRows(all, 0, Number.MAX_SAFE_INTEGER, turnText)).map((row): EventRow => {
     const ref = turnText === null ? null : referenced(row, turnText, from)
     if (ref === null) return bareRow(row)
     from = ref.end

@@ -21,10 +21,11 @@ import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { tenantOf } from '../core/tenancy.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
-import { compact, COMPACT_DELAY_MS, isDelta, MAX_RUN, readExpanded, toRows, type RowOfEvents } from './delta-runs.js'
+import { compact, COMPACT_DELAY_MS, isDelta, MAX_RUN, readExpanded, toRows, type RowOfEvents, type StoredRow } from './delta-runs.js'
 import { packDoc, unpackDoc } from './doc-pack.js'
 import type { SqlProbe } from './sql-probe.js'
 import { SharedCommit } from './sqlite-shared-commit.js'
+import { DELTA_LOG_TABLE, DeltaLog } from './sqlite-delta-log.js'
 import { SqliteAuditLedger } from './audit-sqlite.js'
 import type { AuditLedger } from './audit-chain.js'
 import type { OutboxPlanner } from './outbox.js'
@@ -40,9 +41,10 @@ import {
  * written before: each is one event, as it was); 6: compaction off the finishing transaction
  * (`tollgate_compactions`, a new table), runs and terminal events that refer to the turn record's
  * final_text, documents deflated as BLOBs (rows written before read as they did; an earlier
- * Tollgate could not read the new ones, hence the version).
+ * Tollgate could not read the new ones, hence the version); 7: running turns' later delta rows
+ * in `tollgate_delta_log` (a new table; an earlier Tollgate would not read them).
  */
-const SCHEMA_VERSION = 6
+const SCHEMA_VERSION = 7
 /** Free pages given back per prune or stop, at most: 256 MiB of 4 KiB pages. */
 const RECLAIM_PAGES = 65_536
 /** Each compaction pass runs at most this long on the event loop (whole turns, one transaction per pass)... */
@@ -100,6 +102,7 @@ CREATE TABLE IF NOT EXISTS tollgate_events (
   last_seq INTEGER,
   PRIMARY KEY (turn_id, seq)
 ) WITHOUT ROWID;
+${DELTA_LOG_TABLE}
 CREATE TABLE IF NOT EXISTS tollgate_compactions (
   turn_id TEXT PRIMARY KEY
 ) WITHOUT ROWID;
@@ -183,6 +186,8 @@ export interface SqliteStoreOptions {
   onCompactionError?: (err: unknown) => void
   /** Instrumentation (benchmark, tests); none by default. */
   probe?: SqlProbe
+  /** Delta log rows a turn may hold behind it before they are copied keyed (PIN_ROWS by default; tests lower it). */
+  deltaLogPinRows?: number
   /** What each stored event announces (notifications); none by default. */
   planner?: OutboxPlanner
 }
@@ -252,7 +257,7 @@ interface Creation {
 /** What a newly stored event adds to the outbox, written in the event's transaction. */
 type AnnounceEvent = (event: BusEnvelope) => void
 
-function prepare (db: Database.Database, announce: AnnounceEvent | null) {
+function prepare (db: Database.Database, announce: AnnounceEvent | null, log: DeltaLog) {
   const saveTurn = db.prepare(`INSERT INTO tollgate_turns (turn_id, session_id, owner, status, instance_id, finished_ms, doc, created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (turn_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms, doc = excluded.doc
@@ -272,17 +277,19 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
   // A run of deltas is one row (delta-runs.ts). An event already stored is kept; it announced what
   // it announces when it was first written. A run whose first seq is stored (written again with
   // more pieces than before) keeps that row, and its pieces after it land as a row of their own.
-  const appendRow = (row: RowOfEvents): void => {
+  // `viaLog`: a running turn's delta rows after its first go to the delta log (sqlite-delta-log.ts).
+  const appendRow = (row: RowOfEvents, viaLog: boolean): void => {
+    if (viaLog && row.last_seq !== null && log.append(row)) return
     if (appendEvent.run(row.turn_id, row.seq, row.last_seq, packDoc(row.doc)).changes === 1) {
       if (announce !== null) for (const e of row.events) announce(e)
       return
     }
     if (row.events.length === 1) return
     const last = storedLast.get(row.turn_id, row.seq)?.last ?? row.seq
-    for (const rest of toRows(row.events.filter((e) => e.seq > last))) appendRow(rest)
+    for (const rest of toRows(row.events.filter((e) => e.seq > last))) appendRow(rest, viaLog)
   }
-  const appendAll = (events: readonly BusEnvelope[]): void => {
-    for (const row of toRows(events)) appendRow(row)
+  const appendAll = (events: readonly BusEnvelope[], viaLog = false): void => {
+    for (const row of toRows(events)) appendRow(row, viaLog)
   }
   // A finished turn's delta rows and its last event (the terminal one).
   const compactable = db.prepare<[string, string], { seq: number, last_seq: number | null, doc: string | Buffer }>(`SELECT seq, last_seq, doc
@@ -306,12 +313,13 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
     const record = turnDoc.get(turnId)
     const text = record === undefined ? null : decodeTurn(unpackDoc(record.doc)).final_text ?? null
     const rows = compactable.all(turnId, turnId).map((r) => ({ seq: r.seq, last_seq: r.last_seq, doc: unpackDoc(r.doc) }))
-    const { remove, insert, rewrite } = compact(rows, text)
+    const { remove, insert, rewrite } = compact(rows, text, log.rows(turnId, 0, Number.MAX_SAFE_INTEGER))
     for (const r of remove) removeRow.run(turnId, r.seq, r.last_seq)
     for (const r of insert) appendEvent.run(r.turn_id, r.seq, r.last_seq, packDoc(r.doc))
     for (const r of rewrite) rewriteRow.run(packDoc(r.doc), turnId, r.seq)
     dropCheckpoint.run(turnId)
     compacted.run(turnId)
+    log.forget(turnId)
   })
   /** A turn's record and its session, written together (in the caller's transaction). */
   const saveBoth = (turn: unknown[], session: unknown[]): void => {
@@ -364,7 +372,7 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
       records: ReadonlyArray<unknown[]>, joined: () => void
     ) => {
       joined()
-      appendAll(events)
+      appendAll(events, true)
       for (const c of checkpoints) saveCheckpoint.run(c.turn_id, c.seq, c.doc)
       for (const turn of records) saveTurn.run(...turn)
       for (const [turn, session, compactLater] of finished) {
@@ -394,6 +402,8 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
     lastEventSeq: db.prepare<[string, string], { seq: number | null }>(`SELECT max(coalesce(last_seq, seq)) AS seq FROM tollgate_events
       WHERE turn_id = ? AND seq > (SELECT max(seq) FROM tollgate_events WHERE turn_id = ?) - ${MAX_RUN}`),
     pruneEvents: db.prepare('DELETE FROM tollgate_events WHERE turn_id IN (SELECT turn_id FROM tollgate_turns WHERE finished_ms IS NOT NULL AND finished_ms < ?)'),
+    // Only rows whose compaction failed: a finished turn leaves the log when it is compacted.
+    pruneDeltaLog: db.prepare('DELETE FROM tollgate_delta_log WHERE turn_id IN (SELECT turn_id FROM tollgate_turns WHERE finished_ms IS NOT NULL AND finished_ms < ?)'),
     pruneLeases: db.prepare('DELETE FROM tollgate_instances WHERE expires_ms < ?'),
     renewLease: db.prepare('INSERT INTO tollgate_instances (instance_id, expires_ms) VALUES (?, ?) ON CONFLICT (instance_id) DO UPDATE SET expires_ms = excluded.expires_ms'),
     releaseLease: db.prepare('DELETE FROM tollgate_instances WHERE instance_id = ?'),
@@ -405,7 +415,7 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
       if (won) queueCompaction.run(turn[3])
       return won
     }),
-    // Queued turns, oldest first, until `budgetMs` has passed (a turn started is finished).
+    // Queued turns, oldest first, until `budgetMs` has passed (a turn started is finished), then the delta log cut.
     compactPass: db.transaction((queue: Set<string>, budgetMs: number, onError: (err: unknown) => void): void => {
       const start = performance.now()
       for (const turnId of queue) {
@@ -415,8 +425,9 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null) {
         } catch (err) {
           onError(err)
         }
-        if (performance.now() - start >= budgetMs) return
+        if (performance.now() - start >= budgetMs) break
       }
+      log.trim()
     }),
     queuedCompactions: db.prepare<[], { turn_id: string }>('SELECT turn_id FROM tollgate_compactions')
   }
@@ -446,6 +457,8 @@ export class SqliteStore implements Store {
   /** Finished turns whose rows are not compacted yet, oldest first (also in `tollgate_compactions`). */
   private readonly toCompact = new Set<string>()
   private readonly streamed = new Map<string, number>()
+  /** Running turns' later delta rows (sqlite-delta-log.ts). */
+  private readonly log: DeltaLog
   private compactTimer: NodeJS.Timeout | null = null
 
   constructor (options: SqliteStoreOptions) {
@@ -464,7 +477,11 @@ export class SqliteStore implements Store {
     this.commits = new SharedCommit(this.db)
     const { planner } = options
     const outbox = this.outbox
-    this.stmt = prepare(this.db, planner === undefined ? null : (e) => { outbox.write(planner(e)) })
+    const announce = planner === undefined ? null : (e: BusEnvelope): void => { outbox.write(planner(e)) }
+    this.log = new DeltaLog(this.db, announce, options.deltaLogPinRows)
+    // What a crash (or a stop, of turns still running) left in the delta log reads back the same keyed.
+    this.log.fold()
+    this.stmt = prepare(this.db, announce, this.log)
     this.spend = new SqliteSpendLedger(this.db)
     this.schedules = new SqliteScheduleBook(this.db)
     const every = options.checkpointMs ?? CHECKPOINT_MS
@@ -500,8 +517,9 @@ export class SqliteStore implements Store {
       this.compactTimer = null
       this.compactSome(COMPACT_SLICE_MS)
       if (this.toCompact.size > 0) this.compactTimer = this.compactLater(COMPACT_GAP_MS)
+      else this.tellCompacted()
     }, ms)
-    timer.unref()
+    if (this.compactedWaiters.length === 0) timer.unref()
     return timer
   }
 
@@ -510,10 +528,29 @@ export class SqliteStore implements Store {
     if (!this.db.open || this.toCompact.size === 0) return
     try {
       this.stmt.compactPass(this.toCompact, budgetMs, this.onCompactionError)
+      this.log.settle()
     } catch (err) {
       // The pass's commit failed: its turns stay queued in the file, for the next start.
+      this.log.discard()
       this.onCompactionError(err)
     }
+  }
+
+  /** Resolves once no finished turn waits for its compaction (the benchmark reads the CPU spent after it). */
+  async compacted (): Promise<void> {
+    if (this.toCompact.size === 0) return
+    // Someone waits: the passes keep the process alive until then.
+    this.compactTimer?.ref()
+    await new Promise<void>((resolve) => { this.compactedWaiters.push(resolve) })
+  }
+
+  private compactedWaiters: Array<() => void> = []
+
+  private tellCompacted (): void {
+    if (this.toCompact.size > 0 || this.compactedWaiters.length === 0) return
+    const waiters = this.compactedWaiters
+    this.compactedWaiters = []
+    for (const resolve of waiters) resolve()
   }
 
   /** Deltas written per running turn: whether its compaction is worth a pass (COMPACT_TEXT_OVER). */
@@ -527,7 +564,7 @@ export class SqliteStore implements Store {
   private worthCompacting (turn: TurnRecord): boolean {
     const deltas = this.streamed.get(turn.turn_id) ?? 0
     this.streamed.delete(turn.turn_id)
-    return deltas >= 2 || (turn.final_text?.length ?? 0) >= COMPACT_TEXT_OVER
+    return deltas >= 2 || (turn.final_text?.length ?? 0) >= COMPACT_TEXT_OVER || this.log.holds(turn.turn_id)
   }
 
   /** The tenants' audit chains in this file, their appends sharing the event log's commits (decision 0277). */
@@ -579,6 +616,7 @@ export class SqliteStore implements Store {
     const compactLater = TERMINAL_TURN_STATUSES.has(turn.status) && this.worthCompacting(turn)
     this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session), events, compactLater)
     if (compactLater) this.queueCompaction(turn.turn_id)
+    else if (TERMINAL_TURN_STATUSES.has(turn.status)) this.log.forget(turn.turn_id)
   }
 
   /**
@@ -653,8 +691,17 @@ export class SqliteStore implements Store {
     const finishedRows = finished.map((f): [unknown[], unknown[], boolean] =>
       [this.turnRow(f.turn), sessionRow(f.session), this.worthCompacting(f.turn)])
     const recordRows = records.map((turn) => this.turnRow(turn))
-    this.commits.within((joined) => { this.stmt.appendEvents(events, checkpoints, finishedRows, recordRows, joined) })
-    for (const [i, f] of finished.entries()) if (finishedRows[i]?.[2] === true) this.queueCompaction(f.turn.turn_id)
+    try {
+      this.commits.within((joined) => { this.stmt.appendEvents(events, checkpoints, finishedRows, recordRows, joined) })
+      this.log.settle()
+    } catch (err) {
+      this.log.discard()
+      throw err
+    }
+    for (const [i, f] of finished.entries()) {
+      if (finishedRows[i]?.[2] === true) this.queueCompaction(f.turn.turn_id)
+      else this.log.forget(f.turn.turn_id)
+    }
   }
 
   async readCheckpoint (turnId: string): Promise<CheckpointRow | null> {
@@ -671,16 +718,31 @@ export class SqliteStore implements Store {
 
   async readEvents (turnId: string, afterSeq: number, limit: number): Promise<BusEnvelope[]> {
     return await readExpanded(
-      (after, n) => this.stmt.readEvents.all(turnId, after - MAX_RUN, after, n).map((r) => ({ ...r, doc: unpackDoc(r.doc) })),
+      (after, n) => this.eventRows(turnId, after, n),
       afterSeq, limit, async () => (await this.getTurn(turnId))?.final_text ?? null)
   }
 
+  /** The turn's rows holding events after `after`, `limit` at most, in seq order: keyed ones and the delta log's. */
+  private eventRows (turnId: string, after: number, limit: number): StoredRow[] {
+    const keyed = this.stmt.readEvents.all(turnId, after - MAX_RUN, after, limit).map((r) => ({ ...r, doc: unpackDoc(r.doc) }))
+    if (!this.log.holds(turnId)) return keyed
+    const rows = [...keyed, ...this.log.rows(turnId, after, limit)].sort((a, b) => a.seq - b.seq)
+    // A row both tables hold (written keyed by a caller's own transaction too) is read once.
+    let end = Number.NEGATIVE_INFINITY
+    return rows.filter((r) => {
+      if (r.seq <= end) return false
+      end = r.last_seq ?? r.seq
+      return true
+    }).slice(0, limit)
+  }
+
   async lastEventSeq (turnId: string): Promise<number> {
-    return this.stmt.lastEventSeq.get(turnId, turnId)?.seq ?? 0
+    return Math.max(this.stmt.lastEventSeq.get(turnId, turnId)?.seq ?? 0, this.log.lastSeq(turnId))
   }
 
   async prune (finishedBeforeMs: number): Promise<void> {
     this.stmt.pruneEvents.run(finishedBeforeMs)
+    this.stmt.pruneDeltaLog.run(finishedBeforeMs)
     this.stmt.pruneLeases.run(Date.now() - LEASE_FORGET_MS)
     this.reclaimFreePages()
   }
@@ -726,6 +788,10 @@ export class SqliteStore implements Store {
     this.compactTimer = null
     // What a graceful stop leaves is compacted: nothing waits for the next start.
     this.compactSome(Number.POSITIVE_INFINITY)
+    this.toCompact.clear()
+    this.tellCompacted()
+    // Turns still running (parked for a restart) leave their delta log rows keyed.
+    if (this.db.open) this.log.fold()
     await this.checkpointer?.close()
     this.reclaimFreePages()
     if (this.db.open) this.db.close()

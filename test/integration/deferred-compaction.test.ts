@@ -62,11 +62,14 @@ async function streamAndFinish (store: SqliteStore): Promise<void> {
   await store.saveTurnAndSession(turn('completed', { final_text: ANSWER }), session(), EVENTS.slice(-1))
 }
 
-function rowsOf (path: string): { rows: number, queued: number, texts: number } {
+/** `rows`: the turn's rows, keyed and in the delta log; `logged`: those in the delta log. */
+function rowsOf (path: string): { rows: number, logged: number, queued: number, texts: number } {
   const db = new Database(path, { readonly: true })
   try {
+    const logged = (db.prepare('SELECT count(*) AS n FROM tollgate_delta_log WHERE turn_id = \'turn_1\'').get() as { n: number }).n
     return {
-      rows: (db.prepare('SELECT count(*) AS n FROM tollgate_events WHERE turn_id = \'turn_1\'').get() as { n: number }).n,
+      rows: (db.prepare('SELECT count(*) AS n FROM tollgate_events WHERE turn_id = \'turn_1\'').get() as { n: number }).n + logged,
+      logged,
       queued: (db.prepare('SELECT count(*) AS n FROM tollgate_compactions').get() as { n: number }).n,
       // Event rows whose document (TEXT, or deflated) holds a piece of the answer verbatim.
       texts: (db.prepare('SELECT doc FROM tollgate_events WHERE turn_id = \'turn_1\'').all() as Array<{ doc: string | Buffer }>)
@@ -96,11 +99,13 @@ test('sqlite: a finished turn is compacted after its finishing transaction, read
   // Finished, not compacted yet: the rows as written, the turn queued.
   const written = rowsOf(path)
   assert.equal(written.rows, EVENTS.length)
+  // Every delta row after the first went to the delta log (decision 0279), and stays there until compacted.
+  assert.equal(written.logged, PIECES.length - 1)
   assert.equal(written.queued, 1)
   await assertReplays(store)
   // A later pass compacts it.
   await eventually(() => rowsOf(path).queued === 0, { what: 'the turn compacted', timeoutMs: 10_000 })
-  assert.deepEqual(rowsOf(path), { rows: 3, queued: 0, texts: 0 })
+  assert.deepEqual(rowsOf(path), { rows: 3, logged: 0, queued: 0, texts: 0 })
   await assertReplays(store)
   assert.equal((await store.getTurn('turn_1'))?.final_text, ANSWER)
   assert.deepEqual(await store.getSession('local', 'ses_1'), session())
@@ -114,7 +119,7 @@ test('sqlite: a graceful stop compacts the turns still queued', async (t) => {
   const store = new SqliteStore({ path, instanceId: 'inst-a', checkpointMs: 0 })
   await streamAndFinish(store)
   await store.close()
-  assert.deepEqual(rowsOf(path), { rows: 3, queued: 0, texts: 0 })
+  assert.deepEqual(rowsOf(path), { rows: 3, logged: 0, queued: 0, texts: 0 })
   const again = new SqliteStore({ path, instanceId: 'inst-b', checkpointMs: 0 })
   defer(async () => { await again.close() })
   await assertReplays(again)
@@ -140,7 +145,7 @@ test('sqlite: a crash between a turn\'s finish and its compaction leaves rows th
   await assertReplays(after)
   await after.close()
   closed = true
-  assert.deepEqual(rowsOf(crashed), { rows: 3, queued: 0, texts: 0 })
+  assert.deepEqual(rowsOf(crashed), { rows: 3, logged: 0, queued: 0, texts: 0 })
 })
 
 test('sqlite: rows and documents written by the previous schema read back as written', async (t) => {

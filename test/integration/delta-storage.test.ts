@@ -80,11 +80,13 @@ async function sqlitePath (defer: Defer): Promise<string> {
 }
 
 /** The turn's event rows in the file: how many, how many hold deltas, their documents' bytes. */
+/** The turn's rows, keyed and in the delta log (a running turn's later delta rows). */
 function storedRows (path: string, turnId: string): { rows: number, deltaRows: number, docBytes: number } {
   const db = new Database(path, { readonly: true })
   try {
-    return db.prepare(`SELECT count(*) AS rows, count(last_seq) AS deltaRows, sum(length(CAST(doc AS BLOB))) AS docBytes
-      FROM tollgate_events WHERE turn_id = ?`).get(turnId) as { rows: number, deltaRows: number, docBytes: number }
+    return db.prepare(`SELECT count(*) AS rows, count(last_seq) AS deltaRows, coalesce(sum(length(CAST(doc AS BLOB))), 0) AS docBytes FROM
+      (SELECT last_seq, doc FROM tollgate_events WHERE turn_id = ? UNION ALL SELECT last_seq, doc FROM tollgate_delta_log WHERE turn_id = ?)`)
+      .get(turnId, turnId) as { rows: number, deltaRows: number, docBytes: number }
   } finally {
     db.close()
   }

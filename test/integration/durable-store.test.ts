@@ -119,7 +119,7 @@ test('sqlite: a schema-2 database gains the checkpoints table and is marked with
   assert.equal((await store.readCheckpoint('turn_1'))?.seq, 1)
   await store.close()
   const reopened = new Database(path, { readonly: true })
-  assert.equal(reopened.pragma('user_version', { simple: true }), 6)
+  assert.equal(reopened.pragma('user_version', { simple: true }), 7)
   assert.ok((reopened.prepare('PRAGMA table_info(tollgate_events)').all() as Array<{ name: string }>).some((c) => c.name === 'last_seq'))
   reopened.close()
 })

@@ -1,0 +1,200 @@
+/**
+ * The SQLite delta log (decision 0279): a running turn's delta rows after its first are appended
+ * to `tollgate_delta_log` (rowid order) instead of the keyed event table, read back merged with
+ * its keyed rows, taken into runs by compaction, and cut from the start of the log once no turn
+ * needs them. A write that rolls back is forgotten with it; a turn holding the log's start too
+ * long has its rows copied keyed; a crash leaves nothing read twice.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { copyFile, mkdtemp, rm } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import type { BusEnvelope } from '../../src/core/envelope.js'
+import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite.js'
+import type { SessionRecord, TurnRecord } from '../../src/store/store.js'
+import { deferrer, type Defer } from '../helpers/services.js'
+
+async function scratch (defer: Defer): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-delta-log-'))
+  defer(async () => { await rm(dir, { recursive: true, force: true }) })
+  return dir
+}
+
+function open (defer: Defer, path: string, over: Partial<SqliteStoreOptions> = {}): SqliteStore {
+  const store = new SqliteStore({ path, instanceId: 'inst-a', checkpointMs: 0, ...over })
+  let closed = false
+  const close = store.close.bind(store)
+  store.close = async () => {
+    if (closed) return
+    closed = true
+    await close()
+  }
+  defer(async () => { await store.close() })
+  return store
+}
+
+const T0 = Date.UTC(2026, 11, 6)
+
+function envelope (turnId: string, seq: number, event: BusEnvelope['event']): BusEnvelope {
+  return { turn_id: turnId, session_id: `ses_${turnId}`, tenant: 'local', seq, ts: new Date(T0 + seq * 20).toISOString(), event }
+}
+
+const delta = (turnId: string, seq: number): BusEnvelope => envelope(turnId, seq, { kind: 'text.delta', text: `${turnId}-piece${seq} ` })
+
+function record (turnId: string, status: TurnRecord['status'], over: Partial<TurnRecord> = {}): TurnRecord {
+  const now = new Date(T0).toISOString()
+  return {
+    turn_id: turnId, session_id: `ses_${turnId}`, agent: 'default', owner: 'local/local', status, created_at: now, updated_at: now,
+    iterations: 1, tool_calls: [], approvals: [], pending_approvals: [], last_seq: 0, ...over
+  }
+}
+
+function session (turnId: string): SessionRecord {
+  const now = new Date(T0).toISOString()
+  return { session_id: `ses_${turnId}`, owner: 'local/local', agent: 'default', created_at: now, updated_at: now, turn_ids: [turnId], history: [], always_allowed: [] }
+}
+
+/** A turn's events: `iteration`, `pieces` deltas, and (when finished) `turn.completed` with their text. */
+function streamOf (turnId: string, pieces: number, finished: boolean): BusEnvelope[] {
+  const deltas = Array.from({ length: pieces }, (_, i) => delta(turnId, i + 2))
+  const text = deltas.map((e) => (e.event as { text: string }).text).join('')
+  const completed = envelope(turnId, pieces + 2, {
+    kind: 'turn.completed', final_text: text, usage: { prompt_tokens: 1, completion_tokens: pieces, total_tokens: pieces + 1, cost_usd: null }
+  } as BusEnvelope['event'])
+  return [envelope(turnId, 1, { kind: 'iteration', n: 1 }), ...deltas, ...(finished ? [completed] : [])]
+}
+
+/** Writes a turn's events one write each (a row each, as a stream's flushes do); finishes it with its last when `finished`. */
+async function write (store: SqliteStore, events: readonly BusEnvelope[], finished: boolean): Promise<void> {
+  const turnId = (events[0] as BusEnvelope).turn_id
+  if ((await store.getTurn(turnId)) === null) await store.saveTurn(record(turnId, 'running'))
+  const body = finished ? events.slice(0, -1) : events
+  for (const e of body) await store.appendEvents([e])
+  if (finished) {
+    const last = events.at(-1) as BusEnvelope
+    const text = (last.event as { final_text: string }).final_text
+    store.appendEventsNow([last], [], [{ turn: record(turnId, 'completed', { final_text: text, last_seq: last.seq }), session: session(turnId) }])
+  }
+}
+
+function countRows (path: string, turnId: string): { keyed: number, logged: number } {
+  const db = new Database(path, { readonly: true })
+  try {
+    const n = (sql: string): number => (db.prepare(sql).get(turnId) as { n: number }).n
+    return {
+      keyed: n('SELECT count(*) AS n FROM tollgate_events WHERE turn_id = ?'),
+      logged: n('SELECT count(*) AS n FROM tollgate_delta_log WHERE turn_id = ?')
+    }
+  } finally {
+    db.close()
+  }
+}
+
+async function assertReplays (store: SqliteStore, events: readonly BusEnvelope[]): Promise<void> {
+  const turnId = (events[0] as BusEnvelope).turn_id
+  for (let after = 0; after <= events.length; after++) {
+    for (const limit of [1, 3, 1000]) {
+      assert.deepEqual(await store.readEvents(turnId, after, limit), events.filter((e) => e.seq > after).slice(0, limit), `${turnId} after ${after}, limit ${limit}`)
+    }
+  }
+  assert.equal(await store.lastEventSeq(turnId), events.length)
+}
+
+test('sqlite: a running turn\'s later delta rows go to the delta log, read back merged with its keyed rows; a write that rolls back is forgotten', async (t) => {
+  const defer = deferrer(t)
+  const path = join(await scratch(defer), 'tollgate.db')
+  const store = open(defer, path)
+  const events = [
+    envelope('turn_a', 1, { kind: 'iteration', n: 1 }), delta('turn_a', 2), delta('turn_a', 3),
+    envelope('turn_a', 4, { kind: 'iteration', n: 2 }), delta('turn_a', 5), delta('turn_a', 6)
+  ]
+  await write(store, events, false)
+  // The first delta row is keyed, every later one (after another event too) in the log.
+  assert.deepEqual(countRows(path, 'turn_a'), { keyed: 3, logged: 3 })
+  await assertReplays(store, events)
+
+  // A write whose transaction fails (a record the table refuses) leaves neither rows nor memory of them.
+  const refused = { ...record('turn_a', 'running'), owner: null } as unknown as TurnRecord
+  assert.throws(() => { store.appendEventsNow([delta('turn_a', 7), delta('turn_a', 8)], [], [], [refused]) }, /NOT NULL/)
+  assert.deepEqual(countRows(path, 'turn_a'), { keyed: 3, logged: 3 })
+  await assertReplays(store, events)
+  // Written again, each piece is there once (one run row for the two).
+  await store.appendEvents([delta('turn_a', 7), delta('turn_a', 8)])
+  assert.deepEqual(countRows(path, 'turn_a'), { keyed: 3, logged: 4 })
+  await assertReplays(store, [...events, delta('turn_a', 7), delta('turn_a', 8)])
+})
+
+test('sqlite: a finished turn leaves the delta log once compacted, and the log is cut from its start', async (t) => {
+  const defer = deferrer(t)
+  const path = join(await scratch(defer), 'tollgate.db')
+  const store = open(defer, path)
+  const events = streamOf('turn_b', 30, true)
+  await write(store, events, true)
+  assert.deepEqual(countRows(path, 'turn_b'), { keyed: 3, logged: 29 })
+  await assertReplays(store, events)
+  await store.compacted()
+  // iteration, one run referring to the record's text, turn.completed.
+  assert.deepEqual(countRows(path, 'turn_b'), { keyed: 3, logged: 0 })
+  await assertReplays(store, events)
+})
+
+test('sqlite: a turn that holds the start of the delta log too long has its rows copied keyed, and the log is cut past it', async (t) => {
+  const defer = deferrer(t)
+  const path = join(await scratch(defer), 'tollgate.db')
+  const store = open(defer, path, { deltaLogPinRows: 20 })
+  // turn_p streams, then waits (an approval, say) while turn_q streams 40 pieces and finishes.
+  const held = streamOf('turn_p', 4, false)
+  await write(store, held, false)
+  assert.deepEqual(countRows(path, 'turn_p'), { keyed: 2, logged: 3 })
+  const other = streamOf('turn_q', 40, true)
+  await write(store, other, true)
+  await store.compacted()
+  assert.deepEqual(countRows(path, 'turn_p'), { keyed: 5, logged: 0 }, 'turn_p\'s rows copied keyed, the log cut')
+  assert.deepEqual(countRows(path, 'turn_q'), { keyed: 3, logged: 0 })
+  await assertReplays(store, held)
+  await assertReplays(store, other)
+  // turn_p streams on: its later rows go to the log again, and read back with the copied ones.
+  const more = [...held, delta('turn_p', 6), delta('turn_p', 7)]
+  await write(store, more.slice(-2), false)
+  assert.deepEqual(countRows(path, 'turn_p'), { keyed: 5, logged: 2 })
+  await assertReplays(store, more)
+  // A graceful stop folds a running turn's log rows keyed; they read the same after.
+  await store.close()
+  assert.deepEqual(countRows(path, 'turn_p'), { keyed: 7, logged: 0 })
+  const again = open(defer, path)
+  await assertReplays(again, more)
+})
+
+test('sqlite: a crash leaves delta log rows of compacted turns, running turns and queued ones; the next start reads each event once', async (t) => {
+  const defer = deferrer(t)
+  const dir = await scratch(defer)
+  const path = join(dir, 'tollgate.db')
+  const store = open(defer, path)
+  // Running, holding the log's start: the compacted turn's rows stay in the log behind it.
+  const running = streamOf('turn_r', 5, false)
+  await write(store, running, false)
+  const compacted = streamOf('turn_c', 20, true)
+  await write(store, compacted, true)
+  await store.compacted()
+  assert.deepEqual(countRows(path, 'turn_c'), { keyed: 3, logged: 19 }, 'compacted, its log rows not cut yet')
+  // Finished, its compaction still queued when the crash comes.
+  const queued = streamOf('turn_q', 10, true)
+  await write(store, queued, true)
+  assert.deepEqual(countRows(path, 'turn_q'), { keyed: 3, logged: 9 })
+  const crashed = join(dir, 'crashed.db')
+  await copyFile(path, crashed)
+  if (existsSync(`${path}-wal`)) await copyFile(`${path}-wal`, `${crashed}-wal`)
+
+  const after = open(defer, crashed, { instanceId: 'inst-b' })
+  assert.deepEqual(countRows(crashed, 'turn_c'), { keyed: 3, logged: 0 }, 'a compacted turn\'s rows are dropped, not read again')
+  assert.deepEqual(countRows(crashed, 'turn_r'), { keyed: 6, logged: 0 })
+  await assertReplays(after, running)
+  await assertReplays(after, compacted)
+  await assertReplays(after, queued)
+  await after.compacted()
+  await assertReplays(after, queued)
+  assert.deepEqual(countRows(crashed, 'turn_q'), { keyed: 3, logged: 0 })
+})
