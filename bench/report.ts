@@ -435,7 +435,7 @@ function renderStreaming (out: string[], st: StreamingFigures): void {
   out.push(
     `Each stream is one answer of ${st.tokens} tokens, one every ${st.intervalMs} ms from the fake provider; all streams of a load start at once. ` +
     'Latency: receipt in the client process minus the provider\'s send time carried in the token, both CLOCK_MONOTONIC. ' +
-    'CPU is the runner\'s process (all threads) from /proc; RSS per stream is its resident memory mid-run minus before the run, over the streams in flight.', ''
+    'CPU is the runner\'s process (all threads) from /proc, for Tollgate up to the compaction of the batch\'s finished turns; RSS per stream is its resident memory mid-run minus before the run, over the streams in flight.', ''
   )
 }
 
