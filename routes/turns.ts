@@ -9,14 +9,17 @@ import { StartTurnRoute, TurnEventsRoute } from '../schemas/turn-routes.js'
 import { authenticate, principalOf } from '../src/auth/http.js'
 import { turnEventsOverHttp } from '../src/transport/http-events.js'
 import { publicTurn, startTurnOverHttp } from '../src/transport/http-turn.js'
+import { createSseFrames } from '../src/transport/sse.js'
 
 export default async function turnRoutes (app: FastifyInstance): Promise<void> {
   const { turns, auth } = app.gateway
+  // Every SSE stream of these routes shares it: an event followed by many streams is encoded once.
+  const frames = createSseFrames()
 
   app.post('/v1/turns', {
     onRequest: authenticate(auth, 'turns:write'),
     schema: StartTurnRoute
-  }, async (request, reply) => await startTurnOverHttp(app.gateway, request, reply))
+  }, async (request, reply) => await startTurnOverHttp(app.gateway, request, reply, frames))
 
   app.get('/v1/turns/:id', {
     onRequest: authenticate(auth, 'turns:read'),
@@ -29,7 +32,7 @@ export default async function turnRoutes (app: FastifyInstance): Promise<void> {
   app.get('/v1/turns/:id/events', {
     onRequest: authenticate(auth, 'turns:read'),
     schema: TurnEventsRoute
-  }, async (request, reply) => await turnEventsOverHttp(app.gateway, request, reply))
+  }, async (request, reply) => await turnEventsOverHttp(app.gateway, request, reply, frames))
 
   app.get('/v1/turns', {
     onRequest: authenticate(auth, 'turns:read'),

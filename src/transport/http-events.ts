@@ -10,7 +10,7 @@ import { principalOf } from '../auth/http.js'
 import { hasScope, principalKey } from '../auth/principal.js'
 import { wireEnvelope } from '../core/envelope.js'
 import { TollgateError } from '../core/errors.js'
-import { streamTurnEvents } from './sse.js'
+import { streamTurnEvents, type SseFrames } from './sse.js'
 
 const LAST_EVENT_ID = /^(0|[1-9][0-9]{0,15})$/
 
@@ -34,7 +34,9 @@ function resumePoint (request: FastifyRequest): number {
   return (request.query as { after_seq?: number }).after_seq ?? 0
 }
 
-export async function turnEventsOverHttp (gateway: Gateway, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function turnEventsOverHttp (
+  gateway: Gateway, request: FastifyRequest, reply: FastifyReply, frames: SseFrames
+): Promise<unknown> {
   const { turns, connections } = gateway
   const { id } = request.params as { id: string }
   const principal = principalOf(request)
@@ -54,7 +56,7 @@ export async function turnEventsOverHttp (gateway: Gateway, request: FastifyRequ
   connection.turns.add(id)
   try {
     const onClose = (): void => { connections.close(connection.id) }
-    await streamTurnEvents(gateway, reply, { turnId: id, afterSeq, knownLastSeq: turn.last_seq, onClose })
+    await streamTurnEvents(gateway, reply, { turnId: id, afterSeq, knownLastSeq: turn.last_seq, onClose, frames })
   } catch (err) {
     connections.close(connection.id)
     throw err

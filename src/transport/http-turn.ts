@@ -11,7 +11,7 @@ import { hasScope, principalKey } from '../auth/principal.js'
 import { TollgateError } from '../core/errors.js'
 import type { TurnRecord } from '../store/store.js'
 import { wantsEventStream } from './http-events.js'
-import { streamNewTurn, streamTurnEvents } from './sse.js'
+import { streamNewTurn, streamTurnEvents, type SseFrames } from './sse.js'
 
 /** A client that goes away before the response finished: `request.signal` is unreliable here. */
 function onClientGone (reply: FastifyReply, fn: () => void): void {
@@ -23,7 +23,9 @@ export function publicTurn (turn: TurnRecord): Omit<TurnRecord, 'owner' | 'recei
   return rest
 }
 
-export async function startTurnOverHttp (gateway: Gateway, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function startTurnOverHttp (
+  gateway: Gateway, request: FastifyRequest, reply: FastifyReply, frames: SseFrames
+): Promise<unknown> {
   const { turns, connections } = gateway
   const principal = principalOf(request)
   const body = request.body as TurnRequest
@@ -43,7 +45,7 @@ export async function startTurnOverHttp (gateway: Gateway, request: FastifyReque
   onClientGone(reply, () => { connections.close(connection.id) })
   const onClose = (): void => { connections.close(connection.id) }
   // The stream follows the turn from before its first event: turn.started goes out at once.
-  const stream = sse ? streamNewTurn(gateway, reply, onClose) : null
+  const stream = sse ? streamNewTurn(gateway, reply, onClose, frames) : null
   if (stream !== null) connection.follow = stream.follow
   let started
   try {
@@ -62,5 +64,7 @@ export async function startTurnOverHttp (gateway: Gateway, request: FastifyReque
     return await reply.code(200).send(publicTurn(done))
   }
   // A repeated idempotency key started nothing: the stream replays the existing turn.
-  if (stream?.following() !== true) await streamTurnEvents(gateway, reply, { turnId: turn.turn_id, afterSeq: 0, knownLastSeq: 0, onClose })
+  if (stream?.following() !== true) {
+    await streamTurnEvents(gateway, reply, { turnId: turn.turn_id, afterSeq: 0, knownLastSeq: 0, onClose, frames })
+  }
 }
