@@ -44,17 +44,26 @@ export class MemoryEventBus implements EventBus {
     }
     log.push(envelope)
     this.fanOut(this.turnListeners.get(envelope.turn_id), envelope)
-    this.fanOut(this.sessionListeners.get(sessionKey(envelope.tenant, envelope.session_id)), envelope)
+    // Per event: the session's key is built only when some session has a listener.
+    if (this.sessionListeners.size > 0) this.fanOut(this.sessionListeners.get(sessionKey(envelope.tenant, envelope.session_id)), envelope)
   }
 
   private fanOut (listeners: Set<EnvelopeListener> | undefined, envelope: BusEnvelope): void {
     if (listeners === undefined) return
-    for (const listener of [...listeners]) {
-      try {
-        listener(envelope)
-      } catch (err) {
-        this.onListenerError(err)
-      }
+    // A listener may subscribe or unsubscribe others: the ones of this moment get the event. One
+    // listener (the usual case) needs no copy: it is called, and the loop ends.
+    if (listeners.size === 1) {
+      this.call(listeners.values().next().value as EnvelopeListener, envelope)
+      return
+    }
+    for (const listener of [...listeners]) this.call(listener, envelope)
+  }
+
+  private call (listener: EnvelopeListener, envelope: BusEnvelope): void {
+    try {
+      listener(envelope)
+    } catch (err) {
+      this.onListenerError(err)
     }
   }
 

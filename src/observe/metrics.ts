@@ -65,6 +65,8 @@ export class GatewayMetrics implements Observer {
   private readonly turnsTotal: Counter<'status'>
   private readonly turnDuration: Histogram<'status'>
   private readonly eventsSent: Counter<'transport'>
+  /** The counter's child per transport: counted once per event and client, without hashing the labels each time. */
+  private readonly sentBy = new Map<EventTransport, { inc: () => void }>()
   private readonly providerDuration: Histogram<'provider' | 'model' | 'outcome'>
   private readonly providerErrors: Counter<'provider' | 'model'>
   private readonly providerTokens: Counter<'provider' | 'model' | 'token_type'>
@@ -176,7 +178,12 @@ export class GatewayMetrics implements Observer {
   }
 
   eventSent (transport: EventTransport): void {
-    this.eventsSent.inc({ transport })
+    let child = this.sentBy.get(transport)
+    if (child === undefined) {
+      child = this.eventsSent.labels({ transport })
+      this.sentBy.set(transport, child)
+    }
+    child.inc()
   }
 
   get contentType (): string {
