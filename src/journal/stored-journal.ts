@@ -27,6 +27,7 @@
 import type { Logger } from 'pino'
 import type { ControlPlane, EventLog, ReplayResult } from '../bus/bus.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
+import { isDelta } from '../store/delta-runs.js'
 import type { FinishedTurn, Store, TurnRecord } from '../store/store.js'
 import { EventLogWriter } from './event-writer.js'
 import type { TurnJournal } from './journal.js'
@@ -60,11 +61,6 @@ const CHECKPOINT_HOLD_MS = 5000
  * the first event, tool calls, approvals and the terminal event go out as before.
  */
 export const DELTA_WINDOW_MS = 2
-
-function isDelta (envelope: BusEnvelope): boolean {
-  const { kind } = envelope.event
-  return kind === 'text.delta' || kind === 'reasoning.delta'
-}
 
 interface RecordSave {
   turn: TurnRecord
