@@ -23,7 +23,9 @@ export class TurnListing {
   constructor (
     private readonly store: Store,
     /** The turns running on this instance, by id. */
-    private readonly active: ReadonlyMap<string, RunningTurn>
+    private readonly active: ReadonlyMap<string, RunningTurn>,
+    /** Resolves once the events appended so far are stored (TurnJournal.written). */
+    private readonly written: () => Promise<void>
   ) {}
 
   async pendingApprovals (
@@ -31,6 +33,11 @@ export class TurnListing {
   ): Promise<Page<PendingApproval>> {
     const owner = principalKey(principal)
     const before = decodeCursor(query.cursor)
+    // A running turn's record lists a request as soon as it is asked, in the tick its events are
+    // appended; they are stored at the end of that tick. Listed only once they are: a crash
+    // between the two would otherwise take back a request someone was shown (after the restart
+    // the turn asks its model again, and the request shown never comes back).
+    await this.written()
     const byTurn = new Map<string, PendingApproval[]>()
     const filter = query.sessionId === undefined ? { status: 'running' } : { status: 'running', sessionId: query.sessionId }
     for (const t of await this.store.listTurns(owner, filter, MAX_RUNNING_SCAN)) byTurn.set(t.turn_id, t.pending_approvals)

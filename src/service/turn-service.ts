@@ -76,7 +76,7 @@ export class TurnService {
     this.retention = new RetentionQueue(deps.config.turns.retention_ms)
     const { config, store, journal, connections, log } = deps
     this.admission = new Admission({ config, store, connections, log, active: this.active })
-    this.listing = new TurnListing(store, this.active)
+    this.listing = new TurnListing(store, this.active, async () => { await journal.written() })
     this.host = {
       config, store, journal, connections,
       later: (ms, fn) => this.later(ms, fn),

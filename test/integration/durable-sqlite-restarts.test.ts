@@ -94,8 +94,9 @@ test('after a restart a resumed turn still ends by its original timeout, and a c
 
   const second = await s.start(timeout)
   const restartedAt = Date.now()
-  // Once it runs again here (its turn.resumed is in the log): a cancel that comes while recovery
-  // is still adopting it can end it otherwise (a gap seen under CI load, not yet fixed).
+  // Once it runs again here (its turn.resumed is in the log). Under CI load it once resumed from
+  // its model call instead of its approval wait: GET /v1/approvals had listed the request before
+  // its events were stored, and the kill came in between; the listing now waits for them.
   await eventually(async () => (await events(second, cancelled.turnId)).some((e) => e.event.kind === 'turn.resumed'), { what: 'the turn resumed' })
   const cancel = await second.http('DELETE', `/v1/turns/${cancelled.turnId}`)
   assert.equal(cancel.status, 200, JSON.stringify(cancel.body))
