@@ -3,9 +3,11 @@
  * compacted (decision 0279). `tollgate_events` is keyed by (turn, seq), so a commit holding one
  * delta row for each of N streams in flight writes N leaf pages to the WAL, however small the
  * rows; `tollgate_delta_log` is keyed by an ever-growing rowid, so the same commit appends to
- * one or two pages. Only a turn's second delta row and later ones land here: a turn that streams
- * one piece (a short answer, a model that does not stream) never touches the log, and the
- * turn's compaction has nothing more to move.
+ * one or two pages. Only a turn's second delta row and later ones land here, written by the hot
+ * path (the journal's group write; a retried or backlogged write goes keyed, so a turn that
+ * finished meanwhile never gets rows here again): a turn that streams one piece (a short
+ * answer, a model that does not stream) never touches the log, and the turn's compaction has
+ * nothing more to move.
  *
  * Which log rows a turn has (rowid, first and last seq) is kept in memory: one process owns the
  * file (sqlite.ts), so nothing else writes it, and reads of a running or not yet compacted turn
@@ -29,8 +31,10 @@ import type { BusEnvelope } from '../core/envelope.js'
 import { toRows, type RowOfEvents, type StoredRow } from './delta-runs.js'
 import { packDoc, unpackDoc } from './doc-pack.js'
 
+// AUTOINCREMENT: a rowid is never given twice, also once the log was cut empty (SQLite would
+// otherwise start again from 1), so a row remembered for one turn can never be another's.
 export const DELTA_LOG_TABLE = `CREATE TABLE IF NOT EXISTS tollgate_delta_log (
-  id INTEGER PRIMARY KEY,
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
   turn_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
   last_seq INTEGER NOT NULL,
@@ -71,24 +75,26 @@ export class DeltaLog {
   }
 
   /**
-   * Takes a delta row (in the caller's transaction) unless it is its turn's first, which the
-   * caller writes to `tollgate_events`: returns whether it did. Pieces stored already (a group
-   * written again) are not written twice; the rest of the row is.
+   * Takes a delta row (in the caller's transaction) when its turn has a delta row stored keyed
+   * in this process (`opened`): returns whether it did. Pieces stored already (a group written
+   * again) are not written twice; the rest of the row is.
    */
   append (row: RowOfEvents): boolean {
-    const lastSeq = row.last_seq ?? row.seq
     const tail = this.tails.get(row.turn_id)
-    if (tail === undefined) {
-      this.tails.set(row.turn_id, { entries: [], lastSeq })
-      this.undo.push(() => { this.tails.delete(row.turn_id) })
-      return false
-    }
+    if (tail === undefined) return false
     if (row.seq <= tail.lastSeq) {
       for (const rest of toRows(row.events.filter((e) => e.seq > tail.lastSeq))) this.put(tail, rest)
       return true
     }
     this.put(tail, row)
     return true
+  }
+
+  /** The turn's first delta row was stored keyed, up to `lastSeq` (in the caller's transaction): its later ones come here. */
+  opened (turnId: string, lastSeq: number): void {
+    if (this.tails.has(turnId)) return
+    this.tails.set(turnId, { entries: [], lastSeq })
+    this.undo.push(() => { this.tails.delete(turnId) })
   }
 
   private put (tail: Tail, row: RowOfEvents): void {

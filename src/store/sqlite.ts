@@ -282,6 +282,7 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null, log: De
     if (viaLog && row.last_seq !== null && log.append(row)) return
     if (appendEvent.run(row.turn_id, row.seq, row.last_seq, packDoc(row.doc)).changes === 1) {
       if (announce !== null) for (const e of row.events) announce(e)
+      if (viaLog && row.last_seq !== null) log.opened(row.turn_id, row.last_seq)
       return
     }
     if (row.events.length === 1) return
@@ -369,10 +370,10 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null, log: De
       })),
     appendEvents: db.transaction((
       events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: ReadonlyArray<[unknown[], unknown[], boolean]>,
-      records: ReadonlyArray<unknown[]>, joined: () => void
+      records: ReadonlyArray<unknown[]>, joined: () => void, viaLog: boolean
     ) => {
       joined()
-      appendAll(events, true)
+      appendAll(events, viaLog)
       for (const c of checkpoints) saveCheckpoint.run(c.turn_id, c.seq, c.doc)
       for (const turn of records) saveTurn.run(...turn)
       for (const [turn, session, compactLater] of finished) {
@@ -479,8 +480,14 @@ export class SqliteStore implements Store {
     const outbox = this.outbox
     const announce = planner === undefined ? null : (e: BusEnvelope): void => { outbox.write(planner(e)) }
     this.log = new DeltaLog(this.db, announce, options.deltaLogPinRows)
-    // What a crash (or a stop, of turns still running) left in the delta log reads back the same keyed.
-    this.log.fold()
+    try {
+      // What a crash (or a stop, of turns still running) left in the delta log reads back the same keyed.
+      this.log.fold()
+    } catch (err) {
+      this.db.close()
+      this.lock.close()
+      throw err
+    }
     this.stmt = prepare(this.db, announce, this.log)
     this.spend = new SqliteSpendLedger(this.db)
     this.schedules = new SqliteScheduleBook(this.db)
@@ -679,20 +686,33 @@ export class SqliteStore implements Store {
     return [turn.turn_id, turn.session_id, turn.owner, turn.status, this.instanceId, finishedMs(turn), doc, turn.created_at]
   }
 
+  /**
+   * The journal's writer retrying, or writing behind a backlog: its rows go keyed, never to the
+   * delta log, so that a turn finished meanwhile (its record saved on its own) gets no log rows
+   * that nothing would compact or forget.
+   */
   async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
-    this.appendEventsNow(events, checkpoints)
+    this.appendGroup(events, checkpoints, [], [], false)
   }
 
+  /** The journal's group write, the hot path: a running turn's later delta rows go to the delta log. */
   appendEventsNow (
     events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = [], finished: readonly FinishedTurn[] = [],
     records: readonly TurnRecord[] = []
+  ): void {
+    this.appendGroup(events, checkpoints, finished, records, true)
+  }
+
+  private appendGroup (
+    events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: readonly FinishedTurn[],
+    records: readonly TurnRecord[], viaLog: boolean
   ): void {
     this.countDeltas(events)
     const finishedRows = finished.map((f): [unknown[], unknown[], boolean] =>
       [this.turnRow(f.turn), sessionRow(f.session), this.worthCompacting(f.turn)])
     const recordRows = records.map((turn) => this.turnRow(turn))
     try {
-      this.commits.within((joined) => { this.stmt.appendEvents(events, checkpoints, finishedRows, recordRows, joined) })
+      this.commits.within((joined) => { this.stmt.appendEvents(events, checkpoints, finishedRows, recordRows, joined, viaLog) })
       this.log.settle()
     } catch (err) {
       this.log.discard()
@@ -727,11 +747,13 @@ export class SqliteStore implements Store {
     const keyed = this.stmt.readEvents.all(turnId, after - MAX_RUN, after, limit).map((r) => ({ ...r, doc: unpackDoc(r.doc) }))
     if (!this.log.holds(turnId)) return keyed
     const rows = [...keyed, ...this.log.rows(turnId, after, limit)].sort((a, b) => a.seq - b.seq)
-    // A row both tables hold (written keyed by a caller's own transaction too) is read once.
+    // A row another one covers whole (written keyed by a caller's own transaction too) is read
+    // once; one that overlaps in part stays (expanding rows skips the seqs already given).
     let end = Number.NEGATIVE_INFINITY
     return rows.filter((r) => {
-      if (r.seq <= end) return false
-      end = r.last_seq ?? r.seq
+      const last = r.last_seq ?? r.seq
+      if (last <= end) return false
+      end = last
       return true
     }).slice(0, limit)
   }

@@ -58,7 +58,8 @@ const EVENTS: BusEnvelope[] = [
 /** Streams the turn a piece per write (a row each), then finishes it with its terminal event. */
 async function streamAndFinish (store: SqliteStore): Promise<void> {
   await store.saveTurn(turn('running', { final_text: undefined }))
-  for (const e of EVENTS.slice(0, -1)) await store.appendEvents([e])
+  // The journal's group write, as a stream's flushes make it (a row each).
+  for (const e of EVENTS.slice(0, -1)) store.appendEventsNow([e])
   await store.saveTurnAndSession(turn('completed', { final_text: ANSWER }), session(), EVENTS.slice(-1))
 }
 

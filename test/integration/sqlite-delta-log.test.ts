@@ -67,12 +67,15 @@ function streamOf (turnId: string, pieces: number, finished: boolean): BusEnvelo
   return [envelope(turnId, 1, { kind: 'iteration', n: 1 }), ...deltas, ...(finished ? [completed] : [])]
 }
 
-/** Writes a turn's events one write each (a row each, as a stream's flushes do); finishes it with its last when `finished`. */
+/**
+ * Writes a turn's events one group write each (the journal's hot path, a row each, as a stream's
+ * flushes do); finishes it with its last when `finished`.
+ */
 async function write (store: SqliteStore, events: readonly BusEnvelope[], finished: boolean): Promise<void> {
   const turnId = (events[0] as BusEnvelope).turn_id
   if ((await store.getTurn(turnId)) === null) await store.saveTurn(record(turnId, 'running'))
   const body = finished ? events.slice(0, -1) : events
-  for (const e of body) await store.appendEvents([e])
+  for (const e of body) store.appendEventsNow([e])
   if (finished) {
     const last = events.at(-1) as BusEnvelope
     const text = (last.event as { final_text: string }).final_text
@@ -122,7 +125,7 @@ test('sqlite: a running turn\'s later delta rows go to the delta log, read back 
   assert.deepEqual(countRows(path, 'turn_a'), { keyed: 3, logged: 3 })
   await assertReplays(store, events)
   // Written again, each piece is there once (one run row for the two).
-  await store.appendEvents([delta('turn_a', 7), delta('turn_a', 8)])
+  store.appendEventsNow([delta('turn_a', 7), delta('turn_a', 8)])
   assert.deepEqual(countRows(path, 'turn_a'), { keyed: 3, logged: 4 })
   await assertReplays(store, [...events, delta('turn_a', 7), delta('turn_a', 8)])
 })
@@ -197,4 +200,67 @@ test('sqlite: a crash leaves delta log rows of compacted turns, running turns an
   await after.compacted()
   await assertReplays(after, queued)
   assert.deepEqual(countRows(crashed, 'turn_q'), { keyed: 3, logged: 0 })
+})
+
+test('sqlite: a retried write of a turn that finished meanwhile goes keyed, and its events survive a restart', async (t) => {
+  const defer = deferrer(t)
+  const path = join(await scratch(defer), 'tollgate.db')
+  const store = open(defer, path)
+  const events = streamOf('turn_f', 6, true)
+  // Streamed up to seq 6, then its finishing group failed: the record was saved on its own...
+  await write(store, events.slice(0, 6), false)
+  const last = events.at(-1) as BusEnvelope
+  await store.saveTurnAndSession(record('turn_f', 'completed', { final_text: (last.event as { final_text: string }).final_text, last_seq: last.seq }), session('turn_f'))
+  await store.compacted()
+  // ...and the writer's retry brings its last delta and terminal event.
+  await store.appendEvents(events.slice(6))
+  assert.equal(countRows(path, 'turn_f').logged, 0, 'the retry wrote nothing to the delta log')
+  await assertReplays(store, events)
+  await store.close()
+  await assertReplays(open(defer, path), events)
+})
+
+test('sqlite: a delta log row id is never given twice, and the log is cut again after it was cut empty', async (t) => {
+  const defer = deferrer(t)
+  const path = join(await scratch(defer), 'tollgate.db')
+  const store = open(defer, path)
+  const maxId = (): number => {
+    const db = new Database(path, { readonly: true })
+    try {
+      return (db.prepare('SELECT coalesce(max(id), 0) AS m FROM tollgate_delta_log').get() as { m: number }).m
+    } finally {
+      db.close()
+    }
+  }
+  await write(store, streamOf('turn_1', 30, true), true)
+  await store.compacted()
+  const logRows = (turnId: string): number => countRows(path, turnId).logged
+  assert.equal(logRows('turn_1'), 0, 'cut empty')
+  const second = streamOf('turn_2', 10, false)
+  await write(store, second, false)
+  const db = new Database(path, { readonly: true })
+  const ids = (db.prepare('SELECT id FROM tollgate_delta_log ORDER BY id').all() as Array<{ id: number }>).map((r) => r.id)
+  db.close()
+  assert.ok((ids[0] ?? 0) > 29, `ids after a cut continue past the earlier ones: ${ids.join(',')}`)
+  await write(store, [envelope('turn_2', 12, { kind: 'turn.completed', final_text: '', usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2, cost_usd: null } } as BusEnvelope['event'])], true)
+  await store.compacted()
+  assert.equal(logRows('turn_2'), 0, 'the second turn\'s rows are cut too')
+  assert.equal(maxId(), 0, 'the log is empty')
+})
+
+test('sqlite: a first delta row written again with more pieces keeps its stored ones and adds the rest', async (t) => {
+  const defer = deferrer(t)
+  const path = join(await scratch(defer), 'tollgate.db')
+  const first = open(defer, path)
+  await write(first, [envelope('turn_w', 1, { kind: 'iteration', n: 1 })], false)
+  first.appendEventsNow([delta('turn_w', 2), delta('turn_w', 3)])
+  await first.close()
+  // After a restart (no memory of the turn's rows), a group holding those pieces and more.
+  const again = open(defer, path, { instanceId: 'inst-b' })
+  again.appendEventsNow([delta('turn_w', 2), delta('turn_w', 3), delta('turn_w', 4), delta('turn_w', 5)])
+  again.appendEventsNow([delta('turn_w', 6)])
+  const all = [envelope('turn_w', 1, { kind: 'iteration', n: 1 }), ...[2, 3, 4, 5, 6].map((n) => delta('turn_w', n))]
+  await assertReplays(again, all)
+  await again.close()
+  await assertReplays(open(defer, path, { instanceId: 'inst-c' }), all)
 })
