@@ -101,13 +101,13 @@ async function main (): Promise<void> {
       return {}
     },
     emits: (m) => ({ emits: journal.take(String(m.turnId)).map(([seq, ns]) => [seq, ns.toString()]) }),
-    // Bytes of the SQLite database file and of its WAL (the shared-memory index is not storage).
     // Once the finished turns' deferred work is done (SQLite compacts them after their finish): the
     // CPU read after it is all that the turns cost.
     settled: async () => {
       if (store instanceof SqliteStore) await store.compacted()
       return {}
     },
+    // Bytes of the SQLite database file and of its WAL (the shared-memory index is not storage).
     storage: () => {
       const size = (file: string): number => existsSync(join(workspace, file)) ? statSync(join(workspace, file)).size : 0
       return { database: size('tollgate.db'), wal: size('tollgate.db-wal') }

@@ -51,7 +51,7 @@ export class MemoryEventBus implements EventBus {
   private fanOut (listeners: Set<EnvelopeListener> | undefined, envelope: BusEnvelope): void {
     if (listeners === undefined) return
     // A listener may subscribe or unsubscribe others: the ones of this moment get the event. One
-    // listener (the usual case) needs no copy: it is called, and the loop ends.
+    // listener (the usual case) is called without copying the set.
     if (listeners.size === 1) {
       this.call(listeners.values().next().value as EnvelopeListener, envelope)
       return

@@ -461,6 +461,8 @@ export class SqliteStore implements Store {
   /** Running turns' later delta rows (sqlite-delta-log.ts). */
   private readonly log: DeltaLog
   private compactTimer: NodeJS.Timeout | null = null
+  /** Callers of `compacted()` waiting for the queue to empty. */
+  private compactedWaiters: Array<() => void> = []
 
   constructor (options: SqliteStoreOptions) {
     this.instanceId = options.instanceId
@@ -550,8 +552,6 @@ export class SqliteStore implements Store {
     this.compactTimer?.ref()
     await new Promise<void>((resolve) => { this.compactedWaiters.push(resolve) })
   }
-
-  private compactedWaiters: Array<() => void> = []
 
   private tellCompacted (): void {
     if (this.toCompact.size > 0 || this.compactedWaiters.length === 0) return
