@@ -89,8 +89,11 @@ export interface FanoutFigures {
   latency: Summary
 }
 
-/** Streaming section, per load and runner. */
-export type StreamRunnerKey = 'tollgate' | 'relay' | 'ai-sdk'
+/**
+ * Streaming section, per load and runner. `tollgate-memory` is the same gateway on the memory
+ * store: what Tollgate costs per delta with nothing stored, beside the default wiring.
+ */
+export type StreamRunnerKey = 'tollgate' | 'tollgate-memory' | 'relay' | 'ai-sdk'
 
 export interface StreamPoint {
   streams: number
@@ -382,6 +385,7 @@ export function renderReport (report: Report): string {
 
 const STREAM_LABELS: Record<StreamRunnerKey, string> = {
   tollgate: 'Tollgate, SQLite (default)',
+  'tollgate-memory': 'Tollgate, memory store (nothing stored)',
   relay: 'bare Fastify SSE relay',
   'ai-sdk': 'Fastify + AI SDK streamText'
 }
@@ -415,22 +419,29 @@ function renderStreaming (out: string[], st: StreamingFigures): void {
   const at = (streams: number, runner: StreamRunnerKey): StreamPoint | undefined =>
     st.points.find((p) => p.streams === streams && p.runner === runner)
   const rows: string[][] = []
+  // The default wiring against both peers; then the memory store against the relay and the
+  // default wiring against the memory store: how much of the gap storing costs.
+  const pairs: ReadonlyArray<readonly [StreamRunnerKey, StreamRunnerKey, string]> = [
+    ['tollgate', 'relay', `Tollgate / ${STREAM_LABELS.relay}`],
+    ['tollgate', 'ai-sdk', `Tollgate / ${STREAM_LABELS['ai-sdk']}`],
+    ['tollgate-memory', 'relay', `Tollgate, memory store / ${STREAM_LABELS.relay}`],
+    ['tollgate', 'tollgate-memory', 'Tollgate, SQLite / Tollgate, memory store']
+  ]
   for (const streams of loads) {
-    const tollgate = at(streams, 'tollgate')
-    if (tollgate === undefined) continue
-    for (const other of ['relay', 'ai-sdk'] as const) {
+    for (const [mine, other, label] of pairs) {
+      const m = at(streams, mine)
       const o = at(streams, other)
-      if (o === undefined) continue
+      if (m === undefined || o === undefined) continue
       rows.push([
-        `${streams} streams: Tollgate / ${STREAM_LABELS[other]}`, ratio(cpuPerKilo(tollgate), cpuPerKilo(o)),
-        ratio(tollgate.latency.p50, o.latency.p50), ratio(tollgate.latency.p99, o.latency.p99)
+        `${streams} streams: ${label}`, ratio(cpuPerKilo(m), cpuPerKilo(o)),
+        ratio(m.latency.p50, o.latency.p50), ratio(m.latency.p99, o.latency.p99)
       ])
     }
   }
   out.push(table(['ratio', 'CPU / delta', 'latency p50', 'latency p99'], rows), '')
   out.push(
     `Stored by Tollgate per answer (SQLite database and WAL growth after a graceful stop, over ${st.answersStored} answers): ` +
-    `${st.storedBytesPerAnswer === null ? 'n/a' : `${fmt(st.storedBytesPerAnswer / KIB, 1)} KiB`}; the relay and the AI SDK route store nothing.`, ''
+    `${st.storedBytesPerAnswer === null ? 'n/a' : `${fmt(st.storedBytesPerAnswer / KIB, 1)} KiB`}; the memory store, the relay and the AI SDK route store nothing.`, ''
   )
   out.push(
     `Each stream is one answer of ${st.tokens} tokens, one every ${st.intervalMs} ms from the fake provider; all streams of a load start at once. ` +

@@ -508,16 +508,20 @@ const STREAM_WARMUP = 10
 interface StreamRunner { key: StreamRunnerKey, server: Child, url: string, body: (message: string) => Record<string, unknown> }
 
 /**
- * Streaming: the same streaming provider behind three runners (Tollgate by default wiring with an
- * agent without tools, a bare Fastify SSE relay, a Fastify route with the AI SDK's streamText),
- * at each load a batch of concurrent streams started at once; see bench/README.md.
+ * Streaming: the same streaming provider behind four runners (Tollgate by default wiring with an
+ * agent without tools, the same gateway on the memory store, a bare Fastify SSE relay, a Fastify
+ * route with the AI SDK's streamText), at each load a batch of concurrent streams started at
+ * once; see bench/README.md.
  */
 async function streaming (ctx: Ctx): Promise<StreamingFigures> {
   const { knobs } = ctx
   const options = { providerUrl: ctx.providerUrl }
-  const [gateway, relay, peer, clients] = await Promise.all([
+  const [gateway, memory, relay, peer, clients] = await Promise.all([
     ctx.group.spawn('tollgate-streaming', 'gateway-server.ts', {
       options: { ...options, stream: true, store: 'sqlite', probe: false, durable: true, noTools: true }, execArgv: ['--expose-gc']
+    }),
+    ctx.group.spawn('tollgate-streaming-memory', 'gateway-server.ts', {
+      options: { ...options, stream: true, store: 'memory', probe: false, durable: true, noTools: true }, execArgv: ['--expose-gc']
     }),
     ctx.group.spawn('relay', 'stream-relay.ts', { options }),
     ctx.group.spawn('peer', 'peer-ai-sdk.ts', { options: { ...options, stream: true } }),
@@ -525,6 +529,7 @@ async function streaming (ctx: Ctx): Promise<StreamingFigures> {
   ])
   const runners: StreamRunner[] = [
     { key: 'tollgate', server: gateway.child, url: `${String(gateway.ready.url)}/v1/turns`, body: (message) => ({ message, interactive: false }) },
+    { key: 'tollgate-memory', server: memory.child, url: `${String(memory.ready.url)}/v1/turns`, body: (message) => ({ message, interactive: false }) },
     { key: 'relay', server: relay.child, url: `${String(relay.ready.url)}/v1/stream`, body: (message) => ({ message }) },
     { key: 'ai-sdk', server: peer.child, url: `${String(peer.ready.url)}/v1/stream`, body: (message) => ({ message }) }
   ]
@@ -538,7 +543,8 @@ async function streaming (ctx: Ctx): Promise<StreamingFigures> {
   const runLoad = async (runner: StreamRunner, streams: number): Promise<{ deltas: number, errors: number, firstError: string | null, seconds: number, latency: StreamPoint['latency'] }> => {
     const id = batch++
     const bodies = Array.from({ length: streams }, (_, i) => runner.body(streamMessage(knobs.streamTokens, knobs.streamIntervalMs, `s${id}-${i}`)))
-    return await clients.child.request({ type: 'run', kind: runner.key, url: runner.url, bodies, streams, tokens: knobs.streamTokens }, answerMs * 4 + 120_000)
+    const kind = runner.key === 'tollgate-memory' ? 'tollgate' : runner.key
+    return await clients.child.request({ type: 'run', kind, url: runner.url, bodies, streams, tokens: knobs.streamTokens }, answerMs * 4 + 120_000)
   }
   const warmup = Math.min(STREAM_WARMUP, Math.max(...knobs.streamLoads))
   for (const runner of runners) {
@@ -578,7 +584,7 @@ async function streaming (ctx: Ctx): Promise<StreamingFigures> {
   await gateway.child.request({ type: 'close' })
   const after = await gateway.child.request<{ database: number, wal: number }>({ type: 'storage' })
   const storedAfter = after.database + after.wal
-  await Promise.all([gateway.child.stop(), stopChild(relay.child), stopChild(peer.child), clients.child.stop()])
+  await Promise.all([gateway.child.stop(), stopChild(memory.child), stopChild(relay.child), stopChild(peer.child), clients.child.stop()])
   return {
     tokens: knobs.streamTokens,
     intervalMs: knobs.streamIntervalMs,
