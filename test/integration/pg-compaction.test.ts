@@ -14,7 +14,7 @@ import pg from 'pg'
 import { PostgresStore, SCHEMA_VERSION } from '../../src/store/postgres.js'
 import { deferrer, PG_URL, scratchSchema, type Defer } from '../helpers/services.js'
 import { eventually } from '../helpers/eventually.js'
-import { ANSWER, EVENTS, PIECES, streamAndFinish, streamedEvents } from '../fixtures/streamed-turn.js'
+import { ANSWER, EVENTS, PIECES, streamAndFinish, streamedEvents, turnRecord } from '../fixtures/streamed-turn.js'
 
 const CRASH_FIXTURE = fileURLToPath(new URL('../fixtures/pg-finish-and-crash.ts', import.meta.url))
 
@@ -133,6 +133,23 @@ test('postgres: an instance leaves alone a queued turn another one is compacting
   assert.deepEqual(await stored(client, schema), COMPACTED)
   assert.deepEqual(errors, [])
   await assertReplays(again)
+})
+
+test('postgres: a turn interrupted for a dead instance is queued for compaction with its record, and compacted', async (t) => {
+  const defer = deferrer(t)
+  const schema = scratchSchema(defer)
+  const client = await connect(defer)
+  const dead = await openStore(defer, schema, 'inst-dead')
+  const streamed = EVENTS.slice(0, -1)
+  await dead.saveTurn(turnRecord('running', { final_text: undefined }))
+  for (const e of streamed) await dead.appendEvents([e])
+  const store = await openStore(defer, schema, 'inst-b')
+  const ended = turnRecord('failed', { error: { code: 'instance_lost', message: 'the instance running it stopped' } })
+  assert.equal(await store.interruptTurn(ended, 'inst-dead'), true)
+  assert.equal(await store.interruptTurn(ended, 'inst-dead'), false, 'finished once')
+  await store.compacted()
+  assert.deepEqual(await stored(client, schema), { rows: 2, deltaRows: 1, queued: 0, texts: 1 })
+  assert.deepEqual(await store.readEvents('turn_1', 0, 1000), streamed)
 })
 
 /** Makes the next `n` deletes of event rows on `schema` fail (a sequence: its count survives the failed transactions). */
