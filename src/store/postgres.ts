@@ -572,7 +572,7 @@ export class PostgresStore implements Store {
     this.retries.add(timer)
   }
 
-  /** Resolves once no turn this store queued waits for its compaction or a retry of it (tests; the benchmark). */
+  /** Resolves once no turn this store queued waits for its compaction or a retry of it (what a test waits on). */
   async compacted (): Promise<void> {
     if (this.compactionIdle()) return
     // Someone waits: the timers keep the process alive until then.
