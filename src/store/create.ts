@@ -46,6 +46,7 @@ export async function createStore (config: Config, options: CreateStoreOptions):
         maxConnections: pgc.max_connections,
         connectTimeoutMs: pgc.connect_timeout_ms,
         onIdleError: (err) => { options.log.warn({ err }, 'an idle PostgreSQL connection failed') },
+        onCompactionError: (err) => { options.log.warn({ err }, 'could not compact a finished turn\'s events; they stay as written and are tried again later') },
         ...planner
       })
     }

@@ -17,13 +17,29 @@ import { isEmptyWrite, outboxDdl, PostgresOutbox } from './outbox-postgres.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
-import { compact, COMPACT_DELAY_MS, MAX_RUN, readExpanded, toRows, type EventRow, type StoredRow } from './delta-runs.js'
+import {
+  compact, COMPACT_DELAY_MS, isDelta, MAX_RUN, readExpanded, toRows, worthCompacting, type EventRow, type StoredRow
+} from './delta-runs.js'
 import {
   FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,
   TERMINAL_TURN_STATUSES, type TurnFilter, type TurnRecord
 } from './store.js'
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
+
+/**
+ * The version of the tables in the configured schema, kept in `tollgate_schema` (one row). 1: the
+ * first kept, with `tollgate_compactions`; every earlier change (tenant-keyed sessions, listing
+ * columns, checkpoints, idempotency keys, delta runs' `last_seq`) is made in place by the DDL. A
+ * schema without the table was made by an earlier Tollgate: upgraded in place and stamped. A
+ * newer version is refused at start: this build cannot read what a newer one may write.
+ */
+export const SCHEMA_VERSION = 1
+
+/** A failed compaction is tried again this long after (doubling each time)... */
+const COMPACT_RETRY_MS = 1000
+/** ...at most this many times; after that the turn stays queued, in `tollgate_compactions`, for the next start. */
+const COMPACT_RETRIES = 3
 
 /** Rows of events (a run of deltas one row: delta-runs.ts) as the four arrays the insert unnests. */
 function rowColumns (rows: readonly EventRow[]): unknown[] {
@@ -59,6 +75,11 @@ export interface PostgresStoreOptions {
   onIdleError: (err: Error) => void
   /** What each stored event announces (notifications); none by default. */
   planner?: OutboxPlanner
+  /**
+   * Told of each failed compaction (the turn's rows stay as written and read the same; retried a
+   * few times, then at the next start); default: ignored.
+   */
+  onCompactionError?: (err: unknown) => void
 }
 
 /**
@@ -131,6 +152,15 @@ CREATE TABLE IF NOT EXISTS ${s}.tollgate_idempotency (
   fingerprint text NOT NULL,
   expires_ms bigint NOT NULL,
   PRIMARY KEY (owner, idem_key)
+);
+-- Finished turns whose rows wait for compaction: queued by the statement that finishes the turn,
+-- removed by the compaction's transaction, so a crash in between leaves the turn to the next start.
+CREATE TABLE IF NOT EXISTS ${s}.tollgate_compactions (
+  turn_id text PRIMARY KEY
+);
+CREATE TABLE IF NOT EXISTS ${s}.tollgate_schema (
+  one boolean PRIMARY KEY DEFAULT true CHECK (one),
+  version integer NOT NULL
 );`
 }
 
@@ -149,6 +179,9 @@ function statements (s: string) {
     SELECT * FROM unnest($${a}::text[], $${a + 1}::integer[], $${a + 2}::integer[], $${a + 3}::text[])
     ON CONFLICT (turn_id, seq) DO UPDATE SET last_seq = excluded.last_seq, doc = excluded.doc
     WHERE e.last_seq IS NOT NULL AND excluded.last_seq > e.last_seq`
+  // A turn's final save queues it for compaction, if (and only if) the save finished it.
+  const finishTurn = `${upsertTurn} RETURNING turn_id`
+  const queueFinished = `queued AS (INSERT INTO ${s}.tollgate_compactions (turn_id) SELECT turn_id FROM saved_turn ON CONFLICT (turn_id) DO NOTHING)`
   // A later checkpoint replaces an earlier one, never the other way round.
   const upsertCheckpoints = (a: number): string => `INSERT INTO ${s}.tollgate_checkpoints AS c (turn_id, seq, doc)
     SELECT * FROM unnest($${a}::text[], $${a + 1}::integer[], $${a + 2}::text[])
@@ -161,6 +194,15 @@ function statements (s: string) {
     saveTurnSessionAndEvents: {
       name: 'tollgate_save_turn_session_and_events',
       text: `WITH saved_turn AS (${upsertTurn}), saved_events AS (${insertEvents(14)}) ${upsertSession(9)}`
+    },
+    // The two above as a turn's final save: the turn queued for compaction too, atomic with them.
+    finishTurnAndSession: {
+      name: 'tollgate_finish_turn_and_session',
+      text: `WITH saved_turn AS (${finishTurn}), ${queueFinished} ${upsertSession(9)}`
+    },
+    finishTurnSessionAndEvents: {
+      name: 'tollgate_finish_turn_session_and_events',
+      text: `WITH saved_turn AS (${finishTurn}), saved_events AS (${insertEvents(14)}), ${queueFinished} ${upsertSession(9)}`
     },
     // A durable turn's creation: the same with its first checkpoint.
     saveTurnSessionEventsAndCheckpoint: {
@@ -219,7 +261,24 @@ function statements (s: string) {
       text: `DELETE FROM ${s}.tollgate_events e USING unnest($2::integer[], $3::integer[]) AS r (seq, last_seq)
         WHERE e.turn_id = $1 AND e.seq = r.seq AND e.last_seq = r.last_seq`
     },
-    insertRows: { name: 'tollgate_insert_event_rows', text: insertEvents(1) }
+    insertRows: { name: 'tollgate_insert_event_rows', text: insertEvents(1) },
+    // A running turn of a dead instance finished, and queued for compaction, in one statement.
+    interruptTurn: {
+      name: 'tollgate_interrupt_turn',
+      text: `WITH finished AS (UPDATE ${s}.tollgate_turns SET status = $1, finished_ms = $2, doc = $3
+          WHERE turn_id = $4 AND status = 'running' AND instance_id IS NOT DISTINCT FROM $5 RETURNING turn_id),
+        queued AS (INSERT INTO ${s}.tollgate_compactions (turn_id) SELECT turn_id FROM finished ON CONFLICT (turn_id) DO NOTHING)
+        SELECT count(*)::int AS won FROM finished`
+    },
+    // The compaction's own transaction takes the turn off the queue first: of instances that try
+    // the same turn (each queues what it finds at start), one gets the row, the others skip it
+    // (also while the first one's transaction is open: SKIP LOCKED).
+    claimCompaction: {
+      name: 'tollgate_claim_compaction',
+      text: `DELETE FROM ${s}.tollgate_compactions WHERE turn_id =
+        (SELECT turn_id FROM ${s}.tollgate_compactions WHERE turn_id = $1 FOR UPDATE SKIP LOCKED) RETURNING turn_id`
+    },
+    turnDoc: { name: 'tollgate_turn_doc', text: `SELECT doc FROM ${s}.tollgate_turns WHERE turn_id = $1` }
   }
 }
 
@@ -237,21 +296,33 @@ export class PostgresStore implements Store {
   private readonly chains = new Map<string, Promise<void>>()
   private readonly sql: ReturnType<typeof statements>
   private closed = false
-  /** Finished turns whose rows are not compacted yet, oldest first; `compacting` works through them. */
-  private readonly toCompact = new Set<string>()
+  /**
+   * Finished turns whose rows are not compacted yet (each also a row of `tollgate_compactions`),
+   * oldest first, with how many times their compaction failed; `compacting` works through them.
+   */
+  private readonly toCompact = new Map<string, number>()
   private compacting: Promise<void> | null = null
-  /** Ends the wait before the next compaction pass (close() does not wait out the delay). */
+  /** The wait before the next compaction pass; `compactNow` ends it (close() does not wait out the delay). */
+  private compactTimer: NodeJS.Timeout | null = null
   private compactNow: (() => void) | null = null
+  /** Failed compactions waiting to be tried again (close() drops them: their turns stay queued in the table). */
+  private readonly retries = new Set<NodeJS.Timeout>()
+  /** Callers of `compacted()` waiting for the queue to empty. */
+  private compactedWaiters: Array<() => void> = []
+  private readonly onCompactionError: (err: unknown) => void
+  /** Deltas written per running turn: whether its compaction is worth it (`worthCompacting`). */
+  private readonly streamed = new Map<string, number>()
 
-  private constructor (pool: pg.Pool, schema: string, instanceId: string, planner: OutboxPlanner | null) {
+  private constructor (pool: pg.Pool, schema: string, options: PostgresStoreOptions) {
     this.pool = pool
     this.s = `"${schema}"`
-    this.instanceId = instanceId
+    this.instanceId = options.instanceId
     this.sql = statements(this.s)
     this.spend = new PostgresSpendLedger(pool, this.s)
     this.schedules = new PostgresScheduleBook(pool, this.s)
     this.outbox = new PostgresOutbox(pool, this.s)
-    this.planner = planner
+    this.planner = options.planner ?? null
+    this.onCompactionError = options.onCompactionError ?? (() => {})
   }
 
   /**
@@ -296,25 +367,50 @@ export class PostgresStore implements Store {
       application_name: 'tollgate'
     })
     pool.on('error', options.onIdleError)
-    const store = new PostgresStore(pool, options.schema, options.instanceId, options.planner ?? null)
+    const store = new PostgresStore(pool, options.schema, options)
+    let queued: string[]
     try {
       await store.migrate(options.schema)
+      queued = await store.queuedCompactions()
     } catch (err) {
       await pool.end()
       throw new Error(`cannot open the PostgreSQL store: ${(err as Error).message}`, { cause: err })
     }
+    // Turns finished before a crash (or a stop that could not compact them) are compacted now, off the start.
+    for (const turnId of queued) store.queueCompaction(turnId)
     return store
   }
 
+  /** Checks the schema's version, then creates or upgrades the tables and stamps this build's version. */
   private async migrate (schema: string): Promise<void> {
     await inTransaction(this.pool, async (client) => {
       // Two instances starting together would otherwise race on CREATE TABLE IF NOT EXISTS.
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tollgate:${schema}`])
+      // Before the DDL: a schema a newer Tollgate wrote is left as it is.
+      const version = await this.storedVersion(client)
+      if (version > SCHEMA_VERSION) {
+        throw new Error(`the schema "${schema}" was written by a newer Tollgate (schema version ${version}; this one knows versions up to ${SCHEMA_VERSION})`)
+      }
       await client.query(ddl(this.s))
       await client.query(spendDdl(this.s))
       await client.query(scheduleDdl(this.s))
       await client.query(outboxDdl(this.s))
+      await client.query(`INSERT INTO ${this.s}.tollgate_schema (version) VALUES ($1)
+        ON CONFLICT (one) DO UPDATE SET version = excluded.version`, [SCHEMA_VERSION])
     })
+  }
+
+  /** The schema's version; 0 when it has none (new, or made before versions were kept). */
+  private async storedVersion (client: pg.PoolClient): Promise<number> {
+    const { rows: [table] } = await client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${this.s}.tollgate_schema`])
+    if (table?.present !== true) return 0
+    const { rows: [row] } = await client.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${this.s}.tollgate_schema`)
+    return row?.version ?? 0
+  }
+
+  private async queuedCompactions (): Promise<string[]> {
+    const { rows } = await this.pool.query<{ turn_id: string }>(`SELECT turn_id FROM ${this.s}.tollgate_compactions`)
+    return rows.map((r) => r.turn_id)
   }
 
   /** Runs `fn` after every earlier call sharing one of `keys` has settled. */
@@ -366,67 +462,134 @@ export class PostgresStore implements Store {
     })
   }
 
-  /** The pair save, with events appended in the same statement when there are any (encoded now). */
+  /**
+   * The pair save, with events appended in the same statement when there are any (encoded now);
+   * `queue`: a final save that queues the turn for compaction.
+   */
   private pairSave (
-    turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[], checkpoint: CheckpointRow | null = null
+    turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[], checkpoint: CheckpointRow | null = null, queue = false
   ): pg.QueryConfig {
     const values: unknown[] = [...this.turnRow(turn), ...sessionColumns(session)]
-    if (events.length === 0 && checkpoint === null) return { ...this.sql.saveTurnAndSession, values }
+    const { sql } = this
+    if (events.length === 0 && checkpoint === null) return { ...(queue ? sql.finishTurnAndSession : sql.saveTurnAndSession), values }
     values.push(...eventColumns(events))
-    if (checkpoint === null) return { ...this.sql.saveTurnSessionAndEvents, values }
+    if (checkpoint === null) return { ...(queue ? sql.finishTurnSessionAndEvents : sql.saveTurnSessionAndEvents), values }
     values.push(...checkpointColumns([checkpoint]))
     return { ...this.sql.saveTurnSessionEventsAndCheckpoint, values }
   }
 
-  /** A finished turn is queued for compaction (`queueCompaction`): its final save does not wait for it. */
+  /**
+   * A finished turn worth compacting (`worthCompacting`) is queued for it by the statement of its
+   * final save (`queueCompaction`): the save does not wait for the compaction.
+   */
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
-    await this.savePair(turn, session, this.pairSave(turn, session, events), events)
-    if (TERMINAL_TURN_STATUSES.has(turn.status)) this.queueCompaction(turn.turn_id)
+    this.countDeltas(events)
+    const compactLater = TERMINAL_TURN_STATUSES.has(turn.status) && this.worthCompacting(turn)
+    await this.savePair(turn, session, this.pairSave(turn, session, events, null, compactLater), events)
+    if (compactLater) this.queueCompaction(turn.turn_id)
+  }
+
+  /** Counts the deltas written per running turn (the events this instance writes: `worthCompacting`). */
+  private countDeltas (events: readonly BusEnvelope[]): void {
+    for (const e of events) {
+      if (isDelta(e)) this.streamed.set(e.turn_id, (this.streamed.get(e.turn_id) ?? 0) + 1)
+    }
+  }
+
+  /** Whether the finished `turn` is worth compacting; forgets its count. */
+  private worthCompacting (turn: TurnRecord): boolean {
+    const deltas = this.streamed.get(turn.turn_id) ?? 0
+    this.streamed.delete(turn.turn_id)
+    return worthCompacting(deltas, turn.final_text)
   }
 
   /**
    * Compaction happens off the finishing path: COMPACT_DELAY_MS after a turn finishes, one turn at
    * a time (a batch of streams that end together does not take the pool from the streams still
-   * running), each in the turn's write order; close() waits for what is queued. A crash before it
-   * leaves the turn's rows as written, which read back the same (the retention prune removes them).
+   * running), each in the turn's write order; close() waits for what is queued in memory. The
+   * queue is durable (`tollgate_compactions`): a crash before the compaction leaves the turn's rows
+   * as written, which read back the same, and the next start compacts them.
    */
-  private queueCompaction (turnId: string): void {
-    this.toCompact.add(turnId)
-    this.compacting ??= (async () => {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, COMPACT_DELAY_MS)
-        timer.unref()
-        this.compactNow = () => { clearTimeout(timer); resolve() }
-      })
-      this.compactNow = null
-      for (const id of this.toCompact) {
-        this.toCompact.delete(id)
-        await this.serial([`t:${id}`], async () => { await this.compactTurn(id) })
-      }
-      this.compacting = null
-    })()
+  private queueCompaction (turnId: string, failed = 0): void {
+    if (this.closed) return
+    this.toCompact.set(turnId, failed)
+    this.compacting ??= this.compactQueued()
+  }
+
+  private async compactQueued (): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, COMPACT_DELAY_MS)
+      if (this.compactedWaiters.length === 0) timer.unref()
+      this.compactTimer = timer
+      this.compactNow = () => { clearTimeout(timer); resolve() }
+    })
+    this.compactTimer = null
+    this.compactNow = null
+    for (const [id, failed] of this.toCompact) {
+      this.toCompact.delete(id)
+      await this.serial([`t:${id}`], async () => { await this.compactTurn(id, failed) })
+    }
+    this.compacting = null
+    this.tellCompacted()
   }
 
   /**
    * The turn's delta rows, written a batch at a time, become one row per run, its text kept once,
-   * in its record (delta-runs.ts): the rows read are deleted (by seq and last seq: a row written
-   * since is left alone), the runs inserted and the terminal event's document replaced, in one
-   * transaction. Best effort: when it fails the rows stay as they were written, which read back as
-   * the same events.
+   * in its record (delta-runs.ts): in one transaction the turn leaves the queue (unless another
+   * instance took it: then nothing is done here), the rows read are deleted (by seq and last seq:
+   * a row written since is left alone), the runs inserted and the terminal event's document
+   * replaced. Run again on a compacted turn it changes nothing. When it fails the rows stay as
+   * they were written, which read back as the same events, and the turn stays queued: it is
+   * reported and tried again later (`retryCompaction`).
    */
-  private async compactTurn (turnId: string): Promise<void> {
+  private async compactTurn (turnId: string, failed: number): Promise<void> {
     try {
-      const { rows } = await this.pool.query<StoredRow>({ ...this.sql.compactable, values: [turnId] })
-      const { remove, insert, rewrite } = compact(rows, await this.turnText(turnId))
-      if (remove.length === 0 && insert.length === 0 && rewrite.length === 0) return
       await inTransaction(this.pool, async (client) => {
-        await client.query({ ...this.sql.removeRows, values: [turnId, remove.map((r) => r.seq), remove.map((r) => r.last_seq)] })
-        await client.query({ ...this.sql.insertRows, values: rowColumns(insert) })
+        const claimed = await client.query({ ...this.sql.claimCompaction, values: [turnId] })
+        if (claimed.rowCount !== 1) return
+        const { rows } = await client.query<StoredRow>({ ...this.sql.compactable, values: [turnId] })
+        const { rows: [record] } = await client.query<{ doc: string }>({ ...this.sql.turnDoc, values: [turnId] })
+        const { remove, insert, rewrite } = compact(rows, record === undefined ? null : decodeTurn(record.doc).final_text ?? null)
+        const removed = [turnId, remove.map((r) => r.seq), remove.map((r) => r.last_seq)]
+        if (remove.length > 0) await client.query({ ...this.sql.removeRows, values: removed })
+        if (insert.length > 0) await client.query({ ...this.sql.insertRows, values: rowColumns(insert) })
         for (const r of rewrite) await client.query({ ...this.sql.rewriteRow, values: [turnId, r.seq, r.doc] })
       })
-    } catch {
-      // Nothing lost (see above); the next finish of this turn, if any, tries again.
+    } catch (err) {
+      this.onCompactionError(err)
+      this.retryCompaction(turnId, failed + 1)
     }
+  }
+
+  /** Queues a failed turn again after a growing delay, COMPACT_RETRIES times at most; then it waits, in the table, for the next start. */
+  private retryCompaction (turnId: string, failed: number): void {
+    if (this.closed || failed > COMPACT_RETRIES) return
+    const timer = setTimeout(() => {
+      this.retries.delete(timer)
+      this.queueCompaction(turnId, failed)
+    }, COMPACT_RETRY_MS * 2 ** (failed - 1))
+    if (this.compactedWaiters.length === 0) timer.unref()
+    this.retries.add(timer)
+  }
+
+  /** Resolves once no turn this store queued waits for its compaction or a retry of it (what a test waits on). */
+  async compacted (): Promise<void> {
+    if (this.compactionIdle()) return
+    // Someone waits: the timers keep the process alive until then.
+    this.compactTimer?.ref()
+    for (const timer of this.retries) timer.ref()
+    await new Promise<void>((resolve) => { this.compactedWaiters.push(resolve) })
+  }
+
+  private compactionIdle (): boolean {
+    return this.compacting === null && this.retries.size === 0
+  }
+
+  private tellCompacted (): void {
+    if (!this.compactionIdle() || this.compactedWaiters.length === 0) return
+    const waiters = this.compactedWaiters
+    this.compactedWaiters = []
+    for (const resolve of waiters) resolve()
   }
 
   /** The turn record's final_text, which a compacted turn's events refer to. */
@@ -445,6 +608,7 @@ export class PostgresStore implements Store {
     turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = [],
     checkpoint: CheckpointRow | null = null
   ): Promise<IdempotencyRecord | null> {
+    this.countDeltas(events)
     const save = this.pairSave(turn, session, events, checkpoint)
     if (claim === null) {
       await this.savePair(turn, session, save, events)
@@ -494,6 +658,7 @@ export class PostgresStore implements Store {
   }
 
   async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
+    this.countDeltas(events)
     if (checkpoints.length > 0) {
       const values = [...eventColumns(events), ...checkpointColumns(checkpoints)]
       await this.saveAnnounced({ ...this.sql.appendEventsAndCheckpoints, values }, events)
@@ -516,6 +681,8 @@ export class PostgresStore implements Store {
   async adoptTurn (turnId: string, instanceId: string | null): Promise<boolean> {
     const { rowCount } = await this.pool.query(`UPDATE ${this.s}.tollgate_turns SET instance_id = $1
       WHERE turn_id = $2 AND status = 'running' AND instance_id IS NOT DISTINCT FROM $3`, [this.instanceId, turnId, instanceId])
+    // What it streamed before is not known here: its finish compacts it whatever it streams after.
+    if (rowCount === 1) this.streamed.set(turnId, Number.POSITIVE_INFINITY)
     return rowCount === 1
   }
 
@@ -558,21 +725,26 @@ export class PostgresStore implements Store {
     return rows.map((r) => ({ turnId: r.turn_id, instanceId: r.instance_id }))
   }
 
+  /** Finished for a dead instance (whatever it streamed, unknown here): queued for compaction by the same statement. */
   async interruptTurn (turn: TurnRecord, instanceId: string | null): Promise<boolean> {
-    const { rowCount } = await this.pool.query(`UPDATE ${this.s}.tollgate_turns SET status = $1, finished_ms = $2, doc = $3
-      WHERE turn_id = $4 AND status = 'running' AND instance_id IS NOT DISTINCT FROM $5`,
-    [turn.status, finishedMs(turn), encodeDoc(turn), turn.turn_id, instanceId])
-    // Finished for a dead instance: its deltas are compacted as a finish compacts them.
-    if (rowCount === 1) this.queueCompaction(turn.turn_id)
-    return rowCount === 1
+    const { rows: [result] } = await this.pool.query<{ won: number }>({
+      ...this.sql.interruptTurn, values: [turn.status, finishedMs(turn), encodeDoc(turn), turn.turn_id, instanceId]
+    })
+    const won = result?.won === 1
+    if (won) this.queueCompaction(turn.turn_id)
+    return won
   }
 
   async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
+    // Retries not due yet are dropped: their turns stay queued in the table, for the next start.
+    for (const timer of this.retries) clearTimeout(timer)
+    this.retries.clear()
     // Compactions queued before the stop are done now, not after their delay.
     this.compactNow?.()
     await this.compacting
+    this.tellCompacted()
     await Promise.all(this.chains.values())
     await this.pool.end()
   }
