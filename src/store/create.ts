@@ -33,7 +33,7 @@ export async function createStore (config: Config, options: CreateStoreOptions):
         path: config.store.sqlite.path,
         instanceId,
         onCheckpointError: (err) => { options.log.warn({ err }, 'could not checkpoint the SQLite WAL; retrying') },
-        onCompactionError: (err) => { options.log.warn({ err }, 'could not compact a finished turn\'s events; they stay as written until the next start') },
+        onCompactionError: (err) => { options.log.warn({ err }, 'could not compact a finished turn\'s events; they stay as written and are tried again later') },
         ...(options.probe === undefined ? {} : { probe: options.probe }),
         ...planner
       })

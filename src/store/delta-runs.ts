@@ -36,6 +36,11 @@ export function worthCompacting (deltas: number, finalText: string | undefined):
   return deltas >= 2 || (finalText?.length ?? 0) >= COMPACT_TEXT_OVER
 }
 
+/** A failed compaction is tried again this long after its failure, doubling each time... */
+export const COMPACT_RETRY_MS = 1000
+/** ...at most this many times; after that the turn stays queued (in the store) for the next start. */
+export const COMPACT_RETRIES = 3
+
 /** Pieces per run at most: a row containing seq `n` starts after `n - MAX_RUN`, so reads stay on the key. */
 export const MAX_RUN = 1024
 

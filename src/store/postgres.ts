@@ -18,7 +18,8 @@ import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
 import {
-  compact, COMPACT_DELAY_MS, isDelta, MAX_RUN, readExpanded, toRows, worthCompacting, type EventRow, type StoredRow
+  compact, COMPACT_DELAY_MS, COMPACT_RETRIES, COMPACT_RETRY_MS, isDelta, MAX_RUN, readExpanded, toRows, worthCompacting,
+  type EventRow, type StoredRow
 } from './delta-runs.js'
 import {
   FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,
@@ -35,11 +36,6 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
  * newer version is refused at start: this build cannot read what a newer one may write.
  */
 export const SCHEMA_VERSION = 1
-
-/** A failed compaction is tried again this long after (doubling each time)... */
-const COMPACT_RETRY_MS = 1000
-/** ...at most this many times; after that the turn stays queued, in `tollgate_compactions`, for the next start. */
-const COMPACT_RETRIES = 3
 
 /** Rows of events (a run of deltas one row: delta-runs.ts) as the four arrays the insert unnests. */
 function rowColumns (rows: readonly EventRow[]): unknown[] {

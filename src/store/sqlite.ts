@@ -21,7 +21,10 @@ import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { tenantOf } from '../core/tenancy.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
-import { compact, COMPACT_DELAY_MS, isDelta, MAX_RUN, readExpanded, toRows, type RowOfEvents, type StoredRow } from './delta-runs.js'
+import {
+  compact, COMPACT_DELAY_MS, COMPACT_RETRIES, COMPACT_RETRY_MS, isDelta, MAX_RUN, readExpanded, toRows, worthCompacting,
+  type RowOfEvents, type StoredRow
+} from './delta-runs.js'
 import { packDoc, unpackDoc } from './doc-pack.js'
 import type { SqlProbe } from './sql-probe.js'
 import { SharedCommit } from './sqlite-shared-commit.js'
@@ -51,12 +54,6 @@ const RECLAIM_PAGES = 65_536
 const COMPACT_SLICE_MS = 2
 /** ...and the next starts this long after it, so that streams in flight keep their pace. */
 const COMPACT_GAP_MS = 10
-/**
- * A finished turn is compacted when it streamed at least two deltas, or when its answer is at
- * least this long (one delta holding it: the run then keeps its length only). Anything less saves
- * a few bytes for a pass's reads and writes, a cost every short turn would pay.
- */
-const COMPACT_TEXT_OVER = 512
 /** Period of the worker's WAL copy. */
 const CHECKPOINT_MS = 1000
 /** Page cache (KiB; SQLite's default is 2 MiB): a busy gateway's hot index pages stay in memory. */
@@ -182,8 +179,13 @@ export interface SqliteStoreOptions {
   catchUpFrames?: number
   /** Told of a failed checkpoint (the WAL keeps its frames, the next one retries); default: ignored. */
   onCheckpointError?: (err: unknown) => void
-  /** Told of a failed compaction (the turn's rows stay as written and read the same; retried at the next start); default: ignored. */
+  /**
+   * Told of each failed compaction (the turn's rows stay as written and read the same; retried a
+   * few times, then at the next start); default: ignored.
+   */
   onCompactionError?: (err: unknown) => void
+  /** Delay before a failed compaction's first retry (COMPACT_RETRY_MS by default; tests lower it). */
+  compactRetryMs?: number
   /** Instrumentation (benchmark, tests); none by default. */
   probe?: SqlProbe
   /** Delta log rows a turn may hold behind it before they are copied keyed (PIN_ROWS by default; tests lower it). */
@@ -416,15 +418,19 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null, log: De
       if (won) queueCompaction.run(turn[3])
       return won
     }),
-    // Queued turns, oldest first, until `budgetMs` has passed (a turn started is finished), then the delta log cut.
-    compactPass: db.transaction((queue: Set<string>, budgetMs: number, onError: (err: unknown) => void): void => {
+    // Queued turns, oldest first, until `budgetMs` has passed (a turn started is finished), then the
+    // delta log cut. Each turn taken goes to `taken`, and each that failed to `onError`.
+    compactPass: db.transaction((
+      queue: Set<string>, budgetMs: number, taken: string[], onError: (turnId: string, err: unknown) => void
+    ): void => {
       const start = performance.now()
       for (const turnId of queue) {
         queue.delete(turnId)
+        taken.push(turnId)
         try {
           compactTurn(turnId)
         } catch (err) {
-          onError(err)
+          onError(turnId, err)
         }
         if (performance.now() - start >= budgetMs) break
       }
@@ -463,6 +469,13 @@ export class SqliteStore implements Store {
   private compactTimer: NodeJS.Timeout | null = null
   /** Callers of `compacted()` waiting for the queue to empty. */
   private compactedWaiters: Array<() => void> = []
+  /**
+   * Failed compactions waiting to be tried again, and how often each turn's failed (close() tries
+   * them once more; what fails again stays queued in the file).
+   */
+  private readonly retries = new Set<NodeJS.Timeout>()
+  private readonly failures = new Map<string, number>()
+  private readonly compactRetryMs: number
 
   constructor (options: SqliteStoreOptions) {
     this.instanceId = options.instanceId
@@ -505,6 +518,7 @@ export class SqliteStore implements Store {
         onError: options.onCheckpointError ?? (() => {})
       })
     this.onCompactionError = options.onCompactionError ?? (() => {})
+    this.compactRetryMs = options.compactRetryMs ?? COMPACT_RETRY_MS
     // Turns finished before a crash (or a stop that could not compact them) are compacted now.
     for (const { turn_id: turnId } of this.stmt.queuedCompactions.all()) this.queueCompaction(turnId)
   }
@@ -532,35 +546,70 @@ export class SqliteStore implements Store {
     return timer
   }
 
-  /** Compacts queued turns, oldest first, until `budgetMs` has passed (each turn at least started is finished). */
+  /**
+   * Compacts queued turns, oldest first, until `budgetMs` has passed (each turn at least started
+   * is finished). A turn that failed (undone alone), or every turn of a pass whose commit failed,
+   * stays queued in the file and is tried again later (`retryCompaction`).
+   */
   private compactSome (budgetMs: number): void {
     if (!this.db.open || this.toCompact.size === 0) return
+    const taken: string[] = []
+    const failed: string[] = []
     try {
-      this.stmt.compactPass(this.toCompact, budgetMs, this.onCompactionError)
+      this.stmt.compactPass(this.toCompact, budgetMs, taken, (turnId, err) => {
+        failed.push(turnId)
+        this.onCompactionError(err)
+      })
       this.log.settle()
     } catch (err) {
-      // The pass's commit failed: its turns stay queued in the file, for the next start.
       this.log.discard()
       this.onCompactionError(err)
+      failed.splice(0, failed.length, ...taken)
     }
+    for (const turnId of taken) if (!failed.includes(turnId)) this.failures.delete(turnId)
+    for (const turnId of failed) this.retryCompaction(turnId)
   }
 
-  /** Resolves once no finished turn waits for its compaction (the benchmark reads the CPU spent after it). */
+  /**
+   * Queues a failed turn again after a growing delay (a full disk or a busy file passes),
+   * COMPACT_RETRIES times at most; then it waits, in `tollgate_compactions`, for the next start.
+   */
+  private retryCompaction (turnId: string): void {
+    const failed = (this.failures.get(turnId) ?? 0) + 1
+    if (failed > COMPACT_RETRIES || !this.db.open) {
+      this.failures.delete(turnId)
+      return
+    }
+    this.failures.set(turnId, failed)
+    const timer = setTimeout(() => {
+      this.retries.delete(timer)
+      if (this.db.open) this.queueCompaction(turnId)
+      this.tellCompacted()
+    }, this.compactRetryMs * 2 ** (failed - 1))
+    if (this.compactedWaiters.length === 0) timer.unref()
+    this.retries.add(timer)
+  }
+
+  /**
+   * Resolves once no finished turn waits for its compaction or a retry of it (the benchmark reads
+   * the CPU spent after it; tests wait on it).
+   */
   async compacted (): Promise<void> {
-    if (this.toCompact.size === 0) return
-    // Someone waits: the passes keep the process alive until then.
+    if (this.toCompact.size === 0 && this.retries.size === 0) return
+    // Someone waits: the passes and retries keep the process alive until then.
     this.compactTimer?.ref()
+    for (const timer of this.retries) timer.ref()
     await new Promise<void>((resolve) => { this.compactedWaiters.push(resolve) })
   }
 
   private tellCompacted (): void {
-    if (this.toCompact.size > 0 || this.compactedWaiters.length === 0) return
+    if (this.toCompact.size > 0 || this.retries.size > 0 || this.compactedWaiters.length === 0) return
     const waiters = this.compactedWaiters
     this.compactedWaiters = []
     for (const resolve of waiters) resolve()
   }
 
-  /** Deltas written per running turn: whether its compaction is worth a pass (COMPACT_TEXT_OVER). */
+  /** Deltas written per running turn: whether its compaction is worth a pass (`worthCompacting`). */
   private countDeltas (events: readonly BusEnvelope[]): void {
     for (const e of events) {
       if (isDelta(e)) this.streamed.set(e.turn_id, (this.streamed.get(e.turn_id) ?? 0) + 1)
@@ -571,7 +620,7 @@ export class SqliteStore implements Store {
   private worthCompacting (turn: TurnRecord): boolean {
     const deltas = this.streamed.get(turn.turn_id) ?? 0
     this.streamed.delete(turn.turn_id)
-    return deltas >= 2 || (turn.final_text?.length ?? 0) >= COMPACT_TEXT_OVER || this.log.holds(turn.turn_id)
+    return worthCompacting(deltas, turn.final_text) || this.log.holds(turn.turn_id)
   }
 
   /** The tenants' audit chains in this file, their appends sharing the event log's commits (decision 0277). */
@@ -808,8 +857,15 @@ export class SqliteStore implements Store {
     this.commits.commitQueued()
     if (this.compactTimer !== null) clearTimeout(this.compactTimer)
     this.compactTimer = null
+    // Turns waiting for a retry are tried once more now; what fails again stays queued in the file.
+    for (const timer of this.retries) clearTimeout(timer)
+    this.retries.clear()
+    for (const turnId of this.failures.keys()) this.toCompact.add(turnId)
     // What a graceful stop leaves is compacted: nothing waits for the next start.
     this.compactSome(Number.POSITIVE_INFINITY)
+    for (const timer of this.retries) clearTimeout(timer)
+    this.retries.clear()
+    this.failures.clear()
     this.toCompact.clear()
     this.tellCompacted()
     // Turns still running (parked for a restart) leave their delta log rows keyed.

@@ -174,3 +174,72 @@ test('sqlite: rows and documents written by the previous schema read back as wri
   assert.deepEqual(await store.getTurn('turn_1'), done)
   assert.deepEqual(await store.getSession('local', 'ses_1'), session())
 })
+
+/** Makes every delete from `table` fail (a real SQLite error, raised in the store's own statement) until `heal()`. */
+function breakDeletes (path: string, table: 'tollgate_events' | 'tollgate_delta_log'): { heal: () => void } {
+  const db = new Database(path)
+  db.exec(`CREATE TRIGGER test_no_delete BEFORE DELETE ON ${table} BEGIN SELECT RAISE(ABORT, 'injected: no delete from ${table}'); END`)
+  db.close()
+  return {
+    heal: () => {
+      const again = new Database(path)
+      again.exec('DROP TRIGGER test_no_delete')
+      again.close()
+    }
+  }
+}
+
+for (const [table, what] of [['tollgate_events', 'a turn\'s compaction (undone alone)'], ['tollgate_delta_log', 'a pass\'s commit (the delta log cut)']] as const) {
+  test(`sqlite: when ${what} fails, it is reported, the rows read the same, and a retry compacts the turn`, async (t) => {
+    const defer = deferrer(t)
+    const path = join(await scratch(defer), 'tollgate.db')
+    const errors: string[] = []
+    const store = new SqliteStore({ path, instanceId: 'inst-a', checkpointMs: 0, compactRetryMs: 50, onCompactionError: (err) => { errors.push((err as Error).message) } })
+    let closed = false
+    defer(async () => { if (!closed) await store.close() })
+    const broken = breakDeletes(path, table)
+    await streamAndFinish(store)
+    await eventually(() => errors.length > 0, { what: 'the failed compaction reported', timeoutMs: 10_000 })
+    assert.deepEqual(errors, [`injected: no delete from ${table}`])
+    // Nothing changed: the turn still queued, its rows as written (the piece in the delta log, the
+    // answer in the keyed terminal event).
+    assert.deepEqual(rowsOf(path), { rows: EVENTS.length, logged: PIECES.length - 1, queued: 1, texts: 1 })
+    await assertReplays(store)
+    broken.heal()
+    await store.compacted()
+    assert.deepEqual(rowsOf(path), { rows: 3, logged: 0, queued: 0, texts: 0 })
+    assert.equal(errors.length, 1)
+    await assertReplays(store)
+    await store.close()
+    closed = true
+  })
+}
+
+test('sqlite: a compaction that keeps failing is tried three times more, then left queued for the next start, which compacts it', async (t) => {
+  const defer = deferrer(t)
+  const path = join(await scratch(defer), 'tollgate.db')
+  const errors: unknown[] = []
+  const store = new SqliteStore({ path, instanceId: 'inst-a', checkpointMs: 0, compactRetryMs: 20, onCompactionError: (err) => { errors.push(err) } })
+  let closed = false
+  defer(async () => { if (!closed) await store.close() })
+  const broken = breakDeletes(path, 'tollgate_events')
+  await streamAndFinish(store)
+  // The first try and three retries; then nothing waits any more.
+  await store.compacted()
+  assert.equal(errors.length, 4)
+  assert.equal(rowsOf(path).queued, 1)
+  await assertReplays(store)
+  // A graceful stop does not try it again: it stays queued, rows as written.
+  await store.close()
+  closed = true
+  assert.equal(errors.length, 4)
+  // The stop moved the delta log's rows keyed: the piece's row and the terminal event hold the text.
+  assert.deepEqual(rowsOf(path), { rows: EVENTS.length, logged: 0, queued: 1, texts: 2 })
+  broken.heal()
+  const again = new SqliteStore({ path, instanceId: 'inst-b', checkpointMs: 0 })
+  defer(async () => { await again.close() })
+  await assertReplays(again)
+  await again.compacted()
+  assert.deepEqual(rowsOf(path), { rows: 3, logged: 0, queued: 0, texts: 0 })
+  await assertReplays(again)
+})
