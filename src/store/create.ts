@@ -25,6 +25,8 @@ export interface CreateStoreOptions {
 export async function createStore (config: Config, options: CreateStoreOptions): Promise<Store> {
   const { instanceId } = options
   const planner = options.planner == null ? {} : { planner: options.planner }
+  // Both SQL stores retry a failed compaction a few times, then leave the turn for the next start.
+  const onCompactionError = (err: unknown): void => { options.log.warn({ err }, 'could not compact a finished turn\'s events; they stay as written and are tried again later') }
   switch (config.store.kind) {
     case 'memory':
       return new MemoryStore({ instanceId })
@@ -33,7 +35,7 @@ export async function createStore (config: Config, options: CreateStoreOptions):
         path: config.store.sqlite.path,
         instanceId,
         onCheckpointError: (err) => { options.log.warn({ err }, 'could not checkpoint the SQLite WAL; retrying') },
-        onCompactionError: (err) => { options.log.warn({ err }, 'could not compact a finished turn\'s events; they stay as written and are tried again later') },
+        onCompactionError,
         ...(options.probe === undefined ? {} : { probe: options.probe }),
         ...planner
       })
@@ -46,7 +48,7 @@ export async function createStore (config: Config, options: CreateStoreOptions):
         maxConnections: pgc.max_connections,
         connectTimeoutMs: pgc.connect_timeout_ms,
         onIdleError: (err) => { options.log.warn({ err }, 'an idle PostgreSQL connection failed') },
-        onCompactionError: (err) => { options.log.warn({ err }, 'could not compact a finished turn\'s events; they stay as written and are tried again later') },
+        onCompactionError,
         ...planner
       })
     }
