@@ -385,7 +385,7 @@ export function renderReport (report: Report): string {
 
 const STREAM_LABELS: Record<StreamRunnerKey, string> = {
   tollgate: 'Tollgate, SQLite (default)',
-  'tollgate-memory': 'Tollgate, memory store (nothing stored)',
+  'tollgate-memory': 'Tollgate, memory store (no event log)',
   relay: 'bare Fastify SSE relay',
   'ai-sdk': 'Fastify + AI SDK streamText'
 }

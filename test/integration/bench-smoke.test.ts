@@ -135,7 +135,7 @@ test('a tiny streaming bench run prints its table, every runner delivers every t
   assert.doesNotMatch(stdout, /## Warnings/)
   for (const streams of [2, 3]) {
     const points = rows(stdout, `${streams} | `)
-    assert.deepEqual(points.map((r) => r[1]).sort(), ['Fastify + AI SDK streamText', 'Tollgate, SQLite (default)', 'Tollgate, memory store (nothing stored)', 'bare Fastify SSE relay'], stdout)
+    assert.deepEqual(points.map((r) => r[1]).sort(), ['Fastify + AI SDK streamText', 'Tollgate, SQLite (default)', 'Tollgate, memory store (no event log)', 'bare Fastify SSE relay'], stdout)
     for (const r of points) {
       // Delivered (expected), then the errors column: every token of every stream, no failed stream.
       assert.equal(r[2], `${streams * 10} (${streams * 10})`, r.join(' | '))
