@@ -24,23 +24,6 @@ import { decodeEnvelope, encodeDoc } from './codec.js'
 /** A finished turn waits this long before the SQL stores compact its rows: the burst it finished in goes first. */
 export const COMPACT_DELAY_MS = 200
 
-/**
- * A finished turn is compacted when it streamed at least two deltas, or when its answer is at
- * least this long (one delta holding it: the run then keeps its length only). Anything less saves
- * a few bytes for a pass's reads and writes, a cost every short turn would pay.
- */
-export const COMPACT_TEXT_OVER = 512
-
-/** Whether a finished turn that streamed `deltas` pieces (as far as its store saw) and answered `finalText` is worth compacting. */
-export function worthCompacting (deltas: number, finalText: string | undefined): boolean {
-  return deltas >= 2 || (finalText?.length ?? 0) >= COMPACT_TEXT_OVER
-}
-
-/** A failed compaction is tried again this long after its failure, doubling each time... */
-export const COMPACT_RETRY_MS = 1000
-/** ...at most this many times; after that the turn stays queued (in the store) for the next start. */
-export const COMPACT_RETRIES = 3
-
 /** Pieces per run at most: a row containing seq `n` starts after `n - MAX_RUN`, so reads stay on the key. */
 export const MAX_RUN = 1024
 

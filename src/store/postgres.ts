@@ -17,10 +17,8 @@ import { isEmptyWrite, outboxDdl, PostgresOutbox } from './outbox-postgres.js'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { sessionKey, tenantOf } from '../core/tenancy.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
-import {
-  compact, COMPACT_DELAY_MS, COMPACT_RETRIES, COMPACT_RETRY_MS, isDelta, MAX_RUN, readExpanded, toRows, worthCompacting,
-  type EventRow, type StoredRow
-} from './delta-runs.js'
+import { CompactionRetries, COMPACT_RETRY_MS, StreamedDeltas } from './compaction-schedule.js'
+import { compact, COMPACT_DELAY_MS, MAX_RUN, readExpanded, toRows, type EventRow, type StoredRow } from './delta-runs.js'
 import {
   FIRST_PAGE, type IdempotencyClaim, type IdempotencyRecord, type PageKey, type RunningTurn, type SessionRecord, type Store,
   TERMINAL_TURN_STATUSES, type TurnFilter, type TurnRecord
@@ -294,20 +292,20 @@ export class PostgresStore implements Store {
   private closed = false
   /**
    * Finished turns whose rows are not compacted yet (each also a row of `tollgate_compactions`),
-   * oldest first, with how many times their compaction failed; `compacting` works through them.
+   * oldest first; `compacting` works through them.
    */
-  private readonly toCompact = new Map<string, number>()
+  private readonly toCompact = new Set<string>()
   private compacting: Promise<void> | null = null
   /** The wait before the next compaction pass; `compactNow` ends it (close() does not wait out the delay). */
   private compactTimer: NodeJS.Timeout | null = null
   private compactNow: (() => void) | null = null
   /** Failed compactions waiting to be tried again (close() drops them: their turns stay queued in the table). */
-  private readonly retries = new Set<NodeJS.Timeout>()
+  private readonly retries = new CompactionRetries(COMPACT_RETRY_MS, (turnId) => { this.queueCompaction(turnId) })
   /** Callers of `compacted()` waiting for the queue to empty. */
   private compactedWaiters: Array<() => void> = []
   private readonly onCompactionError: (err: unknown) => void
-  /** Deltas written per running turn: whether its compaction is worth it (`worthCompacting`). */
-  private readonly streamed = new Map<string, number>()
+  /** Deltas written per running turn: whether its compaction is worth it. */
+  private readonly streamed = new StreamedDeltas()
 
   private constructor (pool: pg.Pool, schema: string, options: PostgresStoreOptions) {
     this.pool = pool
@@ -475,28 +473,14 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * A finished turn worth compacting (`worthCompacting`) is queued for it by the statement of its
+   * A finished turn worth compacting (`StreamedDeltas`) is queued for it by the statement of its
    * final save (`queueCompaction`): the save does not wait for the compaction.
    */
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
-    this.countDeltas(events)
-    const compactLater = TERMINAL_TURN_STATUSES.has(turn.status) && this.worthCompacting(turn)
+    this.streamed.count(events)
+    const compactLater = TERMINAL_TURN_STATUSES.has(turn.status) && this.streamed.worthCompacting(turn.turn_id, turn.final_text)
     await this.savePair(turn, session, this.pairSave(turn, session, events, null, compactLater), events)
     if (compactLater) this.queueCompaction(turn.turn_id)
-  }
-
-  /** Counts the deltas written per running turn (the events this instance writes: `worthCompacting`). */
-  private countDeltas (events: readonly BusEnvelope[]): void {
-    for (const e of events) {
-      if (isDelta(e)) this.streamed.set(e.turn_id, (this.streamed.get(e.turn_id) ?? 0) + 1)
-    }
-  }
-
-  /** Whether the finished `turn` is worth compacting; forgets its count. */
-  private worthCompacting (turn: TurnRecord): boolean {
-    const deltas = this.streamed.get(turn.turn_id) ?? 0
-    this.streamed.delete(turn.turn_id)
-    return worthCompacting(deltas, turn.final_text)
   }
 
   /**
@@ -506,9 +490,9 @@ export class PostgresStore implements Store {
    * queue is durable (`tollgate_compactions`): a crash before the compaction leaves the turn's rows
    * as written, which read back the same, and the next start compacts them.
    */
-  private queueCompaction (turnId: string, failed = 0): void {
+  private queueCompaction (turnId: string): void {
     if (this.closed) return
-    this.toCompact.set(turnId, failed)
+    this.toCompact.add(turnId)
     this.compacting ??= this.compactQueued()
   }
 
@@ -521,9 +505,9 @@ export class PostgresStore implements Store {
     })
     this.compactTimer = null
     this.compactNow = null
-    for (const [id, failed] of this.toCompact) {
+    for (const id of this.toCompact) {
       this.toCompact.delete(id)
-      await this.serial([`t:${id}`], async () => { await this.compactTurn(id, failed) })
+      await this.serial([`t:${id}`], async () => { await this.compactTurn(id) })
     }
     this.compacting = null
     this.tellCompacted()
@@ -536,9 +520,9 @@ export class PostgresStore implements Store {
    * a row written since is left alone), the runs inserted and the terminal event's document
    * replaced. Run again on a compacted turn it changes nothing. When it fails the rows stay as
    * they were written, which read back as the same events, and the turn stays queued: it is
-   * reported and tried again later (`retryCompaction`).
+   * reported and tried again later (`CompactionRetries`).
    */
-  private async compactTurn (turnId: string, failed: number): Promise<void> {
+  private async compactTurn (turnId: string): Promise<void> {
     try {
       await inTransaction(this.pool, async (client) => {
         const claimed = await client.query({ ...this.sql.claimCompaction, values: [turnId] })
@@ -551,21 +535,12 @@ export class PostgresStore implements Store {
         if (insert.length > 0) await client.query({ ...this.sql.insertRows, values: rowColumns(insert) })
         for (const r of rewrite) await client.query({ ...this.sql.rewriteRow, values: [turnId, r.seq, r.doc] })
       })
+      this.retries.succeeded(turnId)
     } catch (err) {
       this.onCompactionError(err)
-      this.retryCompaction(turnId, failed + 1)
+      // A stop under way leaves the turn queued in the table, for the next start.
+      if (!this.closed) this.retries.failed(turnId, this.compactedWaiters.length > 0)
     }
-  }
-
-  /** Queues a failed turn again after a growing delay, COMPACT_RETRIES times at most; then it waits, in the table, for the next start. */
-  private retryCompaction (turnId: string, failed: number): void {
-    if (this.closed || failed > COMPACT_RETRIES) return
-    const timer = setTimeout(() => {
-      this.retries.delete(timer)
-      this.queueCompaction(turnId, failed)
-    }, COMPACT_RETRY_MS * 2 ** (failed - 1))
-    if (this.compactedWaiters.length === 0) timer.unref()
-    this.retries.add(timer)
   }
 
   /** Resolves once no turn this store queued waits for its compaction or a retry of it (what a test waits on). */
@@ -573,12 +548,12 @@ export class PostgresStore implements Store {
     if (this.compactionIdle()) return
     // Someone waits: the timers keep the process alive until then.
     this.compactTimer?.ref()
-    for (const timer of this.retries) timer.ref()
+    this.retries.keepAlive()
     await new Promise<void>((resolve) => { this.compactedWaiters.push(resolve) })
   }
 
   private compactionIdle (): boolean {
-    return this.compacting === null && this.retries.size === 0
+    return this.compacting === null && !this.retries.pending
   }
 
   private tellCompacted (): void {
@@ -604,7 +579,7 @@ export class PostgresStore implements Store {
     turn: TurnRecord, session: SessionRecord, claim: IdempotencyClaim | null, events: readonly BusEnvelope[] = [],
     checkpoint: CheckpointRow | null = null
   ): Promise<IdempotencyRecord | null> {
-    this.countDeltas(events)
+    this.streamed.count(events)
     const save = this.pairSave(turn, session, events, checkpoint)
     if (claim === null) {
       await this.savePair(turn, session, save, events)
@@ -654,7 +629,7 @@ export class PostgresStore implements Store {
   }
 
   async appendEvents (events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[] = []): Promise<void> {
-    this.countDeltas(events)
+    this.streamed.count(events)
     if (checkpoints.length > 0) {
       const values = [...eventColumns(events), ...checkpointColumns(checkpoints)]
       await this.saveAnnounced({ ...this.sql.appendEventsAndCheckpoints, values }, events)
@@ -678,7 +653,7 @@ export class PostgresStore implements Store {
     const { rowCount } = await this.pool.query(`UPDATE ${this.s}.tollgate_turns SET instance_id = $1
       WHERE turn_id = $2 AND status = 'running' AND instance_id IS NOT DISTINCT FROM $3`, [this.instanceId, turnId, instanceId])
     // What it streamed before is not known here: its finish compacts it whatever it streams after.
-    if (rowCount === 1) this.streamed.set(turnId, Number.POSITIVE_INFINITY)
+    if (rowCount === 1) this.streamed.unknown(turnId)
     return rowCount === 1
   }
 
@@ -735,8 +710,7 @@ export class PostgresStore implements Store {
     if (this.closed) return
     this.closed = true
     // Retries not due yet are dropped: their turns stay queued in the table, for the next start.
-    for (const timer of this.retries) clearTimeout(timer)
-    this.retries.clear()
+    this.retries.stop()
     // Compactions queued before the stop are done now, not after their delay.
     this.compactNow?.()
     await this.compacting

@@ -21,10 +21,8 @@ import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import { tenantOf } from '../core/tenancy.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
 import { decodeSession, decodeTurn, encodeDoc, finishedMs, LEASE_FORGET_MS } from './codec.js'
-import {
-  compact, COMPACT_DELAY_MS, COMPACT_RETRIES, COMPACT_RETRY_MS, isDelta, MAX_RUN, readExpanded, toRows, worthCompacting,
-  type RowOfEvents, type StoredRow
-} from './delta-runs.js'
+import { CompactionRetries, COMPACT_RETRY_MS, StreamedDeltas } from './compaction-schedule.js'
+import { compact, COMPACT_DELAY_MS, MAX_RUN, readExpanded, toRows, type RowOfEvents, type StoredRow } from './delta-runs.js'
 import { packDoc, unpackDoc } from './doc-pack.js'
 import type { SqlProbe } from './sql-probe.js'
 import { SharedCommit } from './sqlite-shared-commit.js'
@@ -463,19 +461,15 @@ export class SqliteStore implements Store {
   private readonly onCompactionError: (err: unknown) => void
   /** Finished turns whose rows are not compacted yet, oldest first (also in `tollgate_compactions`). */
   private readonly toCompact = new Set<string>()
-  private readonly streamed = new Map<string, number>()
+  /** Deltas written per running turn: whether its compaction is worth a pass. */
+  private readonly streamed = new StreamedDeltas()
   /** Running turns' later delta rows (sqlite-delta-log.ts). */
   private readonly log: DeltaLog
   private compactTimer: NodeJS.Timeout | null = null
   /** Callers of `compacted()` waiting for the queue to empty. */
   private compactedWaiters: Array<() => void> = []
-  /**
-   * Failed compactions waiting to be tried again, and how often each turn's failed (close() tries
-   * them once more; what fails again stays queued in the file).
-   */
-  private readonly retries = new Set<NodeJS.Timeout>()
-  private readonly failures = new Map<string, number>()
-  private readonly compactRetryMs: number
+  /** Failed compactions waiting to be tried again (close() tries them once more; what fails again stays queued in the file). */
+  private readonly retries: CompactionRetries
 
   constructor (options: SqliteStoreOptions) {
     this.instanceId = options.instanceId
@@ -518,7 +512,10 @@ export class SqliteStore implements Store {
         onError: options.onCheckpointError ?? (() => {})
       })
     this.onCompactionError = options.onCompactionError ?? (() => {})
-    this.compactRetryMs = options.compactRetryMs ?? COMPACT_RETRY_MS
+    this.retries = new CompactionRetries(options.compactRetryMs ?? COMPACT_RETRY_MS, (turnId) => {
+      if (this.db.open) this.queueCompaction(turnId)
+      this.tellCompacted()
+    })
     // Turns finished before a crash (or a stop that could not compact them) are compacted now.
     for (const { turn_id: turnId } of this.stmt.queuedCompactions.all()) this.queueCompaction(turnId)
   }
@@ -549,45 +546,29 @@ export class SqliteStore implements Store {
   /**
    * Compacts queued turns, oldest first, until `budgetMs` has passed (each turn at least started
    * is finished). A turn that failed (undone alone), or every turn of a pass whose commit failed,
-   * stays queued in the file and is tried again later (`retryCompaction`).
+   * stays queued in the file and is tried again later (`CompactionRetries`).
    */
   private compactSome (budgetMs: number): void {
     if (!this.db.open || this.toCompact.size === 0) return
     const taken: string[] = []
-    const failed: string[] = []
+    const failed = new Set<string>()
+    let committed = true
     try {
       this.stmt.compactPass(this.toCompact, budgetMs, taken, (turnId, err) => {
-        failed.push(turnId)
+        failed.add(turnId)
         this.onCompactionError(err)
       })
       this.log.settle()
     } catch (err) {
       this.log.discard()
       this.onCompactionError(err)
-      failed.splice(0, failed.length, ...taken)
+      committed = false
     }
-    for (const turnId of taken) if (!failed.includes(turnId)) this.failures.delete(turnId)
-    for (const turnId of failed) this.retryCompaction(turnId)
-  }
-
-  /**
-   * Queues a failed turn again after a growing delay (a full disk or a busy file passes),
-   * COMPACT_RETRIES times at most; then it waits, in `tollgate_compactions`, for the next start.
-   */
-  private retryCompaction (turnId: string): void {
-    const failed = (this.failures.get(turnId) ?? 0) + 1
-    if (failed > COMPACT_RETRIES || !this.db.open) {
-      this.failures.delete(turnId)
-      return
+    // A full disk or a busy file passes: a failed turn is queued again a little later.
+    for (const turnId of taken) {
+      if (!committed || failed.has(turnId)) this.retries.failed(turnId, this.compactedWaiters.length > 0)
+      else this.retries.succeeded(turnId)
     }
-    this.failures.set(turnId, failed)
-    const timer = setTimeout(() => {
-      this.retries.delete(timer)
-      if (this.db.open) this.queueCompaction(turnId)
-      this.tellCompacted()
-    }, this.compactRetryMs * 2 ** (failed - 1))
-    if (this.compactedWaiters.length === 0) timer.unref()
-    this.retries.add(timer)
   }
 
   /**
@@ -595,32 +576,23 @@ export class SqliteStore implements Store {
    * the CPU spent after it; tests wait on it).
    */
   async compacted (): Promise<void> {
-    if (this.toCompact.size === 0 && this.retries.size === 0) return
+    if (this.toCompact.size === 0 && !this.retries.pending) return
     // Someone waits: the passes and retries keep the process alive until then.
     this.compactTimer?.ref()
-    for (const timer of this.retries) timer.ref()
+    this.retries.keepAlive()
     await new Promise<void>((resolve) => { this.compactedWaiters.push(resolve) })
   }
 
   private tellCompacted (): void {
-    if (this.toCompact.size > 0 || this.retries.size > 0 || this.compactedWaiters.length === 0) return
+    if (this.toCompact.size > 0 || this.retries.pending || this.compactedWaiters.length === 0) return
     const waiters = this.compactedWaiters
     this.compactedWaiters = []
     for (const resolve of waiters) resolve()
   }
 
-  /** Deltas written per running turn: whether its compaction is worth a pass (`worthCompacting`). */
-  private countDeltas (events: readonly BusEnvelope[]): void {
-    for (const e of events) {
-      if (isDelta(e)) this.streamed.set(e.turn_id, (this.streamed.get(e.turn_id) ?? 0) + 1)
-    }
-  }
-
-  /** Whether the finished `turn` is worth compacting; forgets its count. */
+  /** Whether the finished `turn` is worth compacting (a turn that still has delta log rows always is); forgets its count. */
   private worthCompacting (turn: TurnRecord): boolean {
-    const deltas = this.streamed.get(turn.turn_id) ?? 0
-    this.streamed.delete(turn.turn_id)
-    return worthCompacting(deltas, turn.final_text) || this.log.holds(turn.turn_id)
+    return this.streamed.worthCompacting(turn.turn_id, turn.final_text) || this.log.holds(turn.turn_id)
   }
 
   /** The tenants' audit chains in this file, their appends sharing the event log's commits (decision 0277). */
@@ -668,7 +640,7 @@ export class SqliteStore implements Store {
   }
 
   async saveTurnAndSession (turn: TurnRecord, session: SessionRecord, events: readonly BusEnvelope[] = []): Promise<void> {
-    this.countDeltas(events)
+    this.streamed.count(events)
     const compactLater = TERMINAL_TURN_STATUSES.has(turn.status) && this.worthCompacting(turn)
     this.stmt.saveTurnAndSession(this.turnRow(turn), sessionRow(session), events, compactLater)
     if (compactLater) this.queueCompaction(turn.turn_id)
@@ -756,7 +728,7 @@ export class SqliteStore implements Store {
     events: readonly BusEnvelope[], checkpoints: readonly CheckpointRow[], finished: readonly FinishedTurn[],
     records: readonly TurnRecord[], viaLog: boolean
   ): void {
-    this.countDeltas(events)
+    this.streamed.count(events)
     const finishedRows = finished.map((f): [unknown[], unknown[], boolean] =>
       [this.turnRow(f.turn), sessionRow(f.session), this.worthCompacting(f.turn)])
     const recordRows = records.map((turn) => this.turnRow(turn))
@@ -858,14 +830,10 @@ export class SqliteStore implements Store {
     if (this.compactTimer !== null) clearTimeout(this.compactTimer)
     this.compactTimer = null
     // Turns waiting for a retry are tried once more now; what fails again stays queued in the file.
-    for (const timer of this.retries) clearTimeout(timer)
-    this.retries.clear()
-    for (const turnId of this.failures.keys()) this.toCompact.add(turnId)
+    for (const turnId of this.retries.stop()) this.toCompact.add(turnId)
     // What a graceful stop leaves is compacted: nothing waits for the next start.
     this.compactSome(Number.POSITIVE_INFINITY)
-    for (const timer of this.retries) clearTimeout(timer)
-    this.retries.clear()
-    this.failures.clear()
+    this.retries.stop()
     this.toCompact.clear()
     this.tellCompacted()
     // Turns still running (parked for a restart) leave their delta log rows keyed.
