@@ -65,8 +65,11 @@ export class GatewayMetrics implements Observer {
   private readonly turnsTotal: Counter<'status'>
   private readonly turnDuration: Histogram<'status'>
   private readonly eventsSent: Counter<'transport'>
-  /** The counter's child per transport: counted once per event and client, without hashing the labels each time. */
-  private readonly sentBy = new Map<EventTransport, { inc: () => void }>()
+  /**
+   * Events written since the last scrape, by transport: counted as plain numbers on the stream's
+   * hot path (one per event and client) and added to the counter when it is collected.
+   */
+  private readonly unsent: Record<EventTransport, number> = { ws: 0, sse: 0 }
   private readonly providerDuration: Histogram<'provider' | 'model' | 'outcome'>
   private readonly providerErrors: Counter<'provider' | 'model'>
   private readonly providerTokens: Counter<'provider' | 'model' | 'token_type'>
@@ -95,7 +98,20 @@ export class GatewayMetrics implements Observer {
       buckets: TURN_BUCKETS,
       registers
     })
-    this.eventsSent = new Counter({ name: `${p}events_sent_total`, help: 'Turn events written to clients, by transport', labelNames: ['transport'], registers })
+    const unsent = this.unsent
+    this.eventsSent = new Counter({
+      name: `${p}events_sent_total`,
+      help: 'Turn events written to clients, by transport',
+      labelNames: ['transport'],
+      registers,
+      collect () {
+        for (const transport of TRANSPORTS) {
+          if (unsent[transport] === 0) continue
+          this.inc({ transport }, unsent[transport])
+          unsent[transport] = 0
+        }
+      }
+    })
     this.providerDuration = new Histogram({ name: `${p}provider_request_duration_seconds`, help: 'Model provider requests, by outcome', labelNames: ['provider', 'model', 'outcome'], buckets: PROVIDER_BUCKETS, registers })
     this.providerErrors = new Counter({ name: `${p}provider_errors_total`, help: 'Model provider requests that failed (cancelled requests excluded)', labelNames: ['provider', 'model'], registers })
     this.cost = new Counter({
@@ -178,12 +194,7 @@ export class GatewayMetrics implements Observer {
   }
 
   eventSent (transport: EventTransport): void {
-    let child = this.sentBy.get(transport)
-    if (child === undefined) {
-      child = this.eventsSent.labels({ transport })
-      this.sentBy.set(transport, child)
-    }
-    child.inc()
+    this.unsent[transport]++
   }
 
   get contentType (): string {

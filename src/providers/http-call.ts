@@ -147,7 +147,6 @@ export class ProviderHttp {
    */
   async readEvents (body: Readable, signal: AbortSignal, handle: (event: string, data: Record<string, unknown>) => void): Promise<void> {
     const parser = new SseParser()
-    const decoder = new TextDecoder()
     let size = 0
     const each = (message: SseMessage): void => {
       let data: unknown
@@ -162,7 +161,7 @@ export class ProviderHttp {
     for await (const chunk of body as AsyncIterable<Buffer>) {
       size += chunk.length
       if (size > this.config.max_response_bytes) throw new ProviderError('PROVIDER_BAD_RESPONSE', `provider stream exceeds ${this.config.max_response_bytes} bytes`)
-      for (const message of parser.feed(decoder.decode(chunk, { stream: true }))) each(message)
+      for (const message of parser.feed(chunk)) each(message)
     }
     for (const message of parser.end()) each(message)
     if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('aborted')

@@ -203,7 +203,6 @@ export class OpenAIProvider implements ModelProvider {
 
   private async readStream (body: Readable, options: ChatCallOptions): Promise<ChatResponse> {
     const parser = new SseParser()
-    const decoder = new TextDecoder()
     let text = ''
     let finishReason: string | undefined
     let usage: ChatResponse['usage']
@@ -261,7 +260,7 @@ export class OpenAIProvider implements ModelProvider {
         if (done) continue
         size += chunk.length
         if (size > this.config.max_response_bytes) throw new ProviderError('PROVIDER_BAD_RESPONSE', `provider stream exceeds ${this.config.max_response_bytes} bytes`)
-        for (const message of parser.feed(decoder.decode(chunk, { stream: true }))) handle(message.data)
+        for (const message of parser.feed(chunk)) handle(message.data)
         if (done) drain = setTimeout(() => { body.destroy() }, DONE_DRAIN_MS)
       }
     } catch (err) {

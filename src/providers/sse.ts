@@ -1,7 +1,11 @@
 /**
  * Incremental Server-Sent Events parser (WHATWG event-stream rules) for provider streams:
  * fed arbitrary chunks, yields complete events; tolerant of CRLF, comments and split lines.
+ * Bytes are decoded here as UTF-8, a character split across chunks waiting for its end, and a
+ * leading byte-order mark dropped (as the event-stream rules say).
  */
+import { StringDecoder } from 'node:string_decoder'
+
 export interface SseMessage {
   event: string
   data: string
@@ -14,17 +18,28 @@ export class SseParser {
   private event = ''
   private id: string | undefined
   private readonly maxLineBytes: number
+  private readonly decoder = new StringDecoder('utf8')
+  private started = false
 
   constructor (options: { maxLineBytes?: number } = {}) {
     this.maxLineBytes = options.maxLineBytes ?? 4 * 1024 * 1024
   }
 
-  feed (chunk: string): SseMessage[] {
-    this.buffer += chunk
+  /** The next bytes of the stream (or text already decoded); answers the events they complete. */
+  feed (chunk: Uint8Array | string): SseMessage[] {
+    let text = typeof chunk === 'string' ? chunk : this.decoder.write(chunk)
+    if (!this.started && text !== '') {
+      this.started = true
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
+    }
+    this.buffer += text
     const out: SseMessage[] = []
+    // Streams end their lines with LF: while the text holds no CR, each line ends at the next LF
+    // (found by indexOf rather than a look at every character).
+    const lfOnly = !this.buffer.includes('\r')
     let start = 0
     for (;;) {
-      const nl = this.indexOfLineEnd(start)
+      const nl = lfOnly ? this.buffer.indexOf('\n', start) : this.indexOfLineEnd(start)
       if (nl === -1) break
       const line = this.buffer.slice(start, nl)
       start = nl + (this.buffer[nl] === '\r' && this.buffer[nl + 1] === '\n' ? 2 : 1)
@@ -38,6 +53,8 @@ export class SseParser {
 
   /** Flushes a final event not followed by a blank line (some servers end streams that way). */
   end (): SseMessage[] {
+    const rest = this.decoder.end()
+    if (rest !== '') this.buffer += rest
     const out: SseMessage[] = []
     if (this.buffer !== '') {
       const message = this.line(this.buffer)

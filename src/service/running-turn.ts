@@ -16,6 +16,7 @@ import type { SessionGrants } from '../approval/grants.js'
 import type { SteerAccepted } from '../../schemas/steering.js'
 import { ERRORS, TollgateError } from '../core/errors.js'
 import type { BusEnvelope } from '../bus/bus.js'
+import type { IsoClock } from '../core/clock.js'
 import type { Config } from '../core/config.js'
 import { scrubText } from '../core/security/redact.js'
 import { StreamedTextScrubber } from '../core/security/text-stream.js'
@@ -60,6 +61,8 @@ export interface TurnHost {
   /** Where the turn's events go: stored (where the store keeps an event log), then published on the bus. */
   journal: TurnJournal
   connections: ConnectionRegistry
+  /** What the turn's events are stamped with (one clock for the service's turns). */
+  clock: IsoClock
   /** An unref'd timer the service clears at shutdown. */
   later (ms: number, fn: () => void): NodeJS.Timeout
   clear (timer: NodeJS.Timeout): void
@@ -74,6 +77,8 @@ export class RunningTurn {
   readonly steering: SteeringQueue
   private phaseNow: TurnPhase = 'starting'
   private seqNow: number
+  /** The owner's tenant, which routes every envelope of the turn to session subscribers. */
+  private readonly tenant: string
   /** At a place a stopping gateway may leave it (durable turns say where their loop is: `parksWhen`). */
   private parkProbe: (() => boolean) | null = null
   /** The model's streamed text is scrubbed on its way out; a piece may wait for the next one (text-stream.ts). */
@@ -89,6 +94,7 @@ export class RunningTurn {
     options: RunningTurnOptions
   ) {
     this.seqNow = options.lastSeq ?? 0
+    this.tenant = tenantOf(record.owner)
     this.steering = options.steering ?? new SteeringQueue(host.config.turns.max_steering_messages)
     this.ownership = new TurnOwnership(host, {
       record,
@@ -216,13 +222,13 @@ export class RunningTurn {
    * an event written in the same transaction as the record (`turn.started` and, for a durable
    * turn, its first `iteration`; the terminal event).
    */
-  sequence (event: TurnEvent, ts: string = new Date().toISOString()): BusEnvelope {
+  sequence (event: TurnEvent, ts: string = this.host.clock.now()): BusEnvelope {
     this.seqNow += 1
     const { record } = this
     record.last_seq = this.seqNow
     record.updated_at = ts
     if (event.kind === 'iteration') record.iterations = event.n
-    return { turn_id: record.turn_id, session_id: record.session_id, tenant: tenantOf(record.owner), seq: this.seqNow, ts, event }
+    return { turn_id: record.turn_id, session_id: record.session_id, tenant: this.tenant, seq: this.seqNow, ts, event }
   }
 
   /** `stored`: written to the store's event log already, with every earlier event of the turn. */

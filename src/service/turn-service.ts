@@ -10,6 +10,7 @@ import type { SteerAccepted } from '../../schemas/steering.js'
 import type { TurnRequest } from '../../schemas/turn.js'
 import type { ApprovalBroker, OperatorAnswer } from '../approval/broker.js'
 import { hasScope, principalKey, type Principal } from '../auth/principal.js'
+import { IsoClock } from '../core/clock.js'
 import type { EventBus, ReplayResult } from '../bus/bus.js'
 import { readTurnLog, summarizeLog, withLoggedProgress } from '../cluster/turn-log.js'
 import type { TurnSlots } from '../cluster/turn-slots.js'
@@ -79,6 +80,7 @@ export class TurnService {
     this.listing = new TurnListing(store, this.active, async () => { await journal.written() })
     this.host = {
       config, store, journal, connections,
+      clock: new IsoClock(),
       later: (ms, fn) => this.later(ms, fn),
       clear: (timer) => { clearTimeout(timer); this.timers.delete(timer) }
     }

@@ -12,6 +12,7 @@ import { TollgateError } from '../core/errors.js'
 import type { Connection } from '../service/connections.js'
 import { deliverToolResult } from '../service/tool-results.js'
 import { followFromStart, followTurn } from './follow.js'
+import { encodeOnce } from './encode-once.js'
 
 /** `encoded` is the frame's JSON when a caller already has it (events shared by many sockets). */
 export type Send = (frame: ServerFrame, encoded?: string) => void
@@ -215,16 +216,8 @@ export class SocketSession {
 
 /**
  * One event reaches every subscribed socket as the same envelope object: encode it once, not
- * once per socket (1,000 subscribers would otherwise serialise it 1,000 times).
+ * once per socket (1,000 subscribers would otherwise serialise it 1,000 times; encode-once.ts).
  */
 export function createEventEncoder (): (e: BusEnvelope) => string {
-  const encoded = new WeakMap<BusEnvelope, string>()
-  return (e) => {
-    let text = encoded.get(e)
-    if (text === undefined) {
-      text = JSON.stringify({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event })
-      encoded.set(e, text)
-    }
-    return text
-  }
+  return encodeOnce((e) => JSON.stringify({ type: 'event', turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event }))
 }

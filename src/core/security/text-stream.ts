@@ -45,18 +45,24 @@ const PLAIN_WORD = /^[([]?[\p{L}\p{N}'’]*[.,!?;:)\]]*$/u
  * starts with `q` or `7`.
  */
 const PROBE = 'q7Q'.repeat(14)
-const TOKEN_CHAR = /[A-Za-z0-9/+]/
+
+/** Whether the character at `i` is one of `[A-Za-z0-9/+]` (by its code: this runs for every piece). */
+function isTokenChar (text: string, i: number): boolean {
+  const c = text.charCodeAt(i)
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 47 || c === 43
+}
 
 /** How many characters of `[A-Za-z0-9/+]` end `text` (scanned from the end, as `lastWordStart`), at most 40. */
 function tokenRun (text: string): number {
   let n = 0
-  while (n < 40 && n < text.length && TOKEN_CHAR.test(text.charAt(text.length - 1 - n))) n++
+  while (n < 40 && n < text.length && isTokenChar(text, text.length - 1 - n)) n++
   return n
 }
 const NON_BLANK = /\S/
 const OPEN_QUOTED = new RegExp(OPEN_QUOTED_CREDENTIAL)
 const KEY_BEGIN = new RegExp(PRIVATE_KEY_BEGIN, 'g')
 const KEY_END = '-----END'
+const KEY_BEGIN_PREFIX = '-----BEGIN'
 
 /**
  * Where the last word of `text` begins (its length when it ends with a blank). Scanned from the
@@ -64,24 +70,41 @@ const KEY_END = '-----END'
  */
 function lastWordStart (text: string): number {
   let at = text.length
-  while (at > 0 && !BLANK.test(text.charAt(at - 1))) at--
+  while (at > 0 && !isBlank(text, at - 1)) at--
   return at
+}
+
+/** Whether the character at `i` is a blank as `\s` means it; ASCII is decided by its code, without the regex. */
+function isBlank (text: string, i: number): boolean {
+  const c = text.charCodeAt(i)
+  if (c < 128) return c === 32 || (c >= 9 && c <= 13)
+  return BLANK.test(text.charAt(i))
 }
 
 /** Where in `text` a credential that cannot be complete yet begins, or -1. */
 function openSecretStart (text: string): number {
   let start = -1
   KEY_BEGIN.lastIndex = 0
-  for (let m = KEY_BEGIN.exec(text); m !== null; m = KEY_BEGIN.exec(text)) {
-    if (!text.includes(KEY_END, m.index + m[0].length)) {
-      start = m.index
-      break
+  // The patterns are tried only where what they must contain is there: a BEGIN line starts with
+  // its dashes, an open quoted value needs a separator and a quote on the last line.
+  if (text.includes(KEY_BEGIN_PREFIX)) {
+    for (let m = KEY_BEGIN.exec(text); m !== null; m = KEY_BEGIN.exec(text)) {
+      if (!text.includes(KEY_END, m.index + m[0].length)) {
+        start = m.index
+        break
+      }
     }
   }
   const lineStart = text.lastIndexOf('\n') + 1
-  const quoted = OPEN_QUOTED.exec(text.slice(lineStart))
+  const line = text.slice(lineStart)
+  if (!mayOpenQuote(line)) return start
+  const quoted = OPEN_QUOTED.exec(line)
   if (quoted !== null && (start === -1 || lineStart + quoted.index < start)) start = lineStart + quoted.index
   return start
+}
+
+function mayOpenQuote (line: string): boolean {
+  return (line.includes('"') || line.includes("'")) && (line.includes(':') || line.includes('='))
 }
 
 export class StreamedTextScrubber {
