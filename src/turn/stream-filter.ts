@@ -45,6 +45,8 @@ export function createThinkFilter (): StreamFilter {
   let pending = ''
   return {
     push (chunk) {
+      // Every tag begins with `<`: plain text outside a block is all visible, as it came.
+      if (!inside && pending === '' && !chunk.includes('<')) return { visible: chunk, reasoning: '' }
       let text = pending + chunk
       pending = ''
       let visible = ''
@@ -150,6 +152,8 @@ export function createFrameHoldBack (): TextHoldBack {
   }
 }
 
+const BLANK = /\s/
+
 /**
  * What of `display` (the parsed, visible text of a response) has not gone out yet, given the text
  * streamed live. Whitespace runs compare equal whatever their length (the parser trims and folds
@@ -158,7 +162,12 @@ export function createFrameHoldBack (): TextHoldBack {
 export function unsentRemainder (shown: string, display: string): string | null {
   let i = 0
   let j = 0
-  const space = (c: string | undefined): boolean => c !== undefined && /\s/.test(c)
+  // Called once per answer over all of it: ASCII is decided by its code, the rest by `\s`.
+  const space = (c: string | undefined): boolean => {
+    if (c === undefined) return false
+    const code = c.charCodeAt(0)
+    return code < 128 ? code === 32 || (code >= 9 && code <= 13) : BLANK.test(c)
+  }
   while (i < shown.length && space(shown[i])) i++
   for (;;) {
     if (i >= shown.length) return display.slice(j)
