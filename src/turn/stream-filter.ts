@@ -3,6 +3,8 @@
  * <thinking>…</thinking>) never reaches the visible text, even when a tag is split across
  * chunks; it is handed back apart, for `reasoning.delta`.
  */
+import { isBlankAt } from '../core/blank.js'
+
 const OPEN = ['<think>', '<thinking>']
 const CLOSE = ['</think>', '</thinking>']
 
@@ -152,8 +154,6 @@ export function createFrameHoldBack (): TextHoldBack {
   }
 }
 
-const BLANK = /\s/
-
 /**
  * What of `display` (the parsed, visible text of a response) has not gone out yet, given the text
  * streamed live. Whitespace runs compare equal whatever their length (the parser trims and folds
@@ -162,12 +162,7 @@ const BLANK = /\s/
 export function unsentRemainder (shown: string, display: string): string | null {
   let i = 0
   let j = 0
-  // Called once per answer over all of it: ASCII is decided by its code, the rest by `\s`.
-  const space = (c: string | undefined): boolean => {
-    if (c === undefined) return false
-    const code = c.charCodeAt(0)
-    return code < 128 ? code === 32 || (code >= 9 && code <= 13) : BLANK.test(c)
-  }
+  const space = (c: string | undefined): boolean => c !== undefined && isBlankAt(c, 0)
   while (i < shown.length && space(shown[i])) i++
   for (;;) {
     if (i >= shown.length) return display.slice(j)

@@ -19,6 +19,7 @@
  * is one or two scrubs of a few hundred characters per piece (`npm run bench:scrub`), and a word
  * that could still be a secret goes out a word later than it came (decisions 0202, 0272).
  */
+import { isBlankAt } from '../blank.js'
 import { findSecretSpans, rewriteSecrets, scrubbedForm, type SecretContext } from './redact.js'
 import { mayStartSecret } from './secret-starts.js'
 import { OPEN_QUOTED_CREDENTIAL, PRIVATE_KEY_BEGIN } from './secret-rules.js'
@@ -31,7 +32,6 @@ const CONTEXT_CHARS = 256
  */
 const MAX_HELD_CHARS = 32 * 1024
 
-const BLANK = /\s/
 /**
  * A word that may be shown before it ends: letters and digits (any script), apostrophes inside,
  * an opening bracket before and closing punctuation after. Anything else (`-`, `_`, `=`, `:` inside,
@@ -70,15 +70,8 @@ const KEY_BEGIN_PREFIX = '-----BEGIN'
  */
 function lastWordStart (text: string): number {
   let at = text.length
-  while (at > 0 && !isBlank(text, at - 1)) at--
+  while (at > 0 && !isBlankAt(text, at - 1)) at--
   return at
-}
-
-/** Whether the character at `i` is a blank as `\s` means it; ASCII is decided by its code, without the regex. */
-function isBlank (text: string, i: number): boolean {
-  const c = text.charCodeAt(i)
-  if (c < 128) return c === 32 || (c >= 9 && c <= 13)
-  return BLANK.test(text.charAt(i))
 }
 
 /** Where in `text` a credential that cannot be complete yet begins, or -1. */
