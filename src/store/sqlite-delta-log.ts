@@ -31,10 +31,13 @@ import type { BusEnvelope } from '../core/envelope.js'
 import { toRows, type RowOfEvents, type StoredRow } from './delta-runs.js'
 import { packDoc, unpackDoc } from './doc-pack.js'
 
-// AUTOINCREMENT: a rowid is never given twice, also once the log was cut empty (SQLite would
-// otherwise start again from 1), so a row remembered for one turn can never be another's.
+// Ids are given by this process, one past the last it gave (`DeltaLog.lastId`), never by SQLite:
+// its max(rowid) + 1 would start again from 1 once the log was cut empty, and a row remembered
+// for one turn must never be another's. The log is emptied at every open (`fold`), so a new
+// process counting from 1 again meets no id anything remembers. (Before schema 8 the table was
+// AUTOINCREMENT, which rewrote its counter row, one more page, in every commit that appended.)
 export const DELTA_LOG_TABLE = `CREATE TABLE IF NOT EXISTS tollgate_delta_log (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  id INTEGER PRIMARY KEY,
   turn_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
   last_seq INTEGER NOT NULL,
@@ -54,7 +57,7 @@ export class DeltaLog {
   private readonly tails = new Map<string, Tail>()
   /** Undoes this transaction's changes to `tails` (run in reverse) if it rolls back. */
   private undo: Array<() => void> = []
-  private readonly insert: Database.Statement<[string, number, number, string | Buffer]>
+  private readonly insert: Database.Statement<[number, string, number, number, string | Buffer]>
   private readonly readRow: Database.Statement<[number], { doc: string | Buffer }>
   private readonly copyKeyed: Database.Statement<[number]>
   private readonly cut: Database.Statement<[number]>
@@ -67,7 +70,7 @@ export class DeltaLog {
     private readonly announce: ((event: BusEnvelope) => void) | null,
     private readonly pinRows = PIN_ROWS
   ) {
-    this.insert = db.prepare('INSERT INTO tollgate_delta_log (turn_id, seq, last_seq, doc) VALUES (?, ?, ?, ?)')
+    this.insert = db.prepare('INSERT INTO tollgate_delta_log (id, turn_id, seq, last_seq, doc) VALUES (?, ?, ?, ?, ?)')
     this.readRow = db.prepare('SELECT doc FROM tollgate_delta_log WHERE id = ?')
     this.copyKeyed = db.prepare(`INSERT OR IGNORE INTO tollgate_events (turn_id, seq, last_seq, doc)
       SELECT turn_id, seq, last_seq, doc FROM tollgate_delta_log WHERE id = ?`)
@@ -99,7 +102,8 @@ export class DeltaLog {
 
   private put (tail: Tail, row: RowOfEvents): void {
     const last = row.last_seq ?? row.seq
-    const id = Number(this.insert.run(row.turn_id, row.seq, last, packDoc(row.doc)).lastInsertRowid)
+    const id = this.lastId + 1
+    this.insert.run(id, row.turn_id, row.seq, last, packDoc(row.doc))
     const before = tail.lastSeq
     const lastId = this.lastId
     tail.entries.push({ id, seq: row.seq, last })

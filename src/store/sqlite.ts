@@ -45,7 +45,7 @@ import {
  * Tollgate could not read the new ones, hence the version); 7: running turns' later delta rows
  * in `tollgate_delta_log` (a new table; an earlier Tollgate would not read them).
  */
-const SCHEMA_VERSION = 7
+const SCHEMA_VERSION = 8
 /** Free pages given back per prune or stop, at most: 256 MiB of 4 KiB pages. */
 const RECLAIM_PAGES = 65_536
 /** Each compaction pass runs at most this long on the event loop (whole turns, one transaction per pass)... */
@@ -168,6 +168,21 @@ function upgradeFrom4 (db: Database.Database): void {
   if (!hasColumn(db, 'tollgate_events', 'last_seq')) db.exec('ALTER TABLE tollgate_events ADD COLUMN last_seq INTEGER')
 }
 
+/**
+ * Before schema 8 the delta log's ids were AUTOINCREMENT: the table is made again without it
+ * (sqlite-delta-log.ts), its rows kept as they are for the fold that follows at open.
+ */
+function upgradeFrom7 (db: Database.Database): void {
+  const table = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'tollgate_delta_log'").get() as { sql: string } | undefined
+  if (table === undefined || !/AUTOINCREMENT/i.test(table.sql)) return
+  db.transaction(() => {
+    db.exec('ALTER TABLE tollgate_delta_log RENAME TO tollgate_delta_log_7')
+    db.exec(DELTA_LOG_TABLE)
+    db.exec('INSERT INTO tollgate_delta_log (id, turn_id, seq, last_seq, doc) SELECT id, turn_id, seq, last_seq, doc FROM tollgate_delta_log_7')
+    db.exec('DROP TABLE tollgate_delta_log_7')
+  })()
+}
+
 export interface SqliteStoreOptions {
   path: string
   instanceId: string
@@ -234,6 +249,7 @@ function open (path: string, probe: SqlProbe | undefined): Database.Database {
     upgradeFrom1(db)
     upgradeFrom3(db)
     upgradeFrom4(db)
+    upgradeFrom7(db)
     db.exec(LIST_INDEXES)
     db.pragma(`user_version = ${SCHEMA_VERSION}`)
   } catch (err) {

@@ -106,7 +106,7 @@ test('postgres: two instances taking over one dead instance\'s turn: exactly one
   assert.equal((await dead.runningTurns())[0]?.instanceId, won[0] === true ? 'inst-b' : 'inst-c')
 })
 
-test('sqlite: a schema-2 database gains the checkpoints table and is marked with the current schema (6)', async (t) => {
+test('sqlite: a schema-2 database gains the checkpoints table and is marked with the current schema (8)', async (t) => {
   const defer = deferrer(t)
   const path = await sqlitePath(defer)
   mkdirSync(dirname(path), { recursive: true })
@@ -119,7 +119,7 @@ test('sqlite: a schema-2 database gains the checkpoints table and is marked with
   assert.equal((await store.readCheckpoint('turn_1'))?.seq, 1)
   await store.close()
   const reopened = new Database(path, { readonly: true })
-  assert.equal(reopened.pragma('user_version', { simple: true }), 7)
+  assert.equal(reopened.pragma('user_version', { simple: true }), 8)
   assert.ok((reopened.prepare('PRAGMA table_info(tollgate_events)').all() as Array<{ name: string }>).some((c) => c.name === 'last_seq'))
   reopened.close()
 })

@@ -264,3 +264,46 @@ test('sqlite: a first delta row written again with more pieces keeps its stored 
   await again.close()
   await assertReplays(open(defer, path, { instanceId: 'inst-c' }), all)
 })
+
+test('sqlite: a schema-7 file, whose delta log counted ids with AUTOINCREMENT, is made over without it and its rows read back', async (t) => {
+  const defer = deferrer(t)
+  const dir = await scratch(defer)
+  const path = join(dir, 'tollgate.db')
+  const store = open(defer, path)
+  const running = streamOf('turn_r', 8, false)
+  await write(store, running, false)
+  // A crash copy, its log rebuilt as schema 7 made it (the same columns, ids from AUTOINCREMENT).
+  const old = join(dir, 'schema7.db')
+  await copyFile(path, old)
+  if (existsSync(`${path}-wal`)) await copyFile(`${path}-wal`, `${old}-wal`)
+  const db = new Database(old)
+  db.exec(`ALTER TABLE tollgate_delta_log RENAME TO log_now;
+    CREATE TABLE tollgate_delta_log (id INTEGER PRIMARY KEY AUTOINCREMENT, turn_id TEXT NOT NULL, seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, doc NOT NULL);
+    INSERT INTO tollgate_delta_log SELECT * FROM log_now; DROP TABLE log_now;`)
+  db.pragma('user_version = 7')
+  assert.equal(countRowsIn(db, 'turn_r'), 7, 'the later delta rows are in the old log')
+  db.close()
+
+  const after = open(defer, old, { instanceId: 'inst-b' })
+  await assertReplays(after, running)
+  const more = [...running, delta('turn_r', 10)]
+  after.appendEventsNow([more.at(-1) as BusEnvelope])
+  await assertReplays(after, more)
+  await after.close()
+  const check = new Database(old, { readonly: true })
+  try {
+    const sql = (check.prepare("SELECT sql FROM sqlite_master WHERE name = 'tollgate_delta_log'").get() as { sql: string }).sql
+    assert.doesNotMatch(sql, /AUTOINCREMENT/i)
+    const counters = check.prepare("SELECT name FROM sqlite_master WHERE name = 'sqlite_sequence'").get() === undefined
+      ? []
+      : check.prepare("SELECT name FROM sqlite_sequence WHERE name LIKE 'tollgate_delta_log%'").all()
+    assert.deepEqual(counters, [], 'no AUTOINCREMENT counter is kept for the log')
+    assert.equal(check.pragma('user_version', { simple: true }), 8)
+  } finally {
+    check.close()
+  }
+})
+
+function countRowsIn (db: Database.Database, turnId: string): number {
+  return (db.prepare('SELECT count(*) AS n FROM tollgate_delta_log WHERE turn_id = ?').get(turnId) as { n: number }).n
+}

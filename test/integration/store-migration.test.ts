@@ -172,7 +172,7 @@ test('sqlite: a schema-3 file opens with sessions keyed by tenant, and its sessi
   await checkOldStoreKeepsWorking(t, { kind: 'sqlite', sqlite: { path } })
   const db = new Database(path, { readonly: true })
   try {
-    assert.equal(db.pragma('user_version', { simple: true }), 7)
+    assert.equal(db.pragma('user_version', { simple: true }), 8)
     assert.deepEqual(db.prepare('SELECT seq, last_seq FROM tollgate_events WHERE turn_id = \'turn_old\' ORDER BY seq').all(),
       [1, 2, 3, 4].map((seq) => ({ seq, last_seq: null })), 'rows written before delta runs stay as they were')
     const keyed = db.prepare('SELECT name, pk FROM pragma_table_info(\'tollgate_sessions\') WHERE pk > 0 ORDER BY pk').all()
