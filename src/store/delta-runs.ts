@@ -99,12 +99,30 @@ export function isDelta (e: BusEnvelope): boolean {
   return deltaKind(e) !== null
 }
 
+/**
+ * `ts` as epoch ms when it is exactly the ISO form of that instant (a run restores it from the
+ * ms); null otherwise. A pure function with a one-entry memo: the deltas of one group were
+ * stamped in a few milliseconds, and those of one millisecond share one string (IsoClock), so
+ * most skip the parse and the formatting (about 0.7 µs a delta).
+ */
+const exactMs = ((): ((ts: string) => number | null) => {
+  let lastTs = ''
+  let lastMs: number | null = null
+  return (ts) => {
+    if (ts !== lastTs) {
+      const ms = Date.parse(ts)
+      lastMs = Number.isFinite(ms) && new Date(ms).toISOString() === ts ? ms : null
+      lastTs = ts
+    }
+    return lastMs
+  }
+})()
+
 /** Its ts as epoch ms when a run can restore this envelope exactly; null otherwise. */
 function runnable (e: BusEnvelope): number | null {
   if (deltaKind(e) === null) return null
   if (!keysAre(e, ENVELOPE_KEYS) || !keysAre(e.event, EVENT_KEYS)) return null
-  const ms = Date.parse(e.ts)
-  return Number.isFinite(ms) && new Date(ms).toISOString() === e.ts ? ms : null
+  return exactMs(e.ts)
 }
 
 /** A piece may follow `last` in its run: same turn, next seq, same kind and shared fields. */
