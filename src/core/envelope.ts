@@ -19,10 +19,13 @@ export interface BusEnvelope extends EventEnvelope {
 
 export const LEGACY_TENANT = ''
 
-/** What a client receives of an envelope. */
-export function wireEnvelope (envelope: BusEnvelope): EventEnvelope {
-  const { session_id: _s, tenant: _t, ...wire } = envelope
-  return wire
+/**
+ * What a client receives of an envelope: its four wire fields (schemas/events.ts EventEnvelope),
+ * named rather than copied minus the routing fields, since every streamed delta pays this and a
+ * rest copy cost more than the rest of an SSE frame.
+ */
+export function wireEnvelope (e: BusEnvelope): EventEnvelope {
+  return { turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event }
 }
 
 /**

@@ -8,6 +8,7 @@ import type { HistoryMessage } from '../../schemas/session.js'
 import type { Gateway } from '../app/gateway.js'
 import { principalKey, requireScope, type Principal } from '../auth/principal.js'
 import type { Unsubscribe } from '../bus/bus.js'
+import { wireEnvelope } from '../core/envelope.js'
 import { TollgateError } from '../core/errors.js'
 import { scrubText } from '../core/security/redact.js'
 import type { Connection } from '../service/connections.js'
@@ -68,7 +69,7 @@ export function gatewayBackend (gateway: Gateway, principal: Principal, connecti
     queue.unsubscribe = followFromStart({
       bus: gateway.bus,
       turnId,
-      deliver: (e) => { queue.push({ turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event }) },
+      deliver: (e) => { queue.push(wireEnvelope(e)) },
       onEnd: () => {
         queueMicrotask(() => {
           queue.end()

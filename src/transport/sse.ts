@@ -9,6 +9,7 @@
 import type { FastifyReply } from 'fastify'
 import type { Gateway } from '../app/gateway.js'
 import type { BusEnvelope } from '../bus/bus.js'
+import { wireEnvelope } from '../core/envelope.js'
 import { TollgateError } from '../core/errors.js'
 import { encodeOnce } from './encode-once.js'
 import { followFromStart, followTurn } from './follow.js'
@@ -28,13 +29,8 @@ export interface StreamOptions {
 /** An event's SSE frame. */
 export type SseFrames = (envelope: BusEnvelope) => string
 
-/**
- * The envelope on the wire is its four fields (schemas/events.ts EventEnvelope), named here
- * rather than copied minus the routing fields: a rest copy per delta cost more than the rest of
- * the frame.
- */
 function frame (e: BusEnvelope): string {
-  return `id: ${e.seq}\nevent: ${e.event.kind}\ndata: ${JSON.stringify({ turn_id: e.turn_id, seq: e.seq, ts: e.ts, event: e.event })}\n\n`
+  return `id: ${e.seq}\nevent: ${e.event.kind}\ndata: ${JSON.stringify(wireEnvelope(e))}\n\n`
 }
 
 /** One per set of routes: an event's frame is encoded once for all the streams it reaches (encode-once.ts). */
