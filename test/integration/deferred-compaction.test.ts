@@ -6,8 +6,7 @@
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { copyFile, mkdtemp, rm } from 'node:fs/promises'
-import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -16,6 +15,7 @@ import { unpackDoc } from '../../src/store/doc-pack.js'
 import { SqliteStore } from '../../src/store/sqlite.js'
 import type { SessionRecord, TurnRecord } from '../../src/store/store.js'
 import { deferrer, type Defer } from '../helpers/services.js'
+import { copyAsCrashed } from '../helpers/sqlite-files.js'
 import { eventually } from '../helpers/eventually.js'
 
 const PIECES = Array.from({ length: 200 }, (_, i) => `tok${String(i).padStart(4, '0')} `)
@@ -135,8 +135,7 @@ test('sqlite: a crash between a turn\'s finish and its compaction leaves rows th
   await streamAndFinish(store)
   // The files as a crash right now would leave them (every write is in the database or its WAL).
   const crashed = join(dir, 'crashed.db')
-  await copyFile(path, crashed)
-  if (existsSync(`${path}-wal`)) await copyFile(`${path}-wal`, `${crashed}-wal`)
+  await copyAsCrashed(path, crashed)
   const after = new SqliteStore({ path: crashed, instanceId: 'inst-b', checkpointMs: 0 })
   let closed = false
   defer(async () => { if (!closed) await after.close() })

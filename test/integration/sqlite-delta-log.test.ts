@@ -7,8 +7,7 @@
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { copyFile, mkdtemp, rm } from 'node:fs/promises'
-import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -16,6 +15,7 @@ import type { BusEnvelope } from '../../src/core/envelope.js'
 import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite.js'
 import type { SessionRecord, TurnRecord } from '../../src/store/store.js'
 import { deferrer, type Defer } from '../helpers/services.js'
+import { copyAsCrashed } from '../helpers/sqlite-files.js'
 
 async function scratch (defer: Defer): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'tollgate-delta-log-'))
@@ -188,8 +188,7 @@ test('sqlite: a crash leaves delta log rows of compacted turns, running turns an
   await write(store, queued, true)
   assert.deepEqual(countRows(path, 'turn_q'), { keyed: 3, logged: 9 })
   const crashed = join(dir, 'crashed.db')
-  await copyFile(path, crashed)
-  if (existsSync(`${path}-wal`)) await copyFile(`${path}-wal`, `${crashed}-wal`)
+  await copyAsCrashed(path, crashed)
 
   const after = open(defer, crashed, { instanceId: 'inst-b' })
   assert.deepEqual(countRows(crashed, 'turn_c'), { keyed: 3, logged: 0 }, 'a compacted turn\'s rows are dropped, not read again')
@@ -274,8 +273,7 @@ test('sqlite: a schema-7 file, whose delta log counted ids with AUTOINCREMENT, i
   await write(store, running, false)
   // A crash copy, its log rebuilt as schema 7 made it (the same columns, ids from AUTOINCREMENT).
   const old = join(dir, 'schema7.db')
-  await copyFile(path, old)
-  if (existsSync(`${path}-wal`)) await copyFile(`${path}-wal`, `${old}-wal`)
+  await copyAsCrashed(path, old)
   const db = new Database(old)
   db.exec(`ALTER TABLE tollgate_delta_log RENAME TO log_now;
     CREATE TABLE tollgate_delta_log (id INTEGER PRIMARY KEY AUTOINCREMENT, turn_id TEXT NOT NULL, seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, doc NOT NULL);
