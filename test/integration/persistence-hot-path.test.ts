@@ -316,7 +316,10 @@ test('sqlite: appends never checkpoint the WAL, which keeps every frame until a 
   assert.ok(result.walFrames >= 3000, `the WAL held ${result.walFrames} frames`)
   assert.equal(result.checkpointed, result.walFrames)
   store.appendEventsNow([envelope(3001)])
-  assert.ok(store.checkpoint().walFrames < 10, 'after a complete checkpoint the WAL starts over')
+  // Started over, it holds only the pages of that one commit: a few, up to 10 or so when the row
+  // splits a leaf of the table and of its index; not started over, it would hold thousands.
+  const after = store.checkpoint().walFrames
+  assert.ok(after < 32, `after a complete checkpoint the WAL starts over (it holds ${after} frames)`)
 })
 
 test('sqlite: under writes that never pause, the worker\'s copies and the catch-up once the WAL is large keep restarting the WAL', async (t) => {
