@@ -100,19 +100,44 @@ export function isDelta (e: BusEnvelope): boolean {
 }
 
 /**
+ * The seconds and milliseconds of an ISO timestamp of 24 characters (`…THH:mm:ss.sssZ`) as ms
+ * into its minute, when they are in the form toISOString writes (seconds 00–59); null otherwise.
+ */
+function msIntoMinute (ts: string): number | null {
+  let n = 0
+  for (const i of [17, 18, 20, 21, 22]) {
+    const d = ts.charCodeAt(i) - 48
+    if (d < 0 || d > 9) return null
+    n = n * 10 + d
+  }
+  if (ts.charCodeAt(19) !== 46 || ts.charCodeAt(23) !== 90 || n >= 60_000) return null
+  return n
+}
+
+/**
  * `ts` as epoch ms when it is exactly the ISO form of that instant (a run restores it from the
- * ms); null otherwise. A pure function with a one-entry memo: the deltas of one group were
- * stamped in a few milliseconds, and those of one millisecond share one string (IsoClock), so
- * most skip the parse and the formatting (about 0.7 µs a delta).
+ * ms); null otherwise. A pure function with memos: the deltas of one group were stamped in a few
+ * milliseconds, and those of one millisecond share one string (IsoClock), so most skip the parse
+ * and the formatting (about 0.7 µs a delta); a ts in the same minute as one found exact before
+ * (a finished turn's pieces, which compaction checks one by one) needs only its last characters
+ * read: a minute in the ISO form followed by valid seconds and milliseconds is the ISO form.
  */
 const exactMs = ((): ((ts: string) => number | null) => {
   let lastTs = ''
   let lastMs: number | null = null
+  // A `YYYY-MM-DDTHH:mm:` prefix of an exact ts, and that minute's start in epoch ms.
+  let minute = '\u0000'
+  let minuteMs = 0
   return (ts) => {
-    if (ts !== lastTs) {
-      const ms = Date.parse(ts)
-      lastMs = Number.isFinite(ms) && new Date(ms).toISOString() === ts ? ms : null
-      lastTs = ts
+    if (ts === lastTs) return lastMs
+    lastTs = ts
+    const into = ts.length === 24 ? msIntoMinute(ts) : null
+    if (into !== null && ts.startsWith(minute)) return (lastMs = minuteMs + into)
+    const ms = Date.parse(ts)
+    lastMs = Number.isFinite(ms) && new Date(ms).toISOString() === ts ? ms : null
+    if (lastMs !== null && into !== null) {
+      minute = ts.slice(0, 17)
+      minuteMs = lastMs - into
     }
     return lastMs
   }
@@ -134,9 +159,9 @@ function runDoc (pieces: readonly BusEnvelope[]): RunDoc {
   const first = pieces[0] as BusEnvelope
   const dt: number[] = []
   const texts: string[] = []
-  let previous = Date.parse(first.ts)
+  let previous = exactMs(first.ts) ?? Date.parse(first.ts)
   for (const [i, p] of pieces.entries()) {
-    const ms = Date.parse(p.ts)
+    const ms = exactMs(p.ts) ?? Date.parse(p.ts)
     if (i > 0) dt.push(ms - previous)
     previous = ms
     texts.push((p.event as { text: string }).text)
@@ -158,6 +183,11 @@ function runRow (pieces: readonly BusEnvelope[]): RowOfEvents {
  * own. Rows come out in the order of their first event.
  */
 export function toRows (events: readonly BusEnvelope[]): RowOfEvents[] {
+  return grouped(events).map((r) => Array.isArray(r) ? runRow(r) : r)
+}
+
+/** toRows' rows, each run still as its pieces (its document not made yet). */
+function grouped (events: readonly BusEnvelope[]): Array<RowOfEvents | BusEnvelope[]> {
   const rows: Array<RowOfEvents | BusEnvelope[]> = []
   // Each turn's open run, as its place in `rows`.
   const open = new Map<string, BusEnvelope[]>()
@@ -177,7 +207,7 @@ export function toRows (events: readonly BusEnvelope[]): RowOfEvents[] {
     open.set(e.turn_id, run)
     rows.push(run)
   }
-  return rows.map((r) => Array.isArray(r) ? runRow(r) : r)
+  return rows
 }
 
 /** The row without the envelopes it carries along. */
@@ -286,9 +316,9 @@ export interface Compaction {
  * `from` (where the previous run ended) first. Null when it is not (a reasoning run, text the
  * answer does not hold, such as an answer streamed before a restart).
  */
-function referenced (row: RowOfEvents, turnText: string, from: number): { doc: string, end: number } | null {
-  if (row.events.length < 2 || row.events[0]?.event.kind !== 'text.delta') return null
-  const { texts = [], ...rest } = runDoc(row.events)
+function referenced (pieces: readonly BusEnvelope[], turnText: string, from: number): { doc: string, end: number } | null {
+  if (pieces.length < 2 || pieces[0]?.event.kind !== 'text.delta') return null
+  const { texts = [], ...rest } = runDoc(pieces)
   const joined = texts.join('')
   const at = turnText.startsWith(joined, from) ? from : turnText.indexOf(joined)
   if (at === -1) return null
@@ -297,22 +327,45 @@ function referenced (row: RowOfEvents, turnText: string, from: number): { doc: s
 }
 
 /**
+ * `a` and `b` (each ascending by seq) as one list ascending by seq, each seq once: `a`'s piece
+ * where both hold it (the same event, stored twice by a write retried after one that landed).
+ */
+function mergeBySeq (a: readonly BusEnvelope[], b: readonly BusEnvelope[]): BusEnvelope[] {
+  const out: BusEnvelope[] = []
+  let i = 0
+  let j = 0
+  let last = -Infinity
+  while (i < a.length || j < b.length) {
+    const x = a[i]
+    const y = b[j]
+    const e = y === undefined || (x !== undefined && x.seq <= y.seq) ? (i++, x as BusEnvelope) : (j++, y)
+    if (e.seq <= last) continue
+    out.push(e)
+    last = e.seq
+  }
+  return out
+}
+
+/**
  * Compacts a finished turn's stored rows (its delta rows, those with a last seq, and its terminal
  * event's; ascending by seq) into maximal runs: the rows that change are removed and the runs
  * that replace them inserted. With `turnText`, the turn record's final_text, the runs of its text
  * and the `turn.completed` that carries it refer to it instead of holding it again. Nothing when
- * every row is already as it should be. `moved`: delta rows of the turn kept elsewhere (the SQLite
- * delta log), which join its runs and are never kept in place: every run they hold is inserted.
+ * every row is already as it should be. `moved`: delta pieces of the turn kept elsewhere (the
+ * SQLite delta log's rows, as the envelopes they hold, ascending by seq), which join its runs and
+ * are never kept in place: every run they are in is inserted.
  */
-export function compact (rows: readonly StoredRow[], turnText: string | null = null, moved: readonly StoredRow[] = []): Compaction {
+export function compact (rows: readonly StoredRow[], turnText: string | null = null, moved: readonly BusEnvelope[] = []): Compaction {
   const deltas = rows.filter((r): r is Pick<EventRow, 'seq' | 'doc'> & { last_seq: number } => r.last_seq !== null)
-  const all = moved.length === 0 ? deltas : [...deltas, ...moved].sort((a, b) => a.seq - b.seq)
+  const stored = expandRows(deltas, 0, Number.MAX_SAFE_INTEGER, turnText)
   let from = 0
-  const target = toRows(expandRows(all, 0, Number.MAX_SAFE_INTEGER, turnText)).map((row): EventRow => {
-    const ref = turnText === null ? null : referenced(row, turnText, from)
-    if (ref === null) return bareRow(row)
+  const target = grouped(moved.length === 0 ? stored : mergeBySeq(stored, moved)).map((group): EventRow => {
+    if (!Array.isArray(group)) return bareRow(group)
+    const ref = turnText === null ? null : referenced(group, turnText, from)
+    if (ref === null) return bareRow(runRow(group))
     from = ref.end
-    return { ...bareRow(row), doc: ref.doc }
+    const first = group[0] as BusEnvelope
+    return { turn_id: first.turn_id, seq: first.seq, last_seq: (group[group.length - 1] as BusEnvelope).seq, doc: ref.doc }
   })
   const key = (r: { seq: number, last_seq: number | null }): string => `${r.seq}:${r.last_seq ?? r.seq}`
   const existing = new Map(deltas.map((r) => [key(r), r.doc]))

@@ -47,8 +47,12 @@ export const DELTA_LOG_TABLE = `CREATE TABLE IF NOT EXISTS tollgate_delta_log (
 /** Rows the log may hold behind the oldest one a turn still needs before that turn's rows are copied keyed. */
 export const PIN_ROWS = 20_000
 
-/** One row of the log, as remembered. */
-interface Entry { id: number, seq: number, last: number }
+/**
+ * One row of the log, as remembered: with the envelopes it holds, the same objects that were
+ * published (a running turn's bus ring holds them too), so that compaction reads none of the
+ * turn's log rows back from the file.
+ */
+interface Entry { id: number, seq: number, last: number, events: readonly BusEnvelope[] }
 
 /** A turn with a delta row stored: the log rows after it, and the last seq of any of its delta rows. */
 interface Tail { entries: Entry[], lastSeq: number }
@@ -106,7 +110,7 @@ export class DeltaLog {
     this.insert.run(id, row.turn_id, row.seq, last, packDoc(row.doc))
     const before = tail.lastSeq
     const lastId = this.lastId
-    tail.entries.push({ id, seq: row.seq, last })
+    tail.entries.push({ id, seq: row.seq, last, events: row.events })
     tail.lastSeq = Math.max(before, last)
     this.lastId = id
     this.undo.push(() => {
@@ -148,6 +152,16 @@ export class DeltaLog {
       // Gone only if retention pruned the finished turn before its compaction.
       if (row !== undefined) out.push({ seq: entry.seq, last_seq: entry.last, doc: unpackDoc(row.doc) })
     }
+    return out
+  }
+
+  /**
+   * The envelopes of the turn's log rows, in seq order, as they were appended: what reading the
+   * rows back would give (delta-runs.ts restores every row exactly), without the reads and parses.
+   */
+  events (turnId: string): BusEnvelope[] {
+    const out: BusEnvelope[] = []
+    for (const entry of this.tails.get(turnId)?.entries ?? []) for (const e of entry.events) out.push(e)
     return out
   }
 

@@ -330,7 +330,7 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null, log: De
     const record = turnDoc.get(turnId)
     const text = record === undefined ? null : decodeTurn(unpackDoc(record.doc)).final_text ?? null
     const rows = compactable.all(turnId, turnId).map((r) => ({ seq: r.seq, last_seq: r.last_seq, doc: unpackDoc(r.doc) }))
-    const { remove, insert, rewrite } = compact(rows, text, log.rows(turnId, 0, Number.MAX_SAFE_INTEGER))
+    const { remove, insert, rewrite } = compact(rows, text, log.events(turnId))
     for (const r of remove) removeRow.run(turnId, r.seq, r.last_seq)
     for (const r of insert) appendEvent.run(r.turn_id, r.seq, r.last_seq, packDoc(r.doc))
     for (const r of rewrite) rewriteRow.run(packDoc(r.doc), turnId, r.seq)
@@ -420,7 +420,8 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null, log: De
       WHERE turn_id = ? AND seq > (SELECT max(seq) FROM tollgate_events WHERE turn_id = ?) - ${MAX_RUN}`),
     pruneEvents: db.prepare('DELETE FROM tollgate_events WHERE turn_id IN (SELECT turn_id FROM tollgate_turns WHERE finished_ms IS NOT NULL AND finished_ms < ?)'),
     // Only rows whose compaction failed: a finished turn leaves the log when it is compacted.
-    pruneDeltaLog: db.prepare('DELETE FROM tollgate_delta_log WHERE turn_id IN (SELECT turn_id FROM tollgate_turns WHERE finished_ms IS NOT NULL AND finished_ms < ?)'),
+    pruneDeltaLog: db.prepare<[number], { turn_id: string }>(`DELETE FROM tollgate_delta_log
+      WHERE turn_id IN (SELECT turn_id FROM tollgate_turns WHERE finished_ms IS NOT NULL AND finished_ms < ?) RETURNING turn_id`),
     pruneLeases: db.prepare('DELETE FROM tollgate_instances WHERE expires_ms < ?'),
     renewLease: db.prepare('INSERT INTO tollgate_instances (instance_id, expires_ms) VALUES (?, ?) ON CONFLICT (instance_id) DO UPDATE SET expires_ms = excluded.expires_ms'),
     releaseLease: db.prepare('DELETE FROM tollgate_instances WHERE instance_id = ?'),
@@ -801,7 +802,8 @@ export class SqliteStore implements Store {
 
   async prune (finishedBeforeMs: number): Promise<void> {
     this.stmt.pruneEvents.run(finishedBeforeMs)
-    this.stmt.pruneDeltaLog.run(finishedBeforeMs)
+    // The log remembers each row's events (compaction takes them from there): a pruned turn's go too.
+    for (const { turn_id: turnId } of this.stmt.pruneDeltaLog.all(finishedBeforeMs)) this.log.forget(turnId)
     this.stmt.pruneLeases.run(Date.now() - LEASE_FORGET_MS)
     this.reclaimFreePages()
   }

@@ -144,6 +144,20 @@ test('sqlite: a finished turn leaves the delta log once compacted, and the log i
   await assertReplays(store, events)
 })
 
+test('sqlite: a finished turn pruned before its compaction stays pruned: the log\'s memory of its rows goes with them', async (t) => {
+  const defer = deferrer(t)
+  const path = join(await scratch(defer), 'tollgate.db')
+  const store = open(defer, path)
+  const events = streamOf('turn_p', 30, true)
+  await write(store, events, true)
+  assert.deepEqual(countRows(path, 'turn_p'), { keyed: 3, logged: 29 })
+  // Before the compaction's first pass (COMPACT_DELAY_MS after the finish): the record's updated_at is a day back.
+  await store.prune(Date.now())
+  await store.compacted()
+  assert.deepEqual(countRows(path, 'turn_p'), { keyed: 0, logged: 0 })
+  assert.deepEqual(await store.readEvents('turn_p', 0, 1000), [])
+})
+
 test('sqlite: a turn that holds the start of the delta log too long has its rows copied keyed, and the log is cut past it', async (t) => {
   const defer = deferrer(t)
   const path = join(await scratch(defer), 'tollgate.db')

@@ -85,6 +85,25 @@ test('a piece a run could not restore exactly is stored as it is, ending the run
   assert.deepEqual(expandAll(rows), events)
 })
 
+test('a ts in the minute of an exact one is taken only in the exact form: others are stored as they are, and every piece reads back the same', () => {
+  // The minute 10:00 is seen exact first (piece 1); then forms of that minute that are not toISOString's.
+  const odd = ['2026-12-05T10:00:60.000Z', '2026-12-05T10:00:5a.000Z', '2026-12-05T10:00:05.000z', '2026-12-05T10:00:05,000Z', '2026-12-05T10:00:05.0000Z', '2026-12-05T10:00:05.00Z']
+  const events = [text(1, 'a', T0), ...odd.map((ts, i) => ({ ...text(i + 2, `o${i}`), ts })), text(odd.length + 2, 'z', T0 + 59_999)]
+  const rows = stored(events)
+  assert.deepEqual(rows.map((r) => r.last_seq === r.seq), events.map(() => true))
+  assert.deepEqual(expandAll(rows), events)
+  // Random pieces of a few minutes, most exact, some with one character changed: each reads back as it was.
+  let seed = 7
+  const random = (n: number): number => { seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31; return seed % n }
+  const mixed = Array.from({ length: 2000 }, (_, i) => {
+    const e = text(i + 1, `w${i}`, T0 + random(180_000))
+    if (random(4) > 0) return e
+    const at = 14 + random(10)
+    return { ...e, ts: e.ts.slice(0, at) + ':9.aZ0'.charAt(random(6)) + e.ts.slice(at + 1) }
+  })
+  assert.deepEqual(expandAll(stored(mixed)), mixed)
+})
+
 test('turns interleaved in one write each get their own runs', () => {
   const a = (seq: number): BusEnvelope => envelope(seq, { kind: 'text.delta', text: `a${seq}` }, T0, 'turn_a')
   const b = (seq: number): BusEnvelope => envelope(seq, { kind: 'text.delta', text: `b${seq}` }, T0, 'turn_b')
@@ -127,6 +146,19 @@ test('compaction merges single rows into runs and leaves rows that are already r
   const after = [...live.filter((r) => !remove.some((x) => x.seq === r.seq)), ...insert].sort((x, y) => x.seq - y.seq)
   assert.deepEqual(expandAll(after), events)
   assert.deepEqual(compact(after), { remove: [], insert: [], rewrite: [] })
+})
+
+test('compaction takes the pieces kept elsewhere (the SQLite delta log\'s) into the runs, each seq once where a keyed row holds it too', () => {
+  const events = [envelope(1, { kind: 'iteration', n: 1 }), ...Array.from({ length: 8 }, (_, i) => text(i + 2, `p${i} `))]
+  // Seqs 2..4 keyed (4 written again keyed by a retried write), 4..9 in the log.
+  const keyed = [...stored(events.slice(0, 1)), ...stored(events.slice(1, 3)), ...stored(events.slice(3, 4))]
+  const moved = events.slice(3)
+  const answer = 'p0 p1 p2 p3 p4 p5 p6 p7 '
+  const { remove, insert } = compact(keyed, answer, moved)
+  assert.deepEqual(remove, [{ seq: 2, last_seq: 3 }, { seq: 4, last_seq: 4 }])
+  assert.deepEqual(insert.map((r) => [r.seq, r.last_seq]), [[2, 9]])
+  const after = [...keyed.filter((r) => r.last_seq === null), ...insert].sort((x, y) => x.seq - y.seq)
+  assert.deepEqual(expandRows(after, 0, 1000, answer), events)
 })
 
 /** A finished turn's rows as written one flush at a time: a row per event. */
