@@ -203,6 +203,8 @@ export interface SqliteStoreOptions {
   probe?: SqlProbe
   /** Delta log rows a turn may hold behind it before they are copied keyed (PIN_ROWS by default; tests lower it). */
   deltaLogPinRows?: number
+  /** Delta log rows one compaction pass cuts at most (CUT_ROWS by default; tests lower it). */
+  deltaLogCutRows?: number
   /** What each stored event announces (notifications); none by default. */
   planner?: OutboxPlanner
 }
@@ -433,11 +435,12 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null, log: De
       if (won) queueCompaction.run(turn[3])
       return won
     }),
-    // Queued turns, oldest first, until `budgetMs` has passed (a turn started is finished), then the
-    // delta log cut. Each turn taken goes to `taken`, and each that failed to `onError`.
+    // Queued turns, oldest first, until `budgetMs` has passed (a turn started is finished), then a
+    // cut of the delta log (CUT_ROWS at most); returns whether the log has rows left to cut. Each
+    // turn taken goes to `taken`, and each that failed to `onError`.
     compactPass: db.transaction((
       queue: Set<string>, budgetMs: number, taken: string[], onError: (turnId: string, err: unknown) => void
-    ): void => {
+    ): boolean => {
       const start = performance.now()
       for (const turnId of queue) {
         queue.delete(turnId)
@@ -449,7 +452,7 @@ function prepare (db: Database.Database, announce: AnnounceEvent | null, log: De
         }
         if (performance.now() - start >= budgetMs) break
       }
-      log.trim()
+      return log.trim()
     }),
     queuedCompactions: db.prepare<[], { turn_id: string }>('SELECT turn_id FROM tollgate_compactions')
   }
@@ -483,6 +486,8 @@ export class SqliteStore implements Store {
   /** Running turns' later delta rows (sqlite-delta-log.ts). */
   private readonly log: DeltaLog
   private compactTimer: NodeJS.Timeout | null = null
+  /** The last pass left delta log rows to cut (CUT_ROWS a pass): passes go on until it has not. */
+  private cutPending = false
   /** Callers of `compacted()` waiting for the queue to empty. */
   private compactedWaiters: Array<() => void> = []
   /** Failed compactions waiting to be tried again (close() tries them once more; what fails again stays queued in the file). */
@@ -505,7 +510,7 @@ export class SqliteStore implements Store {
     const { planner } = options
     const outbox = this.outbox
     const announce = planner === undefined ? null : (e: BusEnvelope): void => { outbox.write(planner(e)) }
-    this.log = new DeltaLog(this.db, announce, options.deltaLogPinRows)
+    this.log = new DeltaLog(this.db, announce, options.deltaLogPinRows, options.deltaLogCutRows)
     try {
       // What a crash (or a stop, of turns still running) left in the delta log reads back the same keyed.
       this.log.fold()
@@ -553,7 +558,7 @@ export class SqliteStore implements Store {
     const timer = setTimeout(() => {
       this.compactTimer = null
       this.compactSome(COMPACT_SLICE_MS)
-      if (this.toCompact.size > 0) this.compactTimer = this.compactLater(COMPACT_GAP_MS)
+      if (this.toCompact.size > 0 || this.cutPending) this.compactTimer = this.compactLater(COMPACT_GAP_MS)
       else this.tellCompacted()
     }, ms)
     if (this.compactedWaiters.length === 0) timer.unref()
@@ -566,12 +571,12 @@ export class SqliteStore implements Store {
    * stays queued in the file and is tried again later (`CompactionRetries`).
    */
   private compactSome (budgetMs: number): void {
-    if (!this.db.open || this.toCompact.size === 0) return
+    if (!this.db.open || (this.toCompact.size === 0 && !this.cutPending)) return
     const taken: string[] = []
     const failed = new Set<string>()
     let committed = true
     try {
-      this.stmt.compactPass(this.toCompact, budgetMs, taken, (turnId, err) => {
+      this.cutPending = this.stmt.compactPass(this.toCompact, budgetMs, taken, (turnId, err) => {
         failed.add(turnId)
         this.onCompactionError(err)
       })
@@ -589,11 +594,11 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Resolves once no finished turn waits for its compaction or a retry of it (the benchmark reads
-   * the CPU spent after it; tests wait on it).
+   * Resolves once no finished turn waits for its compaction or a retry of it, and the delta log
+   * is cut as far as it can be (the benchmark reads the CPU spent after it; tests wait on it).
    */
   async compacted (): Promise<void> {
-    if (this.toCompact.size === 0 && !this.retries.pending) return
+    if (this.toCompact.size === 0 && !this.retries.pending && !this.cutPending) return
     // Someone waits: the passes and retries keep the process alive until then.
     this.compactTimer?.ref()
     this.retries.keepAlive()
@@ -601,7 +606,7 @@ export class SqliteStore implements Store {
   }
 
   private tellCompacted (): void {
-    if (this.toCompact.size > 0 || this.retries.pending || this.compactedWaiters.length === 0) return
+    if (this.toCompact.size > 0 || this.retries.pending || this.cutPending || this.compactedWaiters.length === 0) return
     const waiters = this.compactedWaiters
     this.compactedWaiters = []
     for (const resolve of waiters) resolve()
@@ -853,6 +858,8 @@ export class SqliteStore implements Store {
     this.compactSome(Number.POSITIVE_INFINITY)
     this.retries.stop()
     this.toCompact.clear()
+    // The fold below empties the log: nothing is left to cut.
+    this.cutPending = false
     this.tellCompacted()
     // Turns still running (parked for a restart) leave their delta log rows keyed.
     if (this.db.open) this.log.fold()

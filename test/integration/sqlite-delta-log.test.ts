@@ -158,6 +158,35 @@ test('sqlite: a finished turn pruned before its compaction stays pruned: the log
   assert.deepEqual(await store.readEvents('turn_p', 0, 1000), [])
 })
 
+test('sqlite: the log is cut a bounded number of rows per pass, and the passes go on after the last compaction until it is cut', async (t) => {
+  const defer = deferrer(t)
+  const path = join(await scratch(defer), 'tollgate.db')
+  // The cuts, as the statements SQLite ran: `DELETE FROM tollgate_delta_log WHERE id < n`.
+  const cuts: number[] = []
+  const probe = {
+    statement: (sql: string) => {
+      const m = /^DELETE FROM tollgate_delta_log WHERE id < (\d+)(?:\.0)?$/.exec(sql)
+      if (m !== null) cuts.push(Number(m[1]))
+    },
+    checkpoint: () => {}
+  }
+  const store = open(defer, path, { deltaLogCutRows: 5, probe })
+  // Three streams whose pieces interleave, as a batch's do: the log's start is held until the last is compacted.
+  const streams = ['turn_x', 'turn_y', 'turn_z'].map((id) => streamOf(id, 20, true))
+  for (const events of streams) await store.saveTurn(record((events[0] as BusEnvelope).turn_id, 'running'))
+  for (let i = 0; i < 21; i++) for (const events of streams) store.appendEventsNow([events[i] as BusEnvelope])
+  for (const events of streams) await write(store, events.slice(-1), true)
+  assert.deepEqual(streams.map((events) => countRows(path, (events[0] as BusEnvelope).turn_id).logged), [19, 19, 19])
+  await store.compacted()
+  for (const events of streams) assert.deepEqual(countRows(path, (events[0] as BusEnvelope).turn_id), { keyed: 3, logged: 0 })
+  // 57 rows, ids 1 to 57, cut 5 at most at a time: 12 cuts or more, where three passes at most
+  // compacted the turns; the rest ran with the queue empty.
+  assert.equal(cuts.at(-1), 58, `cuts: ${cuts.join(' ')}`)
+  assert.ok(cuts.length >= 12, `cuts: ${cuts.join(' ')}`)
+  cuts.forEach((to, i) => { assert.ok(to - (cuts[i - 1] ?? 1) > 0 && to - (cuts[i - 1] ?? 1) <= 5, `cuts: ${cuts.join(' ')}`) })
+  for (const events of streams) await assertReplays(store, events)
+})
+
 test('sqlite: a turn that holds the start of the delta log too long has its rows copied keyed, and the log is cut past it', async (t) => {
   const defer = deferrer(t)
   const path = join(await scratch(defer), 'tollgate.db')
