@@ -157,7 +157,7 @@ export class DeltaLog {
       if (out.length >= limit) break
       if (entry.last <= afterSeq) continue
       const row = this.readRow.get(entry.id)
-      // Gone only if retention pruned the finished turn before its compaction.
+      // Gone only if retention pruned the finished turn's rows (which makes the log forget it) meanwhile.
       if (row !== undefined) out.push({ seq: entry.seq, last_seq: entry.last, doc: unpackDoc(row.doc) })
     }
     return out
@@ -173,7 +173,7 @@ export class DeltaLog {
     return out
   }
 
-  /** The turn needs no rows here any more: compacted (in the caller's transaction), or finished with none. */
+  /** The turn needs no rows here any more: compacted (in the caller's transaction), finished with none, or pruned. */
   forget (turnId: string): void {
     const tail = this.tails.get(turnId)
     if (tail === undefined) return
