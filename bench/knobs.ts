@@ -25,6 +25,11 @@ export interface Knobs {
   firstEventSamples: number
   /** Streaming section: the concurrent-stream counts measured, one load after another. */
   streamLoads: number[]
+  /**
+   * Times the whole list of loads is run, one round after another: a single load's CPU ratio
+   * moves ±25% with the machine, so the ratios are read as medians over the rounds.
+   */
+  streamRounds: number
   /** Tokens per streamed answer and the provider's interval between them. */
   streamTokens: number
   streamIntervalMs: number
@@ -99,6 +104,7 @@ export function readKnobs (env: NodeJS.ProcessEnv, openFiles: number, defaultRes
     fanoutTurns: int(env, 'BENCH_FANOUT_TURNS', 5, 1, 100),
     firstEventSamples: int(env, 'BENCH_FIRST_EVENT_SAMPLES', 200, 1, 10_000),
     streamLoads: ints(env, 'BENCH_STREAMS', [50, 100, 200], 1, 2000),
+    streamRounds: int(env, 'BENCH_STREAM_ROUNDS', 3, 1, 20),
     streamTokens: int(env, 'BENCH_STREAM_TOKENS', 200, 1, 10_000),
     streamIntervalMs: int(env, 'BENCH_STREAM_INTERVAL_MS', 20, 1, 10_000),
     parserStreams: int(env, 'BENCH_PARSER_STREAMS', 400, 1, 100_000),

@@ -96,6 +96,9 @@ export interface FanoutFigures {
 export type StreamRunnerKey = 'tollgate' | 'tollgate-memory' | 'relay' | 'ai-sdk'
 
 export interface StreamPoint {
+  /** Which load of the run (its position in the schedule) and which round it belongs to, from 0. */
+  load: number
+  round: number
   streams: number
   runner: StreamRunnerKey
   deltas: number
@@ -115,6 +118,7 @@ export interface StreamPoint {
 export interface StreamingFigures {
   tokens: number
   intervalMs: number
+  rounds: number
   points: StreamPoint[]
   /** SQLite file growth (database and WAL, after a graceful stop) over the answers stored; null if unread. */
   storedBytesPerAnswer: number | null
@@ -399,15 +403,34 @@ function perKilo (ms: number | null, deltas: number): string {
   return ms === null || deltas === 0 ? 'n/a' : fmt(ms / (deltas / 1000), 1)
 }
 
+/** The median of a non-empty list (the mean of the middle two for an even count). */
+function median (values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid] as number : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
+/**
+ * A ratio over several loads: its median, with the lowest and highest when there is more than
+ * one (a single load's figure moves with the machine; the median of interleaved loads far less).
+ */
+export function ratioOverLoads (ratios: readonly number[]): string {
+  const finite = ratios.filter(Number.isFinite)
+  if (finite.length === 0) return 'n/a'
+  const m = `${median(finite).toFixed(2)}×`
+  if (finite.length === 1) return m
+  return `${m} (${Math.min(...finite).toFixed(2)}–${Math.max(...finite).toFixed(2)}×)`
+}
+
 function renderStreaming (out: string[], st: StreamingFigures): void {
   out.push('## Streaming', '')
   out.push(table(
     [
-      'streams', 'runner', 'deltas (expected)', 'deltas/s', 'latency p50 ms', 'latency p99 ms', 'CPU ms / 1,000 deltas (main thread)',
+      'round', 'streams', 'runner', 'deltas (expected)', 'deltas/s', 'latency p50 ms', 'latency p99 ms', 'CPU ms / 1,000 deltas (main thread)',
       'provider / client CPU ms / 1,000 deltas', 'RSS / in-flight stream', 'errors'
     ],
     st.points.map((p) => [
-      String(p.streams), STREAM_LABELS[p.runner], `${p.deltas} (${p.expectedDeltas})`, fmt(p.deltas / p.seconds, 0),
+      String(p.round + 1), String(p.streams), STREAM_LABELS[p.runner], `${p.deltas} (${p.expectedDeltas})`, fmt(p.deltas / p.seconds, 0),
       fmt(p.latency.p50), fmt(p.latency.p99),
       `${fmt(cpuPerKilo(p), 1)} (${p.cpu === null || p.deltas === 0 ? 'n/a' : fmt(p.cpu.mainThread / (p.deltas / 1000), 1)})`,
       `${perKilo(p.providerCpu, p.deltas)} / ${perKilo(p.clientCpu, p.deltas)}`,
@@ -415,9 +438,7 @@ function renderStreaming (out: string[], st: StreamingFigures): void {
       String(p.errors)
     ])
   ), '')
-  const loads = [...new Set(st.points.map((p) => p.streams))]
-  const at = (streams: number, runner: StreamRunnerKey): StreamPoint | undefined =>
-    st.points.find((p) => p.streams === streams && p.runner === runner)
+  const streamCounts = [...new Set(st.points.map((p) => p.streams))]
   const rows: string[][] = []
   // The default wiring against both peers; then the memory store against the relay and the
   // default wiring against the memory store: how much of the gap storing costs.
@@ -427,18 +448,36 @@ function renderStreaming (out: string[], st: StreamingFigures): void {
     ['tollgate-memory', 'relay', `Tollgate, memory store / ${STREAM_LABELS.relay}`],
     ['tollgate', 'tollgate-memory', 'Tollgate, SQLite / Tollgate, memory store']
   ]
-  for (const streams of loads) {
+  for (const streams of streamCounts) {
+    // Each load pairs its own runners' figures: a ratio is never taken across loads.
+    const loads = [...new Set(st.points.filter((p) => p.streams === streams).map((p) => p.load))]
     for (const [mine, other, label] of pairs) {
-      const m = at(streams, mine)
-      const o = at(streams, other)
-      if (m === undefined || o === undefined) continue
+      const paired = loads.flatMap((load) => {
+        const m = st.points.find((p) => p.load === load && p.runner === mine)
+        const o = st.points.find((p) => p.load === load && p.runner === other)
+        return m === undefined || o === undefined ? [] : [[m, o] as const]
+      })
+      if (paired.length === 0) continue
       rows.push([
-        `${streams} streams: ${label}`, ratio(cpuPerKilo(m), cpuPerKilo(o)),
-        ratio(m.latency.p50, o.latency.p50), ratio(m.latency.p99, o.latency.p99)
+        `${streams} streams: ${label}`, String(paired.length),
+        ratioOverLoads(paired.map(([m, o]) => cpuPerKilo(m) / cpuPerKilo(o))),
+        ratioOverLoads(paired.map(([m, o]) => m.latency.p50 / o.latency.p50)),
+        ratioOverLoads(paired.map(([m, o]) => m.latency.p99 / o.latency.p99))
       ])
     }
   }
-  out.push(table(['ratio', 'CPU / delta', 'latency p50', 'latency p99'], rows), '')
+  out.push(table(['ratio', 'loads', 'CPU / delta', 'latency p50', 'latency p99'], rows), '')
+  const p99s = streamCounts.map((streams) => {
+    const of = (runner: StreamRunnerKey): string => {
+      const values = st.points.filter((p) => p.streams === streams && p.runner === runner).map((p) => p.latency.p99).filter(Number.isFinite)
+      return values.length === 0 ? 'n/a' : `${fmt(median(values))} ms`
+    }
+    return [`${streams}`, of('tollgate'), of('tollgate-memory'), of('relay'), of('ai-sdk')]
+  })
+  out.push(
+    `Ratios: the median over the loads of that size (one per round), each load's runners against each other, with the lowest and highest in brackets. ${st.rounds} round(s); latency p99, median over the loads:`, ''
+  )
+  out.push(table(['streams', STREAM_LABELS.tollgate, STREAM_LABELS['tollgate-memory'], STREAM_LABELS.relay, STREAM_LABELS['ai-sdk']], p99s), '')
   out.push(
     `Stored by Tollgate per answer (SQLite database and WAL growth after a graceful stop, over ${st.answersStored} answers): ` +
     `${st.storedBytesPerAnswer === null ? 'n/a' : `${fmt(st.storedBytesPerAnswer / KIB, 1)} KiB`}; the memory store, the relay and the AI SDK route store nothing.`, ''

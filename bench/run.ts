@@ -553,7 +553,9 @@ async function streaming (ctx: Ctx): Promise<StreamingFigures> {
     if (warm.errors > 0) ctx.warnings.push(`streaming warm-up ${runner.key}: ${warm.errors} failed streams; first: ${warm.firstError ?? ''}`)
   }
   const points: StreamPoint[] = []
-  for (const [i, streams] of knobs.streamLoads.entries()) {
+  // Every round runs the whole list of loads again; the runners' order rotates at every load.
+  const schedule = Array.from({ length: knobs.streamRounds }, (_, round) => knobs.streamLoads.map((streams) => ({ round, streams }))).flat()
+  for (const [i, { round, streams }] of schedule.entries()) {
     const order = runners.map((_, j) => runners[(j + i) % runners.length] as StreamRunner)
     for (const runner of order) {
       const pid = runner.server.proc.pid as number
@@ -573,11 +575,12 @@ async function streaming (ctx: Ctx): Promise<StreamingFigures> {
       if (runner.key === 'tollgate') answersStored += streams - result.errors
       if (result.errors > 0) ctx.warnings.push(`streaming ${runner.key} × ${streams}: ${result.errors} failed streams; first: ${result.firstError ?? ''}`)
       points.push({
-        streams, runner: runner.key, deltas: result.deltas, expectedDeltas: streams * knobs.streamTokens, seconds: result.seconds,
+        load: i, round, streams, runner: runner.key,
+        deltas: result.deltas, expectedDeltas: streams * knobs.streamTokens, seconds: result.seconds,
         latency: result.latency, errors: result.errors, cpu, providerCpu: providerCpu ?? null, clientCpu: clientCpu ?? null,
         rssGrowth: rssBefore === null || rssMid === null ? null : rssMid - rssBefore
       })
-      ctx.log(`  ${runner.key} × ${streams} streams: ${result.deltas} deltas in ${result.seconds.toFixed(1)} s, ${result.errors} failed`)
+      ctx.log(`  round ${round + 1}: ${runner.key} × ${streams} streams: ${result.deltas} deltas in ${result.seconds.toFixed(1)} s, ${result.errors} failed`)
     }
   }
   // A graceful stop first: what stays in the database and its WAL is what the deployment keeps.
@@ -588,6 +591,7 @@ async function streaming (ctx: Ctx): Promise<StreamingFigures> {
   return {
     tokens: knobs.streamTokens,
     intervalMs: knobs.streamIntervalMs,
+    rounds: knobs.streamRounds,
     points,
     storedBytesPerAnswer: answersStored === 0 ? null : (storedAfter - storedBefore) / answersStored,
     answersStored
@@ -714,7 +718,7 @@ async function main (): Promise<void> {
       report.fanout = await fanout(ctx)
     }
     if (knobs.sections.has('streaming')) {
-      log(`bench: streaming (${knobs.streamLoads.join('/')} concurrent streams of ${knobs.streamTokens} tokens, one every ${knobs.streamIntervalMs} ms)`)
+      log(`bench: streaming (${knobs.streamRounds} round(s) of ${knobs.streamLoads.join('/')} concurrent streams of ${knobs.streamTokens} tokens, one every ${knobs.streamIntervalMs} ms)`)
       report.streaming = await streaming(ctx)
     }
     if (knobs.sections.has('parsers')) {
