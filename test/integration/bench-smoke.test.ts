@@ -120,13 +120,14 @@ test('a tiny run of the turn sections compares every runner on the same work, an
   assert.deepEqual(processesWith(marker), [])
 })
 
-test('a tiny streaming bench run prints its table, every runner delivers every token of every stream, and no bench process is left', { timeout: 150_000 }, async () => {
+test('a tiny streaming bench run prints its table, every runner delivers every token of every stream in every round, and no bench process is left', { timeout: 150_000 }, async () => {
   const marker = `tollgate-bench-smoke-${randomUUID()}`
   const { code, stdout, stderr } = await run({
     ...process.env,
     BENCH_SMOKE_MARKER: marker,
     BENCH_ONLY: 'streaming',
     BENCH_STREAMS: '2,3',
+    BENCH_STREAM_ROUNDS: '2',
     BENCH_STREAM_TOKENS: '10',
     BENCH_STREAM_INTERVAL_MS: '10',
     BENCH_RESULTS: ''
@@ -134,22 +135,26 @@ test('a tiny streaming bench run prints its table, every runner delivers every t
   assert.equal(code, 0, stderr)
   assert.doesNotMatch(stdout, /## Warnings/)
   for (const streams of [2, 3]) {
-    const points = rows(stdout, `${streams} | `)
-    assert.deepEqual(points.map((r) => r[1]).sort(), ['Fastify + AI SDK streamText', 'Tollgate, SQLite (default)', 'Tollgate, memory store (no event log)', 'bare Fastify SSE relay'], stdout)
-    for (const r of points) {
-      // Delivered (expected), then the errors column: every token of every stream, no failed stream.
-      assert.equal(r[2], `${streams * 10} (${streams * 10})`, r.join(' | '))
-      assert.equal(r[9], '0', r.join(' | '))
+    for (const round of [1, 2]) {
+      const points = rows(stdout, `${round} | ${streams} | `)
+      assert.deepEqual(points.map((r) => r[2]).sort(), ['Fastify + AI SDK streamText', 'Tollgate, SQLite (default)', 'Tollgate, memory store (no event log)', 'bare Fastify SSE relay'], stdout)
+      for (const r of points) {
+        // Delivered (expected), then the errors column: every token of every stream, no failed stream.
+        assert.equal(r[3], `${streams * 10} (${streams * 10})`, r.join(' | '))
+        assert.equal(r[10], '0', r.join(' | '))
+      }
     }
-    assert.equal(rows(stdout, `${streams} streams: Tollgate / bare Fastify SSE relay`).length, 1, stdout)
-    assert.equal(rows(stdout, `${streams} streams: Tollgate / Fastify + AI SDK streamText`).length, 1, stdout)
-    assert.equal(rows(stdout, `${streams} streams: Tollgate, memory store / bare Fastify SSE relay`).length, 1, stdout)
-    assert.equal(rows(stdout, `${streams} streams: Tollgate, SQLite / Tollgate, memory store`).length, 1, stdout)
+    // One row per pair and load size, over both rounds' loads.
+    for (const pair of ['Tollgate / bare Fastify SSE relay', 'Tollgate / Fastify + AI SDK streamText', 'Tollgate, memory store / bare Fastify SSE relay', 'Tollgate, SQLite / Tollgate, memory store']) {
+      const ratio = rows(stdout, `${streams} streams: ${pair}`)
+      assert.equal(ratio.length, 1, stdout)
+      assert.equal(ratio[0]?.[1], '2', stdout)
+    }
   }
-  // A warm-up of as many streams as the largest load (3), then the five measured answers: all stored.
+  // A warm-up of as many streams as the largest load (3), then two rounds of five measured answers: all stored.
   const stored = /^Stored by Tollgate per answer .* over (\d+) answers\): ([\d.]+) KiB/m.exec(stdout)
   assert.ok(stored !== null, stdout)
-  assert.equal(stored[1], '8')
+  assert.equal(stored[1], '13')
   assert.ok(Number(stored[2]) > 0, stored[0])
   assert.deepEqual(processesWith(marker), [])
 })
