@@ -128,9 +128,11 @@ export function streamNewTurn (
       s.stop = followFromStart({
         bus: gateway.bus,
         turnId,
+        // Queued first, then begun: the headers leave with turn.started in one write. Begun first,
+        // with nothing queued, they were flushed in a write (and a packet) of their own.
         deliver: (envelope) => {
-          s.begin()
           s.deliver(envelope)
+          s.begin()
         },
         onEnd: s.end
       })

@@ -1,5 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { Worker } from 'node:worker_threads'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { EventSource, type FetchLike } from 'eventsource'
 import { TurnEvent } from '../../schemas/events.js'
@@ -248,6 +250,42 @@ test('a POST stream starts with turn.started and has every event once; repeating
   assert.equal(again.response.headers.get('x-turn-id'), turnId)
   assert.deepEqual(again.events().map((f) => Number(f.id)), seqs)
   assert.deepEqual(again.events().map((f) => f.event), first.events().map((f) => f.event))
+})
+
+/**
+ * The raw bytes of a `POST /v1/turns` SSE exchange, read chunk by chunk by a client on a thread of
+ * its own: its reads follow the server's writes as they arrive, where a client on the server's
+ * event loop would read only after both writes of the same run.
+ */
+const RAW_SSE_CLIENT = `
+const { connect } = require('node:net')
+const { parentPort, workerData } = require('node:worker_threads')
+const { host, port, body } = workerData
+const socket = connect({ host, port })
+const chunks = []
+socket.on('data', (chunk) => { chunks.push(chunk.toString('utf8')) })
+socket.on('end', () => { parentPort.postMessage({ chunks }) })
+socket.on('error', (err) => { parentPort.postMessage({ error: String(err) }) })
+socket.write(['POST /v1/turns HTTP/1.1', 'Host: ' + host + ':' + port, 'Content-Type: application/json', 'Accept: text/event-stream',
+  'Content-Length: ' + Buffer.byteLength(body), 'Connection: close', '', body].join('\\r\\n'))
+`
+
+test('a POST stream sends its headers and turn.started in one write: the first bytes the client reads hold both', async (t) => {
+  const { g } = await startProbeGateway(t)
+  g.provider.enqueue({ text: 'hello' })
+  const { hostname, port } = new URL(g.url)
+  const worker = new Worker(RAW_SSE_CLIENT, { eval: true, workerData: { host: hostname, port: Number(port), body: JSON.stringify({ message: 'go' }) } })
+  t.after(async () => { await worker.terminate() })
+  const [answer] = await once(worker, 'message') as [{ chunks?: string[], error?: string }]
+  assert.equal(answer.error, undefined)
+  const chunks = answer.chunks ?? []
+  const first = chunks[0] ?? ''
+  const head = first.indexOf('\r\n\r\n')
+  assert.match(first, /^HTTP\/1\.1 200 /)
+  assert.ok(head !== -1, `the first read holds the whole header block: ${JSON.stringify(first)}`)
+  // One segment: headers written on their own arrive in a read of their own, the frame in a later one.
+  assert.match(first.slice(head + 4), /event: turn\.started\n/, `the first read holds turn.started too: ${JSON.stringify(first)}`)
+  assert.match(chunks.join(''), /event: turn\.completed\n/)
 })
 
 test('a stream resuming past the running turn\'s last seq answers its headers before any event and ends when the turn does', { timeout: 10_000 }, async (t) => {
