@@ -3,13 +3,13 @@
  * milliseconds, then 74 random bits. Time-ordered keys land at the right edge of the stores'
  * B-tree indexes, so the rows of turns running at the same time share pages: a commit dirties a
  * few pages instead of one random page per index and turn, and the WAL checkpoint copies those
- * few. The random part comes from a pooled buffer (one randomFillSync per 16 ids), as
+ * few. The random part comes from a pooled buffer (one randomFillSync per 256 ids), as
  * crypto.randomUUID does for version 4.
  */
 import { randomFillSync } from 'node:crypto'
 
 const RANDOM_BYTES = 10
-const POOL_IDS = 16
+const POOL_IDS = 256
 const pool = Buffer.alloc(RANDOM_BYTES * POOL_IDS)
 let offset = pool.length
 

@@ -34,6 +34,15 @@ test('different tenants get different ids', () => {
   assert.equal(uids.size, 200)
 })
 
+test('a tenant keeps its ids when asked again, past the tenants kept at hand too', () => {
+  const identities = new SandboxIdentities(RANGE)
+  const first = identities.ownerFor('acme')
+  for (let i = 0; i < 5000; i++) identities.ownerFor(`tenant-${i}`)
+  assert.deepEqual(identities.ownerFor('acme'), first)
+  assert.deepEqual(identities.ownerFor('acme'), new SandboxIdentities(RANGE).ownerFor('acme'))
+  assert.ok(Object.isFrozen(first), 'one object is handed to every turn of the tenant: nobody may change it')
+})
+
 test('a range of one id gives every tenant the same one', () => {
   const identities = new SandboxIdentities({ firstUid: 65534, firstGid: 65534, count: 1 })
   assert.deepEqual([identities.ownerFor('acme'), identities.ownerFor('globex')], [{ uid: 65534, gid: 65534 }, { uid: 65534, gid: 65534 }])
