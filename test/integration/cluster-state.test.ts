@@ -12,6 +12,10 @@ import { eventually } from '../helpers/eventually.js'
 const MASTER = randomBytes(32).toString('base64')
 const SHARED = {
   turns: { max_active_turns_per_principal: 2 },
+  // A running turn's slot (and its instance's lease) lapses after lease_ms without a renewal: on a
+  // starved machine the helpers' 2 s could pass between two renewals and free a slot the cap test
+  // counts on. Slots freeing themselves when an instance dies has its own test below.
+  cluster: { lease_ms: 60_000 },
   receipts: { keys: [{ id: 'k1', secret_env: 'RECEIPT_K1' }] },
   agents: { default: { provider: 'fake', runtime_profile: 'receipts', tools: ['probe'] } },
   runtime_profiles: { receipts: { tool_receipts: { enabled: true } } },
