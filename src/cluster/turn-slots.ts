@@ -5,8 +5,9 @@
  * A principal's slots are one sorted set (`<prefix>turn-slots:<principal>`): a member per running
  * turn, scored with the time its lease ends (Redis's clock, so instances' clocks do not matter).
  * Taking a slot drops expired members, counts, and adds, in one script: atomic across instances.
- * The instance running a turn renews its lease every `leaseMs / 3` and removes it when the turn
- * ends; a dead instance's turns stop being renewed and free their slots within `leaseMs`.
+ * The instance running a turn renews its lease every `leaseMs / 3` and removes it as the turn
+ * ends, before its terminal event goes out (so that whoever sees the end can start a turn on any
+ * instance); a dead instance's turns stop being renewed and free their slots within `leaseMs`.
  *
  * Redis unreachable: the instance's own per-principal count (always checked) is the limit until
  * Redis is back — turns are not refused because the limiter cannot be asked.
@@ -32,6 +33,13 @@ for i = 2, #ARGV do redis.call('ZADD', KEYS[1], now + lease, ARGV[i]) end
 redis.call('PEXPIRE', KEYS[1], lease)
 return 1`
 
+/**
+ * How long a turn's end waits for Redis to have its slot back (turn ends wait for it, so that a
+ * client that saw the end can start a turn on any instance). A Redis that answers later still
+ * frees it; one that never does leaves it to the lease.
+ */
+const RELEASE_WAIT_MS = 1000
+
 export interface HeldSlot {
   owner: string
   turnId: string
@@ -40,8 +48,11 @@ export interface HeldSlot {
 export interface TurnSlots {
   /** Takes one of `owner`'s `limit` slots for `turnId`; false when all are taken cluster-wide. */
   acquire (owner: string, turnId: string, limit: number): Promise<boolean>
-  /** Gives the slot back (the turn ended, or never started). */
-  release (owner: string, turnId: string): void
+  /**
+   * Gives the slot back (the turn ended, or never started). Settles once Redis has it, or after
+   * RELEASE_WAIT_MS, or when Redis cannot be asked; never rejects.
+   */
+  release (owner: string, turnId: string): Promise<void>
   /** Names the turns whose leases this instance renews (its running turns). */
   track (held: () => Iterable<HeldSlot>): void
   close (): Promise<void>
@@ -108,11 +119,14 @@ export class RedisTurnSlots implements TurnSlots {
     }
   }
 
-  release (owner: string, turnId: string): void {
-    this.redis.zrem(this.key(owner), turnId).catch((err: unknown) => {
+  async release (owner: string, turnId: string): Promise<void> {
+    const removed = this.redis.zrem(this.key(owner), turnId).then(() => {}, (err: unknown) => {
       // Not renewed any more, so the slot frees itself when its lease ends.
       this.options.log.debug({ err }, 'could not release a turn slot; its lease will end it')
     })
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([removed, new Promise<void>((resolve) => { timer = setTimeout(resolve, RELEASE_WAIT_MS) })])
+    clearTimeout(timer)
   }
 
   track (held: () => Iterable<HeldSlot>): void {

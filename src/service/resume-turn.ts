@@ -19,7 +19,7 @@ import type { SessionRecord, Store, TurnRecord } from '../store/store.js'
 import { UsageTally } from '../turn/usage.js'
 import { decodeCheckpoint, TurnCheckpointer, type CheckpointDoc, type TurnKnobs } from './checkpoint.js'
 import { loopEntry, restoreLoopState, resumedHistory, resumedSteering } from './resume.js'
-import { RunningTurn, type TurnHost } from './running-turn.js'
+import { RunningTurn, type TurnEnding, type TurnHost } from './running-turn.js'
 import { assembleTurnState, resolveExecution, startingHistory, type ExecutionDeps, type TurnStateDeps } from './turn-state.js'
 
 /** Which safe point a resumed turn comes back from, as `turn.resumed` names it. */
@@ -33,8 +33,8 @@ export interface ResumeScope {
   receiptKeyOf: (turn: TurnRecord) => ReceiptKey | null
   /** Registers the resumed turn as running here: active, its session busy, its slot held. */
   adopt: (running: RunningTurn) => void
-  /** The turn has ended: as for any turn of this instance. */
-  release: (record: TurnRecord) => void
+  /** What the turn gives back when it stops running here: as for any turn of this instance. */
+  ending: (record: TurnRecord) => TurnEnding
 }
 
 /** The checkpointer of a new durable turn: its knobs, as a resume will need them. */
@@ -133,5 +133,5 @@ function continueTurn (scope: ResumeScope, orphan: Orphan): void {
   running.armTimeout()
   state.emit({ kind: 'turn.resumed', from_checkpoint: RESUMED_FROM[doc.step], checkpoint_seq: orphan.checkpointSeq })
   scope.deps.log.warn({ turn_id: record.turn_id, session_id: record.session_id, step: doc.step }, 'resumed a turn from its checkpoint')
-  void running.run(exec, state, session, grants, turn.channel, () => { scope.release(record) }, { checkpoints: checkpointer.loop, entry })
+  void running.run(exec, state, session, grants, turn.channel, scope.ending(record), { checkpoints: checkpointer.loop, entry })
 }

@@ -35,6 +35,15 @@ export class TurnTimeout extends CancelReason {}
 /** Where a running turn is in its life on this instance (see the diagram above). */
 export type TurnPhase = 'starting' | 'running' | 'parking' | 'parked' | 'finishing' | 'finished'
 
+/**
+ * Whether a turn in this phase holds its cluster-wide slot, which its instance renews: the slot is
+ * given back as the turn finishes or parks (`TurnEnding.freeSlot`), and a renewal after that must
+ * not take it again.
+ */
+const HOLDS_SLOT: Record<TurnPhase, boolean> = {
+  starting: true, running: true, parking: true, parked: false, finishing: false, finished: false
+}
+
 /** A phase change the running turn's own code never asks for: a bug, not a state of the turn. */
 export class IllegalTurnTransition extends Error {
   constructor (readonly from: TurnPhase, readonly to: TurnPhase) {
@@ -44,6 +53,18 @@ export class IllegalTurnTransition extends Error {
 }
 
 /** How a running turn begins: a new turn's owner, or a resumed turn's place in its log and its steering queue. */
+/** What the service gives back when a turn stops running here. */
+export interface TurnEnding {
+  /**
+   * The principal's slot shared with the other instances (Redis). Awaited before the terminal
+   * event goes out: a client that starts its next turn on another instance the moment it sees
+   * this one end must not be refused for the slot this one still held. Never rejects.
+   */
+  freeSlot: () => Promise<void>
+  /** The rest, once the outcome is out: the session, this instance's counts, the event buffer's retention. */
+  release: () => void
+}
+
 export interface RunningTurnOptions {
   /** Connection whose closing cancels the turn (unless detached). */
   ownerConnection: string | null
@@ -106,6 +127,11 @@ export class RunningTurn {
 
   get phase (): TurnPhase {
     return this.phaseNow
+  }
+
+  /** Its cluster-wide slot is still its own (renewed by its instance). */
+  get holdsSlot (): boolean {
+    return HOLDS_SLOT[this.phaseNow]
   }
 
   /** The seq of the turn's last event. */
@@ -276,11 +302,12 @@ export class RunningTurn {
   }
 
   /**
-   * Runs the tool loop to its outcome, records and publishes it (finish), then lets the service
-   * release the turn's session and slots before anyone waiting for its end wakes up.
+   * Runs the tool loop to its outcome, frees the turn's cluster-wide slot, records and publishes
+   * the outcome (finish), then lets the service release the turn's session and counts before
+   * anyone waiting for its end wakes up.
    */
   async run (
-    exec: ResolvedAgentExecution, state: TurnState, session: SessionRecord, grants: SessionGrants, channel: string, release: () => void,
+    exec: ResolvedAgentExecution, state: TurnState, session: SessionRecord, grants: SessionGrants, channel: string, ending: TurnEnding,
     durability: LoopDurability = {}
   ): Promise<void> {
     const { record } = this
@@ -302,7 +329,8 @@ export class RunningTurn {
     if (outcome.status === 'parked' || this.parked) {
       // Parked for a restart: no terminal event, the record stays running, the checkpoint resumes it.
       this.park()
-      release()
+      await ending.freeSlot()
+      ending.release()
       state.log.info({ step: durability.checkpoints?.cursor.step }, 'parked the turn for a restart')
       this.resolveDone(this.record)
       return
@@ -310,9 +338,10 @@ export class RunningTurn {
     // A stop asked while the loop was ending (parking, not parked yet) lets it finish.
     this.move(['running', 'parking'], 'finishing')
     outcome = this.settle(outcome)
+    await ending.freeSlot()
     await this.finish(session, state, outcome, grants)
     this.move(['finishing'], 'finished')
-    release()
+    ending.release()
     exec.observer.record({
       kind: 'turn_end', status: record.status, duration_ms: performance.now() - started, iterations: record.iterations,
       ...(outcome.status === 'failed' ? { code: outcome.code } : {}), ...correlation

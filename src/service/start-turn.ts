@@ -23,7 +23,7 @@ import type { ConnectionRegistry } from './connections.js'
 import type { ResolvedAgentExecution, TurnState } from '../turn/context.js'
 import type { TurnCheckpointer } from './checkpoint.js'
 import { checkpointerFor } from './resume-turn.js'
-import { RunningTurn, type TurnHost } from './running-turn.js'
+import { RunningTurn, type TurnEnding, type TurnHost } from './running-turn.js'
 import { checkRequestedBudget, checkTenantBudget } from './budgets.js'
 import { assembleTurnState, resolveExecution, type ExecutionDeps, type TurnStateDeps } from './turn-state.js'
 
@@ -53,8 +53,8 @@ export interface StartScope {
   register: (running: RunningTurn) => void
   /** Nothing ran yet: releases what the turn held (its cluster slot only when `heldSlot`). */
   abandon: (record: TurnRecord, heldSlot?: boolean) => void
-  /** The turn has ended. */
-  release: (record: TurnRecord) => void
+  /** What the turn gives back when it stops running here. */
+  ending: (record: TurnRecord) => TurnEnding
 }
 
 /** The started turn, or the turn another start with the same idempotency key won the race with. */
@@ -148,7 +148,7 @@ export async function startTurn (
     ? assembleTurnState(scope.stateDeps, running, session, request)
     : engineState(scope, running, session, request, exec, checkpointer))
   const durability = checkpointer === null ? {} : { checkpoints: checkpointer.loop, announced: first !== null }
-  void running.run(exec, state, session, grants, options.channel, () => { scope.release(record) }, durability)
+  void running.run(exec, state, session, grants, options.channel, scope.ending(record), durability)
   return { turn: record, created: true }
 }
 

@@ -28,7 +28,7 @@ import type { ConnectionRegistry } from './connections.js'
 import { TurnListing } from './listing.js'
 import { RemoteTurns } from './remote.js'
 import { RetentionQueue } from './retention.js'
-import { RunningTurn, stopTurns, type TurnHost } from './running-turn.js'
+import { RunningTurn, stopTurns, type TurnEnding, type TurnHost } from './running-turn.js'
 import { resumeTurn } from './resume-turn.js'
 import { startTurn, type StartOptions, type StartScope } from './start-turn.js'
 import type { ExecutionDeps, TurnStateDeps } from './turn-state.js'
@@ -101,13 +101,15 @@ export class TurnService {
       durable: this.durable,
       register: (running) => { this.active.set(running.record.turn_id, running) },
       abandon: (record, heldSlot) => { this.abandon(record, heldSlot) },
-      release: (record) => { this.release(record) }
+      ending: (record) => this.ending(record)
     }
     if (config.shutdown.running_turns === 'resume' && !this.durable) {
       log.warn({ store: config.store.kind, event_log: config.store.event_log },
         'shutdown.running_turns is "resume" but turns cannot outlive this process: that needs a durable store (sqlite, postgres) with store.event_log')
     }
-    deps.slots?.track(() => [...this.active.values()].map((a) => ({ owner: a.record.owner, turnId: a.record.turn_id })))
+    deps.slots?.track(() => [...this.active.values()]
+      .filter((a) => a.holdsSlot)
+      .map((a) => ({ owner: a.record.owner, turnId: a.record.turn_id })))
   }
 
   get activeCount (): number {
@@ -171,7 +173,7 @@ export class TurnService {
         // A resumed turn is never refused: it held its slot before the restart.
         void this.deps.slots?.acquire(record.owner, record.turn_id, Number.MAX_SAFE_INTEGER)
       },
-      release: (record) => { this.release(record) }
+      ending: (record) => this.ending(record)
     }, orphan)
   }
 
@@ -179,14 +181,21 @@ export class TurnService {
   private abandon (record: TurnRecord, heldSlot = true): void {
     this.active.delete(record.turn_id)
     this.admission.release(record)
-    if (heldSlot) this.deps.slots?.release(record.owner, record.turn_id)
+    if (heldSlot) void this.deps.slots?.release(record.owner, record.turn_id)
   }
 
-  /** The turn has ended (or never started): its session, slots and, after retention, its event buffer go. */
+  /** What a turn of this instance gives back when it stops running here (running-turn.ts, `TurnEnding`). */
+  private ending (record: TurnRecord): TurnEnding {
+    return {
+      freeSlot: async () => { await this.deps.slots?.release(record.owner, record.turn_id) },
+      release: () => { this.release(record) }
+    }
+  }
+
+  /** The turn has ended (its cluster-wide slot is free already): its session, counts and, after retention, its event buffer go. */
   private release (record: TurnRecord): void {
     this.active.delete(record.turn_id)
     this.admission.release(record)
-    this.deps.slots?.release(record.owner, record.turn_id)
     const turnId = record.turn_id
     if (!this.deps.journal.ended(turnId)) return
     // The entry closes over the id alone: closing over the record would keep every finished

@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto'
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js'
 import { startGateway, type TestGateway } from '../helpers/gateway.js'
 import { clusterOverrides, scratchWorkspace, spawnGateway } from '../helpers/cluster.js'
-import { cleanupStack, deferrer, scratchPrefix, scratchSchema, startPrivateRedis } from '../helpers/services.js'
+import { cleanupStack, deferrer, REDIS_URL, scratchPrefix, scratchSchema, startPrivateRedis } from '../helpers/services.js'
+import { startSlowLink } from '../helpers/slow-link.js'
 import { createProbes, type Probes } from '../helpers/tools.js'
 import { finishedTurn, gate, startTurn } from '../helpers/turns.js'
 import { eventually } from '../helpers/eventually.js'
@@ -107,6 +108,29 @@ describe('two instances sharing PostgreSQL and Redis share idempotency keys, rec
     await finishedTurn(b, two.turn_id)
     await finishedTurn(b, three.turn_id)
   })
+})
+
+test('a turn gives its cluster-wide slot back before its end is seen: the next turn starts on another instance at once', async (t) => {
+  const defer = deferrer(t)
+  const provider = await startFakeProvider()
+  defer(async () => { await provider.close() })
+  // Instance a reaches Redis through a link that delivers its slot connection's commands 300 ms
+  // late: a slot given back after the turn's end is seen would still be held when b is asked.
+  const link = await startSlowLink({ target: REDIS_URL, delayMs: 300, slowWhenSent: 'tollgate-turn-slots' })
+  defer(async () => { await link.close() })
+  const cluster = { provider, schema: scratchSchema(defer), prefix: scratchPrefix(defer) }
+  const limits = { turns: { max_active_turns_per_principal: 1 } }
+  const slowed = { ...cluster, redisUrl: link.url }
+  const a = await startGateway({ provider, overrides: clusterOverrides(slowed, await scratchWorkspace(defer), limits) })
+  defer(async () => { await a.close() })
+  const b = await startGateway({ provider, overrides: clusterOverrides(cluster, await scratchWorkspace(defer), limits) })
+  defer(async () => { await b.close() })
+  provider.enqueue({ text: 'one' }, { text: 'two' })
+  const one = await a.http('POST', '/v1/turns?wait=true', { message: 'one' })
+  assert.equal(one.body.status, 'completed', JSON.stringify(one.body))
+  const two = await b.http('POST', '/v1/turns', { message: 'two' })
+  assert.equal(two.status, 202, JSON.stringify(two.body))
+  assert.equal((await finishedTurn(b, two.body.turn_id)).final_text, 'two')
 })
 
 test('the running-turn slots of a SIGKILLed instance free themselves once its lease ends', async (t) => {

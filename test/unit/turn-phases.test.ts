@@ -72,3 +72,15 @@ test('a turn without a park probe is always at a safe point; a durable turn sets
   assert.equal(running.atSafePoint, false)
   assert.throws(() => { running.parksWhen(() => true) })
 })
+
+test('a turn holds its cluster-wide slot (renewed by its instance) while it starts, runs and parks, and not once parked', () => {
+  const running = turn()
+  const held: boolean[] = [running.holdsSlot]
+  running.begin()
+  held.push(running.holdsSlot)
+  running.requestPark()
+  held.push(running.holdsSlot)
+  running.park()
+  held.push(running.holdsSlot)
+  assert.deepEqual(held, [true, true, true, false])
+})
