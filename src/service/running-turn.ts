@@ -52,7 +52,6 @@ export class IllegalTurnTransition extends Error {
   }
 }
 
-/** How a running turn begins: a new turn's owner, or a resumed turn's place in its log and its steering queue. */
 /** What the service gives back when a turn stops running here. */
 export interface TurnEnding {
   /**
@@ -65,6 +64,7 @@ export interface TurnEnding {
   release: () => void
 }
 
+/** How a running turn begins: a new turn's owner, or a resumed turn's place in its log and its steering queue. */
 export interface RunningTurnOptions {
   /** Connection whose closing cancels the turn (unless detached). */
   ownerConnection: string | null
