@@ -11,6 +11,7 @@ import type { Logger } from 'pino'
 import type { BusEnvelope } from './bus.js'
 import { entryId, isDuplicateEntry, type RedisKeys } from './redis-codec.js'
 import type { EventRing } from './ring.js'
+import { waitAtMost } from '../core/wait-at-most.js'
 
 const BATCH = 256
 /** Attempts of one batch against a reachable Redis before it is dropped (a persistent error). */
@@ -175,9 +176,7 @@ export class StreamWriter {
     this.wake?.()
     const running = this.running
     if (running !== null) {
-      let timer: NodeJS.Timeout | undefined
-      await Promise.race([running, new Promise<void>((resolve) => { timer = setTimeout(resolve, timeoutMs) })])
-      clearTimeout(timer)
+      await waitAtMost(running, timeoutMs)
     }
     if (this.queue.length > 0) this.options.log.warn({ lost: this.queue.length }, 'closing with events Redis never received (the event log keeps them)')
   }

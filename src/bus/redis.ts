@@ -21,6 +21,7 @@ import { OrderedFeed } from './ordered-feed.js'
 import { entryId, envelopesOf, parseControl, parseEnvelope, RedisKeys } from './redis-codec.js'
 import { seqOfEntryId, StreamWriter } from './redis-writer.js'
 import { EventRing } from './ring.js'
+import { waitAtMost } from '../core/wait-at-most.js'
 
 export interface RedisBusOptions {
   url: string
@@ -363,9 +364,7 @@ export class RedisEventBus implements EventBus {
     if (tf !== undefined) {
       // A follower subscribes, then replays: the replay must not read the stream before the
       // subscription is live, or events published in between would reach neither.
-      let timer: NodeJS.Timeout | undefined
-      await Promise.race([tf.ready, new Promise<void>((resolve) => { timer = setTimeout(resolve, this.options.connectTimeoutMs) })])
-      clearTimeout(timer)
+      await waitAtMost(tf.ready, this.options.connectTimeoutMs)
     }
     let events: BusEnvelope[]
     let exists: number

@@ -14,6 +14,7 @@
  */
 import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
+import { waitAtMost } from '../core/wait-at-most.js'
 
 /** Redis time in milliseconds: `TIME` is allowed in scripts (effects replication, Redis ≥ 5). */
 const NOW = `local t = redis.call('TIME')
@@ -124,9 +125,7 @@ export class RedisTurnSlots implements TurnSlots {
       // Not renewed any more, so the slot frees itself when its lease ends.
       this.options.log.debug({ err }, 'could not release a turn slot; its lease will end it')
     })
-    let timer: NodeJS.Timeout | undefined
-    await Promise.race([removed, new Promise<void>((resolve) => { timer = setTimeout(resolve, RELEASE_WAIT_MS) })])
-    clearTimeout(timer)
+    await waitAtMost(removed, RELEASE_WAIT_MS)
   }
 
   track (held: () => Iterable<HeldSlot>): void {

@@ -8,6 +8,7 @@
 import type { Logger } from 'pino'
 import type { BusEnvelope, CheckpointRow } from '../core/envelope.js'
 import type { FinishedTurn, Store, TurnRecord } from '../store/store.js'
+import { waitAtMost } from '../core/wait-at-most.js'
 
 const BATCH = 500
 
@@ -151,9 +152,7 @@ export class EventLogWriter {
   async flush (timeoutMs: number): Promise<void> {
     const running = this.running
     if (running === null) return
-    let timer: NodeJS.Timeout | undefined
-    await Promise.race([running, new Promise<void>((resolve) => { timer = setTimeout(resolve, timeoutMs) })])
-    clearTimeout(timer)
+    await waitAtMost(running, timeoutMs)
   }
 
   /** Makes one last attempt to write what is queued, then stops. */
